@@ -1,0 +1,34 @@
+# budgeted-training: `make setup`, `make demo`, `make test` (see README.md).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.setup-done
+SETUP_INPUTS := tools/setup_env.sh setup.py $(wildcard requirements/*.txt tools/detectron2_lite/*.py)
+
+# Bytecode caching makes importing mmcv/mmseg/detectron2 several seconds faster per process.
+unexport PYTHONDONTWRITEBYTECODE
+
+.PHONY: setup test lint demo bench clean
+
+setup: $(STAMP)
+
+$(STAMP): $(SETUP_INPUTS)
+	@test -x $(PY) || { echo "[setup] creating $(VENV)"; python3 -m venv $(VENV); }
+	PYTHON=$(PY) bash tools/setup_env.sh
+	@touch $@
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(VENV)/bin/hadolint docker/Dockerfile
+
+test: lint
+	$(PY) -m pytest
+
+demo: setup
+	$(PY) tools/demo.py
+
+bench: setup
+	$(PY) benchmarks/scheduler_overhead.py
+
+clean:
+	rm -rf $(VENV) output

@@ -1,0 +1,37 @@
+"""Budget-aware learning-rate schedules (Li, Yumer, Ramanan, ICLR 2020).
+
+The schedule math lives in :mod:`budgeted.core` and imports no framework. Adapters:
+:class:`budgeted.BudgetLR` (plain PyTorch), :mod:`budgeted.detectron2`, :mod:`budgeted.mmengine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .budget import BUDGET_FRACTIONS, budget_iters
+from .core import BudgetSchedule, lr_multiplier, register_schedule, schedule_names
+from .version import __version__
+
+SCHEDULES: tuple[str, ...] = schedule_names()
+"""The built-in schedule names: linear, cosine, poly, htd, step, exp, constant."""
+
+__all__ = [
+    "BUDGET_FRACTIONS",
+    "SCHEDULES",
+    "BudgetLR",
+    "BudgetSchedule",
+    "__version__",
+    "budget_iters",
+    "lr_multiplier",
+    "register_schedule",
+    "schedule_names",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # BudgetLR needs torch; importing it lazily keeps ``budgeted.lr_multiplier`` torch-free.
+    if name == "BudgetLR":
+        from .pytorch import BudgetLR
+
+        return BudgetLR
+    raise AttributeError(f"module 'budgeted' has no attribute {name!r}")

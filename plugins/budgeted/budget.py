@@ -1,0 +1,64 @@
+"""Turn a training budget, however it is stated, into a number of iterations.
+
+>>> budget_iters(fraction=0.1, full_iters=90000)   # 10 % of Mask R-CNN's 1x schedule
+9000
+>>> budget_iters(epochs=2, dataset_size=1000, batch_size=16)
+125
+>>> budget_iters(images=1600, batch_size=16)
+100
+"""
+
+from __future__ import annotations
+
+import math
+
+BUDGET_FRACTIONS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
+"""The paper's budgets, as fractions of a full schedule."""
+
+
+def _positive(name: str, value: float | None, *, integer: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value <= 0 or (integer and value != int(value)):
+        what = "a whole number > 0" if integer else "a number > 0"
+        raise ValueError(f"budget {name}={value!r} is invalid; allowed: {what}")
+    return value
+
+
+def budget_iters(
+    *,
+    iters: int | None = None,
+    fraction: float | None = None,
+    full_iters: int | None = None,
+    epochs: float | None = None,
+    dataset_size: int | None = None,
+    images: int | None = None,
+    batch_size: int | None = None,
+) -> int:
+    """Iterations of a budget given as exactly one of:
+
+    - ``iters``: a number of iterations;
+    - ``fraction`` of a full schedule of ``full_iters`` iterations: ``round(fraction * full_iters)``;
+    - ``epochs`` over ``dataset_size`` images at ``batch_size``: ``ceil(epochs * dataset_size / batch_size)``;
+    - ``images`` seen at ``batch_size`` (the total batch over all GPUs): ``ceil(images / batch_size)``.
+    """
+    given = [k for k, v in (("iters", iters), ("fraction", fraction), ("epochs", epochs),
+                            ("images", images)) if v is not None]
+    if len(given) != 1:
+        raise ValueError(
+            f"a budget needs exactly one of iters, fraction, epochs, images; got {given or 'none'}"
+        )
+    if iters is not None:
+        total = _positive("iters", iters, integer=True)
+    elif fraction is not None:
+        total = _positive("fraction", fraction) * _positive("full_iters", full_iters, integer=True)
+        total = round(total)
+    elif epochs is not None:
+        images_seen = _positive("epochs", epochs) * _positive("dataset_size", dataset_size, integer=True)
+        total = math.ceil(images_seen / _positive("batch_size", batch_size, integer=True))
+    else:
+        total = math.ceil(
+            _positive("images", images, integer=True) / _positive("batch_size", batch_size, integer=True)
+        )
+    if total < 1:
+        raise ValueError(f"the budget {given[0]}={locals()[given[0]]!r} is less than one iteration")
+    return int(total)
