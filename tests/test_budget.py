@@ -1,0 +1,48 @@
+"""Budgets stated as fractions, iterations, epochs or images, in iterations."""
+
+from __future__ import annotations
+
+import pytest
+
+from budgeted import BUDGET_FRACTIONS, budget_iters
+
+
+@pytest.mark.parametrize(
+    ("fraction", "expected"),
+    [(0.01, 900), (0.05, 4500), (0.1, 9000), (0.25, 22500), (0.5, 45000), (1.0, 90000)],
+)
+def test_fractions_of_the_1x_schedule(fraction, expected):
+    assert budget_iters(fraction=fraction, full_iters=90000) == expected
+
+
+def test_paper_fractions():
+    assert BUDGET_FRACTIONS == (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+def test_iters_epochs_and_images():
+    assert budget_iters(iters=1234) == 1234
+    # 12 epochs of COCO train2017 (117266 images) at 16 images per iteration.
+    assert budget_iters(epochs=12, dataset_size=117266, batch_size=16) == 87950
+    assert budget_iters(epochs=0.5, dataset_size=10, batch_size=4) == 2  # ceil(5 / 4)
+    assert budget_iters(images=1_440_000, batch_size=16) == 90000
+    assert budget_iters(images=17, batch_size=16) == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, r"exactly one of iters, fraction, epochs, images; got none"),
+        ({"iters": 5, "fraction": 0.1}, r"got \['iters', 'fraction'\]"),
+        ({"fraction": 0, "full_iters": 90000}, r"budget fraction=0 is invalid; allowed: a number > 0"),
+        ({"fraction": -0.1, "full_iters": 90000}, r"fraction=-0.1 is invalid"),
+        ({"fraction": 0.1}, r"full_iters=None is invalid; allowed: a whole number > 0"),
+        ({"fraction": 1e-6, "full_iters": 1000}, r"fraction=1e-06 is less than one iteration"),
+        ({"iters": 2.5}, r"iters=2.5 is invalid; allowed: a whole number > 0"),
+        ({"epochs": 1, "dataset_size": 100}, r"batch_size=None is invalid"),
+        ({"images": 0, "batch_size": 2}, r"images=0 is invalid"),
+        ({"iters": True}, r"iters=True is invalid"),
+    ],
+)
+def test_bad_budgets(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        budget_iters(**kwargs)

@@ -1,0 +1,193 @@
+"""The schedule math, checked at the paper's reference points and by properties."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import budgeted
+from budgeted.core import BudgetSchedule, lr_multiplier, register_schedule, schedule_params
+
+SCHEDULE_PARAMS = {
+    "linear": {},
+    "cosine": {"eta": 0.1},
+    "poly": {"power": 0.9},
+    "htd": {"lower": -6.0, "upper": 3.0},
+    "step": {"milestones": [2 / 3, 8 / 9], "gamma": 0.1},
+    "exp": {"end_factor": 0.01},
+    "constant": {},
+}
+
+
+def test_public_schedule_names():
+    assert budgeted.SCHEDULES == ("linear", "cosine", "poly", "htd", "step", "exp", "constant")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "params", "p", "expected"),
+    [
+        ("linear", {}, 0.0, 1.0),
+        ("linear", {}, 0.25, 0.75),
+        ("linear", {}, 1.0, 0.0),
+        ("cosine", {}, 0.5, 0.5),
+        ("cosine", {}, 1.0, 0.0),
+        ("cosine", {"eta": 0.2}, 1.0, 0.2),
+        ("cosine", {"eta": 0.2}, 0.5, 0.6),
+        ("poly", {}, 0.5, 0.5**0.9),
+        ("poly", {"power": 2.0}, 0.5, 0.25),
+        ("poly", {}, 1.0, 0.0),
+        ("htd", {}, 0.0, (1 - math.tanh(-6)) / 2),
+        ("htd", {}, 2 / 3, 0.5),  # tanh(-6 + 9 * 2/3) = tanh(0)
+        ("htd", {}, 1.0, (1 - math.tanh(3)) / 2),
+        ("step", {}, 0.5, 1.0),
+        ("step", {}, 2 / 3, 0.1),
+        ("step", {}, 0.8, 0.1),
+        ("step", {}, 8 / 9, 0.1**2),
+        ("step", {"milestones": [0.5], "gamma": 0.5}, 0.75, 0.5),
+        ("exp", {}, 0.5, 0.1),
+        ("exp", {"end_factor": 0.25}, 1.0, 0.25),
+        ("constant", {}, 0.9, 1.0),
+    ],
+)
+def test_decay_at_reference_points(schedule, params, p, expected):
+    # No warmup, T = 900: iteration t is progress t / 900.
+    t = p * 900
+    assert lr_multiplier(schedule, t, 900, warmup_iters=0, **params) == pytest.approx(expected)
+
+
+def test_warmup_is_linear_then_decay_runs_over_the_remaining_budget():
+    total, warmup = 1500, 500
+    assert lr_multiplier("linear", 0, total) == pytest.approx(0.001)
+    assert lr_multiplier("linear", 250, total) == pytest.approx(0.001 * 0.5 + 0.5)
+    assert lr_multiplier("linear", warmup, total) == 1.0
+    # Decay over the 1000 remaining iterations: halfway at t = 1000, 1/(T-W) at the last one.
+    assert lr_multiplier("linear", 1000, total) == pytest.approx(0.5)
+    assert lr_multiplier("linear", total - 1, total) == pytest.approx(1 / (total - warmup))
+    assert lr_multiplier("linear", total, total) == 0.0
+    assert lr_multiplier("linear", total + 10, total) == 0.0  # clipped past the budget
+
+
+def test_constant_warmup_and_milestones_of_the_decay_phase():
+    assert lr_multiplier("linear", 10, 100, warmup_iters=20, warmup_method="constant") == 0.001
+    # Step milestones are fractions of the decay phase [W, T), not of the whole budget.
+    schedule = BudgetSchedule("step", total=1400, warmup=500)
+    assert schedule(500 + 599) == 1.0
+    assert schedule(500 + 600) == pytest.approx(0.1)
+    assert schedule(500 + 800) == pytest.approx(0.01)
+
+
+def test_paper_budgets_of_the_1x_schedule():
+    """At 1 % of Mask R-CNN's 90k schedule the 500-iteration warmup leaves 400 decay iterations."""
+    total = budgeted.budget_iters(fraction=0.01, full_iters=90000)
+    assert total == 900
+    assert lr_multiplier("linear", 700, total) == pytest.approx(0.5)
+    assert lr_multiplier("step", 500 + 267, total) == pytest.approx(0.1)  # 267/400 >= 2/3
+
+
+def test_elapsed_can_be_any_unit_such_as_seconds():
+    """The formulas see only progress: a budget of 3600 s with a 60 s warmup works the same."""
+    by_time = BudgetSchedule("cosine", total=3600.0, warmup=60.0)
+    assert by_time(30.0) == pytest.approx(0.001 * 0.5 + 0.5)
+    assert by_time(60.0 + 3540.0 / 2) == pytest.approx(0.5)
+    assert by_time.progress(60.0 + 3540.0 / 4) == pytest.approx(0.25)
+
+
+def test_a_new_schedule_is_one_function_and_one_registration():
+    @register_schedule("test_square")
+    def square(p: float, power: float = 2.0) -> float:
+        return (1 - p) ** power
+
+    try:
+        assert schedule_params("test_square") == {"power": 2.0}
+        assert lr_multiplier("test_square", 50, 100, warmup_iters=0) == pytest.approx(0.25)
+        with pytest.raises(ValueError, match="power=-1"):
+            lr_multiplier("test_square", 5, 100, warmup_iters=0, power=-1)
+        with pytest.raises(ValueError, match="already registered"):
+            register_schedule("test_square")(square)
+    finally:
+        budgeted.core._REGISTRY.pop("test_square")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"schedule": "lineer"}, r"unknown schedule 'lineer'; valid schedules: linear, cosine"),
+        ({"total_iters": 0}, r"total=0 is invalid; allowed: a number > 0"),
+        ({"total_iters": -5}, r"total=-5 is invalid"),
+        ({"warmup_iters": -1}, r"warmup=-1 is invalid; allowed: a number >= 0"),
+        ({"warmup_iters": 1000}, r"warmup=1000 is not shorter than the budget total=1000: the decay"),
+        ({"warmup_iters": 2000}, r"warmup=2000 is not shorter than the budget total=1000"),
+        ({"warmup_factor": 0}, r"warmup_factor=0 is invalid; allowed: a number in \(0, 1\]"),
+        ({"warmup_factor": 1.5}, r"warmup_factor=1.5 is invalid"),
+        ({"warmup_method": "cubic"}, r"unknown warmup_method 'cubic'; valid: linear, constant"),
+        ({"schedule": "poly", "power": 0}, r"poly schedule: power=0 is invalid; allowed: a number > 0"),
+        ({"schedule": "step", "milestones": [0.5, 1.0]}, r"milestones=\[0.5, 1.0\] is invalid"),
+        ({"schedule": "step", "milestones": [0.8, 0.5]}, r"an increasing list of fractions in"),
+        ({"schedule": "step", "milestones": [0.0]}, r"milestones=\[0.0\] is invalid"),
+        ({"schedule": "step", "gamma": 0}, r"gamma=0 is invalid; allowed: a number in \(0, 1\]"),
+        ({"schedule": "step", "gamma": 1.1}, r"gamma=1.1 is invalid"),
+        ({"schedule": "exp", "end_factor": 0}, r"end_factor=0 is invalid"),
+        ({"schedule": "exp", "end_factor": 2}, r"end_factor=2 is invalid"),
+        ({"schedule": "cosine", "eta": 1.0}, r"eta=1.0 is invalid; allowed: a number in \[0, 1\)"),
+        ({"schedule": "htd", "lower": 3, "upper": -6}, r"lower=3 must be below upper=-6"),
+        ({"schedule": "linear", "power": 2}, r"schedule 'linear' has no parameter 'power'; it takes"),
+        ({"schedule": "poly", "gamma": 0.1}, r"schedule 'poly' has no parameter 'gamma'; it takes: power"),
+    ],
+)
+def test_bad_input_is_one_clear_value_error(kwargs, message):
+    args = {"schedule": "linear", "iteration": 0, "total_iters": 1000, **kwargs}
+    with pytest.raises(ValueError, match=message) as error:
+        lr_multiplier(**args)
+    assert "\n" not in str(error.value)
+
+
+def test_negative_elapsed_is_refused():
+    with pytest.raises(ValueError, match=r"elapsed=-1 is invalid"):
+        lr_multiplier("linear", -1, 1000)
+
+
+budgets = st.tuples(st.integers(1, 5000), st.integers(0, 2000)).filter(lambda tw: tw[1] < tw[0])
+
+
+@given(
+    schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)),
+    budget=budgets,
+    warmup_factor=st.floats(1e-4, 1.0),
+    position=st.floats(0.0, 1.2),
+)
+def test_multiplier_stays_in_zero_one(schedule, budget, warmup_factor, position):
+    total, warmup = budget
+    value = lr_multiplier(
+        schedule, position * total, total, warmup_iters=warmup, warmup_factor=warmup_factor,
+        **SCHEDULE_PARAMS[schedule],
+    )
+    assert 0.0 <= value <= 1.0
+
+
+@given(schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets.filter(lambda tw: tw[1] > 0))
+def test_continuous_at_the_end_of_warmup(schedule, budget):
+    total, warmup = budget
+    schedule_at = BudgetSchedule(schedule, total, warmup, params=SCHEDULE_PARAMS[schedule])
+    just_before = schedule_at(warmup - 1e-9)
+    assert schedule_at(warmup) == pytest.approx(just_before, abs=1e-4)  # htd(0) = 0.99999...
+
+
+@given(schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets)
+def test_non_increasing_after_warmup(schedule, budget):
+    total, warmup = budget
+    schedule_at = BudgetSchedule(schedule, total, warmup, params=SCHEDULE_PARAMS[schedule])
+    values = [schedule_at(t) for t in range(warmup, total + 2)]
+    assert all(later <= earlier + 1e-12 for earlier, later in zip(values, values[1:]))
+
+
+@given(schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets.filter(lambda tw: tw[1] > 1))
+def test_warmup_rises_from_warmup_factor_to_one(schedule, budget):
+    total, warmup = budget
+    schedule_at = BudgetSchedule(schedule, total, warmup, params=SCHEDULE_PARAMS[schedule])
+    values = [schedule_at(t) for t in range(warmup)]
+    assert values[0] == pytest.approx(0.001)
+    assert all(later > earlier for earlier, later in zip(values, values[1:]))
+    assert values[-1] < 1.0

@@ -1,0 +1,67 @@
+"""The environment recipe: one set of pins, used by `make setup` and the Docker image alike."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+SETUP_SCRIPT = ROOT / "tools" / "setup_env.sh"
+
+
+def pins() -> dict[str, str]:
+    found = {}
+    for line in (ROOT / "requirements" / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, pinned = line.partition("==")
+            assert pinned, f"constraints.txt line {line!r} is not an exact pin"
+            found[name.lower()] = pinned
+    return found
+
+
+def test_every_package_the_setup_script_installs_is_pinned():
+    script = SETUP_SCRIPT.read_text()
+    installed = set()
+    for call in re.findall(r"^\s*pip_install ([^\n]*(?:\\\n[^\n]*)*)", script, flags=re.M):
+        words = re.sub(r"#[^\n]*", "", call).replace("\\\n", " ").split()
+        installed |= {w.lower() for w in words if re.fullmatch(r"[A-Za-z][\w.-]*", w)}
+    assert {"torch", "torchvision", "mmengine", "mmsegmentation", "numpy", "pillow"} <= installed
+    assert installed - set(pins()) == set(), "installed without a pin in requirements/"
+
+
+@pytest.mark.parametrize(
+    "package", ["torch", "torchvision", "numpy", "Pillow", "setuptools", "mmengine", "mmcv",
+                "mmsegmentation", "pycocotools", "cityscapesscripts"],
+)
+def test_the_environment_has_the_pinned_versions(package):
+    assert version(package).split("+")[0] == pins()[package.lower()]
+
+
+def test_dockerfile_runs_the_same_script_from_the_same_pins():
+    text = DOCKERFILE.read_text()
+    assert "COPY requirements/ requirements/" in text
+    run_setup = re.search(r"^RUN (?:[^\n]*\\\n)*[^\n]*bash tools/setup_env.sh", text, flags=re.M)
+    assert run_setup, "the image is not built by tools/setup_env.sh"
+    assert "MMCV_FORCE_CUDA=1" in run_setup.group(0)  # mmcv's CUDA ops are compiled there
+    assert 'DETECTRON2_REQUIREMENT="${DETECTRON2_REQUIREMENT}"' in run_setup.group(0)
+    assert re.search(r"^ARG DETECTRON2_REQUIREMENT=", text, flags=re.M)
+    # No second recipe: nothing in the image is pip-installed outside the script.
+    assert not re.search(r"\bpip3? install\b", text)
+    # Python 3.11: numpy 1.23.5 (the pin Detectron2 0.6 needs) has no newer wheels.
+    assert pins()["numpy"] == "1.23.5" and "python3.11 -m venv" in text
+
+
+def test_dockerfile_passes_hadolint():
+    hadolint = shutil.which("hadolint") or str(Path(__file__).parents[1] / ".venv/bin/hadolint")
+    result = subprocess.run(
+        [hadolint, "--config", str(ROOT / ".hadolint.yaml"), str(DOCKERFILE)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,89 @@
+"""BudgetLR in a plain PyTorch loop."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from budgeted import SCHEDULES, BudgetLR, lr_multiplier
+
+
+def make_optimizer(lrs=(0.1,)):
+    params = [torch.nn.Parameter(torch.zeros(2)) for _ in lrs]
+    return torch.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)], momentum=0.9)
+
+
+def run(scheduler, optimizer, steps):
+    """The LRs used by ``steps`` iterations of a training loop."""
+    lrs = []
+    for _ in range(steps):
+        lrs.append([group["lr"] for group in optimizer.param_groups])
+        optimizer.step()
+        scheduler.step()
+    return lrs
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_every_iteration_uses_the_core_multiplier(schedule):
+    optimizer = make_optimizer((0.1, 0.02))
+    scheduler = BudgetLR(optimizer, schedule, 60, warmup_iters=10)
+    used = run(scheduler, optimizer, 62)
+    for t, lrs in enumerate(used):
+        m = lr_multiplier(schedule, t, 60, warmup_iters=10)
+        assert lrs == pytest.approx([0.1 * m, 0.02 * m], abs=1e-15)
+    assert scheduler.get_last_lr() == [group["lr"] for group in optimizer.param_groups]
+
+
+def test_is_a_torch_lr_scheduler_and_refuses_an_epoch_argument():
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, "linear", 10, warmup_iters=0)
+    assert isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler)
+    with pytest.raises(ValueError, match="takes no epoch"):
+        scheduler.step(3)
+
+
+def test_bad_arguments_fail_at_construction():
+    with pytest.raises(ValueError, match="unknown schedule 'linaer'"):
+        BudgetLR(make_optimizer(), "linaer", 100)
+    with pytest.raises(ValueError, match="warmup=500 is not shorter than the budget total=300"):
+        BudgetLR(make_optimizer(), "linear", 300)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    schedule=st.sampled_from(SCHEDULES),
+    total=st.integers(2, 80),
+    data=st.data(),
+)
+def test_state_round_trip_resumes_to_the_same_sequence(schedule, total, data, tmp_path_factory):
+    warmup = data.draw(st.integers(0, total - 1))
+    stop = data.draw(st.integers(0, total))
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, schedule, total, warmup_iters=warmup)
+    uninterrupted = run(scheduler, optimizer, total + 1)
+
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, schedule, total, warmup_iters=warmup)
+    before = run(scheduler, optimizer, stop)
+    path = tmp_path_factory.mktemp("ckpt") / "state.pt"
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, path)
+
+    checkpoint = torch.load(path)  # weights_only: the state holds plain values only
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, schedule, total, warmup_iters=warmup)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    after = run(scheduler, optimizer, total + 1 - stop)
+    assert before + after == uninterrupted
+
+
+def test_resuming_with_another_budget_is_refused():
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, "linear", 100, warmup_iters=10)
+    run(scheduler, optimizer, 5)
+    state = scheduler.state_dict()
+    other = BudgetLR(make_optimizer(), "linear", 200, warmup_iters=10)
+    with pytest.raises(ValueError, match="'total': 100.*differs.*'total': 200"):
+        other.load_state_dict(state)
