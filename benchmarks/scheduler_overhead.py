@@ -73,10 +73,14 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore", UserWarning)  # stepping without optimizer.step() on purpose
     if args.steps <= 500 or args.repeats < 1:
-        parser.error(f"--steps must be > 500 (got {args.steps}), --repeats >= 1 (got {args.repeats})")
+        parser.error(
+            f"--steps must be > 500 (got {args.steps}), --repeats >= 1 (got {args.repeats})"
+        )
 
-    timings = {name: microseconds_per_step(build, args.steps, args.repeats)
-               for name, build in CANDIDATES.items()}
+    timings = {
+        name: microseconds_per_step(build, args.steps, args.repeats)
+        for name, build in CANDIDATES.items()
+    }
     ours = timings["budgeted BudgetLR (linear)"]
     print(f"{'scheduler':<48} {'us/step':>8} {'vs BudgetLR':>12}")
     for name, us in timings.items():

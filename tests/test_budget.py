@@ -33,7 +33,10 @@ def test_iters_epochs_and_images():
     [
         ({}, r"exactly one of iters, fraction, epochs, images; got none"),
         ({"iters": 5, "fraction": 0.1}, r"got \['iters', 'fraction'\]"),
-        ({"fraction": 0, "full_iters": 90000}, r"budget fraction=0 is invalid; allowed: a number > 0"),
+        (
+            {"fraction": 0, "full_iters": 90000},
+            r"budget fraction=0 is invalid; allowed: a number > 0",
+        ),
         ({"fraction": -0.1, "full_iters": 90000}, r"fraction=-0.1 is invalid"),
         ({"fraction": 0.1}, r"full_iters=None is invalid; allowed: a whole number > 0"),
         ({"fraction": 1e-6, "full_iters": 1000}, r"fraction=1e-06 is less than one iteration"),

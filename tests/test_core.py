@@ -118,12 +118,18 @@ def test_a_new_schedule_is_one_function_and_one_registration():
         ({"total_iters": 0}, r"total=0 is invalid; allowed: a number > 0"),
         ({"total_iters": -5}, r"total=-5 is invalid"),
         ({"warmup_iters": -1}, r"warmup=-1 is invalid; allowed: a number >= 0"),
-        ({"warmup_iters": 1000}, r"warmup=1000 is not shorter than the budget total=1000: the decay"),
+        (
+            {"warmup_iters": 1000},
+            r"warmup=1000 is not shorter than the budget total=1000: the decay",
+        ),
         ({"warmup_iters": 2000}, r"warmup=2000 is not shorter than the budget total=1000"),
         ({"warmup_factor": 0}, r"warmup_factor=0 is invalid; allowed: a number in \(0, 1\]"),
         ({"warmup_factor": 1.5}, r"warmup_factor=1.5 is invalid"),
         ({"warmup_method": "cubic"}, r"unknown warmup_method 'cubic'; valid: linear, constant"),
-        ({"schedule": "poly", "power": 0}, r"poly schedule: power=0 is invalid; allowed: a number > 0"),
+        (
+            {"schedule": "poly", "power": 0},
+            r"poly schedule: power=0 is invalid; allowed: a number > 0",
+        ),
         ({"schedule": "step", "milestones": [0.5, 1.0]}, r"milestones=\[0.5, 1.0\] is invalid"),
         ({"schedule": "step", "milestones": [0.8, 0.5]}, r"an increasing list of fractions in"),
         ({"schedule": "step", "milestones": [0.0]}, r"milestones=\[0.0\] is invalid"),
@@ -133,8 +139,14 @@ def test_a_new_schedule_is_one_function_and_one_registration():
         ({"schedule": "exp", "end_factor": 2}, r"end_factor=2 is invalid"),
         ({"schedule": "cosine", "eta": 1.0}, r"eta=1.0 is invalid; allowed: a number in \[0, 1\)"),
         ({"schedule": "htd", "lower": 3, "upper": -6}, r"lower=3 must be below upper=-6"),
-        ({"schedule": "linear", "power": 2}, r"schedule 'linear' has no parameter 'power'; it takes"),
-        ({"schedule": "poly", "gamma": 0.1}, r"schedule 'poly' has no parameter 'gamma'; it takes: power"),
+        (
+            {"schedule": "linear", "power": 2},
+            r"schedule 'linear' has no parameter 'power'; it takes",
+        ),
+        (
+            {"schedule": "poly", "gamma": 0.1},
+            r"schedule 'poly' has no parameter 'gamma'; it takes: power",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_value_error(kwargs, message):
@@ -161,13 +173,19 @@ budgets = st.tuples(st.integers(1, 5000), st.integers(0, 2000)).filter(lambda tw
 def test_multiplier_stays_in_zero_one(schedule, budget, warmup_factor, position):
     total, warmup = budget
     value = lr_multiplier(
-        schedule, position * total, total, warmup_iters=warmup, warmup_factor=warmup_factor,
+        schedule,
+        position * total,
+        total,
+        warmup_iters=warmup,
+        warmup_factor=warmup_factor,
         **SCHEDULE_PARAMS[schedule],
     )
     assert 0.0 <= value <= 1.0
 
 
-@given(schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets.filter(lambda tw: tw[1] > 0))
+@given(
+    schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets.filter(lambda tw: tw[1] > 0)
+)
 def test_continuous_at_the_end_of_warmup(schedule, budget):
     total, warmup = budget
     schedule_at = BudgetSchedule(schedule, total, warmup, params=SCHEDULE_PARAMS[schedule])
@@ -183,7 +201,9 @@ def test_non_increasing_after_warmup(schedule, budget):
     assert all(later <= earlier + 1e-12 for earlier, later in zip(values, values[1:]))
 
 
-@given(schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets.filter(lambda tw: tw[1] > 1))
+@given(
+    schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)), budget=budgets.filter(lambda tw: tw[1] > 1)
+)
 def test_warmup_rises_from_warmup_factor_to_one(schedule, budget):
     total, warmup = budget
     schedule_at = BudgetSchedule(schedule, total, warmup, params=SCHEDULE_PARAMS[schedule])

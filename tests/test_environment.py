@@ -37,8 +37,19 @@ def test_every_package_the_setup_script_installs_is_pinned():
 
 
 @pytest.mark.parametrize(
-    "package", ["torch", "torchvision", "numpy", "Pillow", "setuptools", "mmengine", "mmcv",
-                "mmsegmentation", "pycocotools", "cityscapesscripts"],
+    "package",
+    [
+        "torch",
+        "torchvision",
+        "numpy",
+        "Pillow",
+        "setuptools",
+        "mmengine",
+        "mmcv",
+        "mmsegmentation",
+        "pycocotools",
+        "cityscapesscripts",
+    ],
 )
 def test_the_environment_has_the_pinned_versions(package):
     assert version(package).split("+")[0] == pins()[package.lower()]
@@ -62,6 +73,7 @@ def test_dockerfile_passes_hadolint():
     hadolint = shutil.which("hadolint") or str(Path(__file__).parents[1] / ".venv/bin/hadolint")
     result = subprocess.run(
         [hadolint, "--config", str(ROOT / ".hadolint.yaml"), str(DOCKERFILE)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr

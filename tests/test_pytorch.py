@@ -85,5 +85,5 @@ def test_resuming_with_another_budget_is_refused():
     run(scheduler, optimizer, 5)
     state = scheduler.state_dict()
     other = BudgetLR(make_optimizer(), "linear", 200, warmup_iters=10)
-    with pytest.raises(ValueError, match="'total': 100.*differs.*'total': 200"):
+    with pytest.raises(ValueError, match=r"'total': 100.*differs.*'total': 200"):
         other.load_state_dict(state)

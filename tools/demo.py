@@ -23,15 +23,21 @@ PARTS = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=list(PARTS), default=list(PARTS),
-                        help="run only these parts (default: all, in this order)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(PARTS),
+        default=list(PARTS),
+        help="run only these parts (default: all, in this order)",
+    )
     args = parser.parse_args()
     for part in args.only:
         script, *script_args = PARTS[part]
         print(f"\n=== demo: {part} ({script.relative_to(TOOLS.parent)}) ===", flush=True)
         start = time.monotonic()
-        result = subprocess.run([sys.executable, str(script), *map(str, script_args)],
-                                cwd=TOOLS.parent)
+        result = subprocess.run(
+            [sys.executable, str(script), *map(str, script_args)], cwd=TOOLS.parent
+        )
         if result.returncode != 0:
             print(f"demo part {part!r} failed with exit code {result.returncode}", file=sys.stderr)
             return result.returncode

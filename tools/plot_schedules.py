@@ -57,8 +57,13 @@ def plot(full_iters: int, fractions: list[float], warmup: int, out: Path) -> Pat
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full-iters", type=int, default=90000, help="length of the full schedule")
-    parser.add_argument("--budgets", type=float, nargs="+", default=[0.01, 0.1, 1.0],
-                        help="budgets as fractions of the full schedule")
+    parser.add_argument(
+        "--budgets",
+        type=float,
+        nargs="+",
+        default=[0.01, 0.1, 1.0],
+        help="budgets as fractions of the full schedule",
+    )
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--out", type=Path, default=Path("output/schedules.png"))
     args = parser.parse_args(argv)
@@ -70,8 +75,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(error))
     for fraction in args.budgets:
         total = budget_iters(fraction=fraction, full_iters=args.full_iters)
-        print(f"\nLR multipliers at {fraction:g} of {args.full_iters} = {total} iterations "
-              f"(warmup {args.warmup}):")
+        print(
+            f"\nLR multipliers at {fraction:g} of {args.full_iters} = {total} iterations "
+            f"(warmup {args.warmup}):"
+        )
         print(multiplier_table(total, args.warmup))
     path = plot(args.full_iters, args.budgets, args.warmup, args.out)
     print(f"\nplot of every schedule written to {path}")

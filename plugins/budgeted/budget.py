@@ -37,12 +37,23 @@ def budget_iters(
     """Iterations of a budget given as exactly one of:
 
     - ``iters``: a number of iterations;
-    - ``fraction`` of a full schedule of ``full_iters`` iterations: ``round(fraction * full_iters)``;
-    - ``epochs`` over ``dataset_size`` images at ``batch_size``: ``ceil(epochs * dataset_size / batch_size)``;
-    - ``images`` seen at ``batch_size`` (the total batch over all GPUs): ``ceil(images / batch_size)``.
+    - ``fraction`` of a full schedule of ``full_iters`` iterations:
+      ``round(fraction * full_iters)``;
+    - ``epochs`` over ``dataset_size`` images at ``batch_size``:
+      ``ceil(epochs * dataset_size / batch_size)``;
+    - ``images`` seen at ``batch_size`` (the total batch over all GPUs):
+      ``ceil(images / batch_size)``.
     """
-    given = [k for k, v in (("iters", iters), ("fraction", fraction), ("epochs", epochs),
-                            ("images", images)) if v is not None]
+    given = [
+        k
+        for k, v in (
+            ("iters", iters),
+            ("fraction", fraction),
+            ("epochs", epochs),
+            ("images", images),
+        )
+        if v is not None
+    ]
     if len(given) != 1:
         raise ValueError(
             f"a budget needs exactly one of iters, fraction, epochs, images; got {given or 'none'}"
@@ -53,11 +64,14 @@ def budget_iters(
         total = _positive("fraction", fraction) * _positive("full_iters", full_iters, integer=True)
         total = round(total)
     elif epochs is not None:
-        images_seen = _positive("epochs", epochs) * _positive("dataset_size", dataset_size, integer=True)
+        images_seen = _positive("epochs", epochs) * _positive(
+            "dataset_size", dataset_size, integer=True
+        )
         total = math.ceil(images_seen / _positive("batch_size", batch_size, integer=True))
     else:
         total = math.ceil(
-            _positive("images", images, integer=True) / _positive("batch_size", batch_size, integer=True)
+            _positive("images", images, integer=True)
+            / _positive("batch_size", batch_size, integer=True)
         )
     if total < 1:
         raise ValueError(f"the budget {given[0]}={locals()[given[0]]!r} is less than one iteration")

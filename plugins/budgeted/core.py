@@ -225,7 +225,7 @@ def lr_multiplier(
     warmup_method: str = "linear",
     **params: Any,
 ) -> float:
-    """The multiplier of the base learning rate at 0-based ``iteration`` of a ``total_iters`` budget."""
+    """The base-LR multiplier at 0-based ``iteration`` of a budget of ``total_iters``."""
     return BudgetSchedule(
         schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
     )(iteration)

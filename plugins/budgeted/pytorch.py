@@ -45,7 +45,9 @@ class BudgetLR(_LRScheduler):
     def step(self, epoch: None = None) -> None:
         """Advance one iteration; a lean version of ``LRScheduler.step`` (no epoch argument)."""
         if epoch is not None:
-            raise ValueError(f"BudgetLR.step() takes no epoch (got {epoch!r}); it counts steps itself")
+            raise ValueError(
+                f"BudgetLR.step() takes no epoch (got {epoch!r}); it counts steps itself"
+            )
         if self.last_epoch < 0:  # the call from __init__: let torch set up its bookkeeping
             super().step()
             return
