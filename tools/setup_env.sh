@@ -38,7 +38,7 @@ step "build tooling (setuptools, wheel, ninja)"
 pip_install -q setuptools wheel ninja
 
 step "torch + torchvision (a large download the first time)"
-pip_install torch torchvision | grep -v "^Requirement already satisfied" || true
+pip_install torch torchvision | sed "/^Requirement already satisfied/d"
 
 step "numpy, Pillow, MMEngine, pycocotools, cityscapesscripts and the test tools"
 pip_install -q numpy Pillow mmengine pycocotools cityscapesscripts ftfy regex fvcore tensorboard \
