@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 def add_budget_config(cfg: CfgNode) -> CfgNode:
-    """Add the ``SOLVER.BUDGET`` node (Detectron2's ``add_xxx_config`` convention); return ``cfg``."""
+    """Add the ``SOLVER.BUDGET`` node (Detectron2's ``add_xxx_config`` convention)."""
     if "BUDGET" in cfg.SOLVER:
         return cfg
     b = cfg.SOLVER.BUDGET = CfgNode()
@@ -143,6 +143,18 @@ def _opts_keys(opts: Sequence[str]) -> list[str]:
     return list(opts[0::2])
 
 
+def _as_float(cfg: CfgNode, key: str, value: str) -> str:
+    """``"0"`` for a float key becomes ``"0.0"`` (yacs refuses int for float)."""
+    node: Any = cfg
+    for part in key.split("."):
+        if not isinstance(node, CfgNode) or part not in node:
+            return value
+        node = node[part]
+    if isinstance(node, float) and isinstance(value, str) and value.lstrip("-").isdigit():
+        return f"{value}.0"
+    return value
+
+
 def load_config(path: str, opts: Sequence[str] = ()) -> CfgNode:
     """The fully merged ``CfgNode`` of one of our yaml configs (budget keys added, base resolved).
 
@@ -176,8 +188,10 @@ def load_config(path: str, opts: Sequence[str] = ()) -> CfgNode:
         except KeyError as err:
             raise ValueError(f"config {file!r}: {err.args[0]}") from None
     keys = _opts_keys(opts)
+    opts = [_as_float(cfg, k, v) for k, v in zip(opts[0::2], opts[1::2])]
+    opts = [x for pair in zip(keys, opts) for x in pair]
     try:
-        cfg.merge_from_list(list(opts))
+        cfg.merge_from_list(opts)
     except (KeyError, AssertionError, ValueError) as err:
         raise ValueError(f"bad override in {list(opts)}: {err}") from None
     given = "SOLVER.MAX_ITER" in keys

@@ -15,7 +15,7 @@ from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
 from mmengine.registry import PARAM_SCHEDULERS
 
-from ..core import BudgetSchedule, schedule_names
+from ..core import BudgetSchedule
 
 # What makes two budget plans the same; saved in checkpoints and compared on resume.
 PLAN_KEYS = ("schedule", "params", "begin", "end", "warmup_iters", "warmup_factor", "warmup_method")
@@ -27,7 +27,7 @@ class BudgetMismatchError(ValueError):
 
 @PARAM_SCHEDULERS.register_module()
 class BudgetParamScheduler(_ParamScheduler):
-    """Budget-aware schedule of any optimizer parameter ``param_name`` (``lr``, ``weight_decay``...).
+    """Budget-aware schedule of any optimizer parameter ``param_name`` (``lr``, ``momentum``...).
 
     Args:
         optimizer: the (wrapped) optimizer.
@@ -73,8 +73,8 @@ class BudgetParamScheduler(_ParamScheduler):
         if by_epoch:
             raise ValueError(
                 f"{name}: by_epoch=True without convert_to_iter_based=True; the budget is planned "
-                "in iterations: set by_epoch=False in an iteration-based config (IterBasedTrainLoop)"
-                " or convert_to_iter_based=True in an epoch-based one"
+                "in iterations: set by_epoch=False in an iteration-based config "
+                "(IterBasedTrainLoop) or convert_to_iter_based=True in an epoch-based one"
             )
         if end >= INF:
             raise ValueError(

@@ -1,0 +1,63 @@
+#!/usr/bin/env python
+"""Toy Mask R-CNN seconds per iteration: BudgetLinear vs stock WarmupMultiStepLR, same process.
+
+Builds one ``BudgetTrainer`` per scheduler on the toy config and times ``run_step`` plus the
+LRScheduler hook, interleaving the two trainers iteration by iteration so machine load hits both
+alike. Prints the median seconds per iteration of each and their ratio (target <= 1.01).
+Needs the toy set (``tools/make_toy_coco.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import tempfile
+import time
+
+from detectron2.utils.events import EventStorage
+
+from budgeted.detectron2 import BudgetTrainer, load_config
+
+CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget25.yaml"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5, help="untimed first iterations")
+    args = parser.parse_args()
+    logging.disable(logging.INFO)
+    trainers, times = {}, {}
+    for name in ("BudgetLinear", "WarmupMultiStepLR"):
+        out = tempfile.mkdtemp(prefix="d2bench-")
+        cfg = load_config(CONFIG, ["SOLVER.LR_SCHEDULER_NAME", name, "SOLVER.STEPS", "(66, 88)",
+                                   "OUTPUT_DIR", out])  # fmt: skip
+        trainers[name], times[name] = BudgetTrainer(cfg), []
+    storages = {name: EventStorage(0) for name in trainers}
+    for name, t in trainers.items():
+        t.storage = storages[name].__enter__()
+        t.iter = t.start_iter = 0
+        for h in t._hooks:
+            h.before_train()
+    for i in range(args.warmup + args.iters):
+        for name, t in trainers.items():
+            t.iter = t.storage.iter = i
+            start = time.perf_counter()
+            t.run_step()
+            for h in t._hooks:
+                if type(h).__name__ == "LRScheduler":
+                    h.after_step()
+            if i >= args.warmup:
+                times[name].append(time.perf_counter() - start)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    for name, v in med.items():
+        print(f"{name:18s} {v:.4f} s/iter (median of {args.iters})")
+    print(
+        "ratio BudgetLinear / WarmupMultiStepLR = "
+        f"{med['BudgetLinear'] / med['WarmupMultiStepLR']:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

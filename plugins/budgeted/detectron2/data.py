@@ -1,0 +1,79 @@
+"""Datasets: the synthetic toy COCO set, and a check that every configured dataset's files exist.
+
+Datasets are found the Detectron2 way: under ``$DETECTRON2_DATASETS`` (default ``./datasets``),
+where Detectron2 registers ``coco_2017_train`` etc. as ``coco/...`` and we register
+``toy_coco_train`` / ``toy_coco_val`` as ``toy_coco/...`` (written by ``tools/make_toy_coco.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from detectron2.config import CfgNode
+from detectron2.data import DatasetCatalog, MetadataCatalog
+from detectron2.data.datasets import register_coco_instances
+
+__all__ = ["TOY_CATEGORIES", "TOY_DATASETS", "check_datasets", "datasets_root", "register_toy_coco"]
+
+TOY_CATEGORIES = ("square", "circle", "triangle")
+"""The toy set's categories, ids 1, 2, 3 in its COCO json."""
+
+TOY_DATASETS = {
+    "toy_coco_train": ("toy_coco/train", "toy_coco/annotations/instances_train.json"),
+    "toy_coco_val": ("toy_coco/val", "toy_coco/annotations/instances_val.json"),
+}
+"""Toy dataset name -> (image folder, annotation json), relative to :func:`datasets_root`."""
+
+
+def datasets_root() -> str:
+    """``$DETECTRON2_DATASETS`` or ``datasets``: where Detectron2 looks for datasets."""
+    return os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
+
+
+def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None:
+    """Register the toy datasets under ``root`` (default :func:`datasets_root`).
+
+    Names already registered are kept, unless ``replace``."""
+    root = datasets_root() if root is None else root
+    for name, (images, ann) in TOY_DATASETS.items():
+        if name in DatasetCatalog.list():
+            if not replace:
+                continue
+            DatasetCatalog.remove(name)
+            MetadataCatalog.remove(name)
+        register_coco_instances(name, {}, os.path.join(root, ann), os.path.join(root, images))
+        MetadataCatalog.get(name).set(thing_classes=list(TOY_CATEGORIES))
+
+
+def check_datasets(names: Iterable[str]) -> None:
+    """Raise a one-line ``ValueError`` for a dataset that is not registered or lacks its files."""
+    registered = set(DatasetCatalog.list())
+    for name in names:
+        if name not in registered:
+            coco = sorted(n for n in registered if n.startswith(("coco_2017", "toy_coco")))
+            raise ValueError(
+                f"unknown dataset {name!r}; register it with detectron2.data.DatasetCatalog "
+                f"(registered COCO-style names include: {', '.join(coco)})"
+            )
+        meta = MetadataCatalog.get(name)
+        for key in ("json_file", "image_root"):
+            path = meta.get(key, None)
+            if path and not os.path.exists(path):
+                hint = (
+                    "run tools/make_toy_coco.py"
+                    if name in TOY_DATASETS
+                    else "download the dataset there"
+                )
+                raise ValueError(
+                    f"dataset {name!r}: {key} {path!r} does not exist; set DETECTRON2_DATASETS "
+                    f"to the folder that holds it (now {datasets_root()!r}) or {hint}"
+                )
+
+
+def check_config_datasets(cfg: CfgNode, *, train: bool = True) -> None:
+    """:func:`check_datasets` for ``DATASETS.TEST`` (and ``DATASETS.TRAIN`` when ``train``)."""
+    check_datasets((list(cfg.DATASETS.TRAIN) if train else []) + list(cfg.DATASETS.TEST))
+
+
+register_toy_coco()

@@ -1,0 +1,147 @@
+"""``BudgetTrainer``: Detectron2's ``DefaultTrainer`` with the scheduler registry and CPU DDP."""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from typing import Any
+
+import torch
+from detectron2.checkpoint import DetectionCheckpointer
+from detectron2.config import CfgNode
+from detectron2.data import MetadataCatalog
+from detectron2.engine import AMPTrainer, DefaultTrainer, SimpleTrainer, hooks
+from detectron2.engine.defaults import create_ddp_model
+from detectron2.engine.train_loop import TrainerBase
+from detectron2.evaluation import COCOEvaluator, DatasetEvaluator
+from detectron2.utils import comm
+from detectron2.utils.logger import setup_logger
+
+from .solver import BudgetConfigError, build_lr_scheduler
+
+__all__ = ["BudgetTrainer", "check_budget", "has_compiled_ops"]
+
+
+def has_compiled_ops() -> bool:
+    """Whether the real ``detectron2._C`` is installed (not our lite stand-in)."""
+    try:
+        from detectron2 import _C
+    except ImportError:
+        return False
+    return not getattr(_C, "__budgeted_lite__", False)
+
+
+def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
+    """Validate the LR schedule as it will be trained on ``world_size`` workers.
+
+    Applies Detectron2's ``REFERENCE_WORLD_SIZE`` scaling (``MAX_ITER`` and ``WARMUP_ITERS``
+    divided by ``world_size / REFERENCE_WORLD_SIZE``) to a copy of ``cfg``, then builds its
+    scheduler on a dummy optimizer, so every bad value fails here, before any training.
+    Returns the scaled copy.
+    """
+    world_size = comm.get_world_size() if world_size is None else world_size
+    rws = cfg.SOLVER.REFERENCE_WORLD_SIZE
+    if rws and world_size != rws and (cfg.SOLVER.IMS_PER_BATCH % rws) != 0:
+        raise BudgetConfigError(
+            f"SOLVER.IMS_PER_BATCH={cfg.SOLVER.IMS_PER_BATCH} is not divisible by "
+            f"SOLVER.REFERENCE_WORLD_SIZE={rws}; allowed: a multiple of it"
+        )
+    scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
+    param = torch.nn.Parameter(torch.zeros(1))
+    build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
+    return scaled
+
+
+class BudgetTrainer(DefaultTrainer):
+    """``DefaultTrainer`` that builds its LR scheduler with :func:`build_lr_scheduler` (the
+    ``LR_SCHEDULER_REGISTRY``: ``BudgetLinear``, ... plus Detectron2's own names), evaluates COCO
+    with pycocotools (the fast C++ evaluator only where the real ``detectron2._C`` exists), writes
+    metrics every ``SOLVER.BUDGET.WRITER_PERIOD`` iterations, and trains with DDP on CPU too.
+    """
+
+    def __init__(self, cfg: CfgNode) -> None:
+        # DefaultTrainer.__init__, except for the budget check and DDP's device_ids on CPU.
+        TrainerBase.__init__(self)
+        logger = logging.getLogger("detectron2")
+        if not logger.isEnabledFor(logging.INFO):
+            setup_logger()
+        cfg = DefaultTrainer.auto_scale_workers(cfg, comm.get_world_size())
+        check_budget(cfg, comm.get_world_size())
+        model = self.build_model(cfg)
+        optimizer = self.build_optimizer(cfg, model)
+        data_loader = self.build_train_loader(cfg)
+        on_cpu = next(model.parameters()).device.type == "cpu"
+        model = create_ddp_model(
+            model, broadcast_buffers=False, **({"device_ids": None} if on_cpu else {})
+        )
+        self._trainer = (AMPTrainer if cfg.SOLVER.AMP.ENABLED else SimpleTrainer)(
+            model, data_loader, optimizer
+        )
+        self.scheduler = self.build_lr_scheduler(cfg, optimizer)
+        self.checkpointer = DetectionCheckpointer(
+            model, cfg.OUTPUT_DIR, trainer=weakref.proxy(self)
+        )
+        self.start_iter = 0
+        self.max_iter = cfg.SOLVER.MAX_ITER
+        self.cfg = cfg
+        self.register_hooks(self.build_hooks())
+
+    def state_dict(self) -> dict[str, Any]:
+        """Also the inner trainer's state (the optimizer's momentum), which v0.6 leaves out."""
+        ret = super().state_dict()
+        ret["_trainer"] = self._trainer.state_dict()
+        return ret
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        if "_trainer" in state_dict:
+            self._trainer.load_state_dict(state_dict["_trainer"])
+
+    @classmethod
+    def build_lr_scheduler(
+        cls, cfg: CfgNode, optimizer: torch.optim.Optimizer
+    ) -> torch.optim.lr_scheduler._LRScheduler:
+        return build_lr_scheduler(cfg, optimizer)
+
+    @classmethod
+    def build_evaluator(
+        cls, cfg: CfgNode, dataset_name: str, output_folder: str | None = None
+    ) -> DatasetEvaluator:
+        evaluator_type = MetadataCatalog.get(dataset_name).get("evaluator_type", None)
+        if evaluator_type != "coco":
+            raise NotImplementedError(
+                f"BudgetTrainer evaluates COCO-style datasets; {dataset_name!r} has evaluator_type "
+                f"{evaluator_type!r}: override build_evaluator for it"
+            )
+        output_folder = output_folder or os.path.join(cfg.OUTPUT_DIR, "inference")
+        return COCOEvaluator(
+            dataset_name, output_dir=output_folder, use_fast_impl=has_compiled_ops()
+        )
+
+    def build_hooks(self) -> list[Any]:
+        ret = super().build_hooks()
+        period = self.cfg.SOLVER.BUDGET.WRITER_PERIOD
+        for i, hook in enumerate(ret):
+            if isinstance(hook, hooks.PeriodicWriter):
+                ret[i] = hooks.PeriodicWriter(self.build_writers(), period=period)
+        return ret
+
+
+def check_resume(cfg: CfgNode, world_size: int | None = None) -> None:
+    """Refuse (:class:`BudgetConfigError`) to resume ``cfg.OUTPUT_DIR``'s last checkpoint when its
+    budget differs from the one ``cfg`` trains on ``world_size`` workers; no checkpoint: no-op."""
+    marker = os.path.join(cfg.OUTPUT_DIR, "last_checkpoint")
+    if not os.path.isfile(marker):
+        return
+    with open(marker) as f:
+        path = os.path.join(cfg.OUTPUT_DIR, f.read().strip())
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    saved = state.get("trainer", {}).get("hooks", {}).get("LRScheduler")
+    scaled = DefaultTrainer.auto_scale_workers(
+        cfg.clone(), comm.get_world_size() if world_size is None else world_size
+    )
+    param = torch.nn.Parameter(torch.zeros(1))
+    scheduler = build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
+    if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
+        scheduler.load_state_dict(saved)

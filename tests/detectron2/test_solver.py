@@ -1,0 +1,177 @@
+"""budgeted.detectron2.solver: the registry, the Budget* schedulers, stock names unchanged."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from detectron2.config import get_cfg
+from detectron2.engine import DefaultTrainer
+from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
+
+from budgeted.core import BudgetSchedule
+from budgeted.detectron2 import (
+    BUDGET_SCHEDULERS,
+    LR_SCHEDULER_REGISTRY,
+    BudgetConfigError,
+    BudgetLRScheduler,
+    add_budget_config,
+    build_lr_scheduler,
+    check_budget,
+)
+
+CORE = {
+    "BudgetLinear": ("linear", {}),
+    "BudgetCosine": ("cosine", {"eta": 0.05}),
+    "BudgetPoly": ("poly", {"power": 2.0}),
+    "BudgetHTD": ("htd", {"lower": -4.0, "upper": 2.0, "eta": 0.0}),
+    "BudgetStep": ("step", {"milestones": (0.5, 0.75), "gamma": 0.2}),
+    "BudgetExp": ("exp", {"end_factor": 0.05}),
+    "BudgetConstant": ("constant", {}),
+}
+
+
+def make_cfg(name: str, max_iter: int = 60, warmup: int = 7, **solver):
+    cfg = add_budget_config(get_cfg())
+    s = cfg.SOLVER
+    s.LR_SCHEDULER_NAME, s.MAX_ITER, s.WARMUP_ITERS, s.BASE_LR = name, max_iter, warmup, 0.1
+    s.WARMUP_FACTOR, s.GAMMA = 0.01, 0.2
+    b = s.BUDGET
+    b.COSINE_ETA, b.POLY_POWER, b.HTD_LOWER, b.HTD_UPPER = 0.05, 2.0, -4.0, 2.0
+    b.STEP_MILESTONES, b.EXP_END_FACTOR = (0.5, 0.75), 0.05
+    for k, v in solver.items():
+        setattr(s, k, v)
+    return cfg
+
+
+def run_lrs(scheduler, optimizer, steps: int) -> list[float]:
+    lrs = []
+    for _ in range(steps):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    return lrs
+
+
+def sgd(lr: float = 0.1) -> torch.optim.Optimizer:
+    return torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=lr)
+
+
+def test_every_core_schedule_has_a_detectron2_name() -> None:
+    assert set(BUDGET_SCHEDULERS) == set(CORE)
+    assert all(name in LR_SCHEDULER_REGISTRY for name in BUDGET_SCHEDULERS)
+
+
+@pytest.mark.parametrize("name", sorted(CORE))
+def test_budget_scheduler_matches_the_core_over_the_whole_budget(name) -> None:
+    cfg = make_cfg(name)
+    opt = sgd()
+    sched = build_lr_scheduler(cfg, opt)
+    assert isinstance(sched, BudgetLRScheduler)
+    assert isinstance(sched, torch.optim.lr_scheduler._LRScheduler)  # checkpointed by the hook
+    core = BudgetSchedule(CORE[name][0], 60, 7, 0.01, "linear", CORE[name][1])
+    assert run_lrs(sched, opt, 60) == pytest.approx([0.1 * core(t) for t in range(60)], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["WarmupMultiStepLR", "WarmupCosineLR"])
+def test_stock_names_behave_exactly_as_detectron2s_builder(name) -> None:
+    cfg = make_cfg(name, STEPS=(20, 40))
+    ours, theirs = sgd(), sgd()
+    a, b = build_lr_scheduler(cfg, ours), d2_build_lr_scheduler(cfg, theirs)
+    assert type(a) is type(b)
+    assert run_lrs(a, ours, 60) == run_lrs(b, theirs, 60)
+    assert a.state_dict() == b.state_dict()
+
+
+def test_misspelt_name_lists_the_valid_names() -> None:
+    with pytest.raises(BudgetConfigError) as err:
+        build_lr_scheduler(make_cfg("BudgetLinaer"), sgd())
+    msg = str(err.value)
+    assert "'BudgetLinaer'" in msg and "\n" not in msg
+    for name in (*BUDGET_SCHEDULERS, "WarmupMultiStepLR", "WarmupCosineLR"):
+        assert name in msg
+
+
+def test_a_user_registers_a_scheduler_by_decorator() -> None:
+    @LR_SCHEDULER_REGISTRY.register()
+    def HalvingTestLR(cfg, optimizer):
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+
+    try:
+        opt = sgd(1.0)
+        sched = build_lr_scheduler(make_cfg("HalvingTestLR"), opt)
+        assert run_lrs(sched, opt, 3) == [1.0, 0.5, 0.25]
+        with pytest.raises(BudgetConfigError, match="HalvingTestLR"):
+            build_lr_scheduler(make_cfg("Nope"), sgd())
+    finally:
+        LR_SCHEDULER_REGISTRY._obj_map.pop("HalvingTestLR")
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (
+            {"warmup": 60},
+            "SOLVER.WARMUP_ITERS=60 is not shorter than the budget SOLVER.MAX_ITER=60",
+        ),
+        ({"WARMUP_FACTOR": 0.0}, "warmup_factor=0.0"),
+        ({"WARMUP_METHOD": "cubic"}, "'cubic'"),
+    ],
+)
+def test_bad_budget_fails_in_one_line(kwargs, message) -> None:
+    cfg = make_cfg(
+        "BudgetLinear",
+        **{k: v for k, v in kwargs.items() if k != "warmup"},
+        **({"warmup": kwargs["warmup"]} if "warmup" in kwargs else {}),
+    )
+    with pytest.raises(BudgetConfigError, match=message) as err:
+        build_lr_scheduler(cfg, sgd())
+    assert "\n" not in str(err.value)
+
+
+def test_bad_schedule_params_name_the_key() -> None:
+    cfg = make_cfg("BudgetPoly")
+    cfg.SOLVER.BUDGET.POLY_POWER = -1.0
+    with pytest.raises(BudgetConfigError, match=r"BudgetPoly.*power=-1\.0"):
+        build_lr_scheduler(cfg, sgd())
+
+
+def test_reference_world_size_scales_budget_and_warmup_like_detectron2() -> None:
+    cfg = make_cfg("BudgetLinear", max_iter=9000, warmup=500, IMS_PER_BATCH=16,
+                   REFERENCE_WORLD_SIZE=8)  # fmt: skip
+    scaled = check_budget(cfg, world_size=16)
+    stock = DefaultTrainer.auto_scale_workers(cfg.clone(), 16)
+    assert (scaled.SOLVER.MAX_ITER, scaled.SOLVER.WARMUP_ITERS) == (4500, 250)
+    assert scaled.SOLVER.MAX_ITER == stock.SOLVER.MAX_ITER
+    assert scaled.SOLVER.IMS_PER_BATCH == 32 and pytest.approx(0.2) == scaled.SOLVER.BASE_LR
+    opt = sgd(scaled.SOLVER.BASE_LR)
+    lrs = run_lrs(build_lr_scheduler(scaled, opt), opt, 4500)
+    core = BudgetSchedule("linear", 4500, 250, 0.01)
+    assert lrs == pytest.approx([0.2 * core(t) for t in range(4500)], rel=1e-12)
+    # the same images seen: iteration i at 16 GPUs == iteration 2i at 8 GPUs, in multiplier
+    ref = BudgetSchedule("linear", 9000, 500, 0.01)
+    assert core(1000) == pytest.approx(ref(2000))
+
+
+def test_warmup_longer_than_the_scaled_budget_is_refused() -> None:
+    # 5 / 4 and 4 / 4 both round to one iteration: no decay left
+    cfg = make_cfg("BudgetLinear", max_iter=5, warmup=4, IMS_PER_BATCH=4, REFERENCE_WORLD_SIZE=1)
+    check_budget(cfg, world_size=1)
+    with pytest.raises(BudgetConfigError, match="after REFERENCE_WORLD_SIZE scaling to 4 workers"):
+        check_budget(cfg, world_size=4)
+
+
+def test_resuming_another_budget_is_refused_naming_both() -> None:
+    opt = sgd()
+    sched = build_lr_scheduler(make_cfg("BudgetLinear", max_iter=60), opt)
+    run_lrs(sched, opt, 5)
+    state = sched.state_dict()
+    same = build_lr_scheduler(make_cfg("BudgetLinear", max_iter=60), sgd())
+    same.load_state_dict(state)
+    assert same.last_epoch == 5
+    other = build_lr_scheduler(make_cfg("BudgetLinear", max_iter=80), sgd())
+    with pytest.raises(BudgetConfigError, match=r"total=60.*total=80.*SOLVER\.MAX_ITER") as err:
+        other.load_state_dict(state)
+    assert "MODEL.WEIGHTS" in str(err.value)
+    stock = d2_build_lr_scheduler(make_cfg("WarmupMultiStepLR", STEPS=(20,)), sgd()).state_dict()
+    with pytest.raises(BudgetConfigError, match="stock Detectron2 scheduler"):
+        other.load_state_dict(stock)

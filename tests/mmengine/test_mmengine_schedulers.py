@@ -1,0 +1,211 @@
+"""budgeted.mmengine.schedulers: each Budget*LR follows the core and MMEngine's conventions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mmengine.optim import OptimWrapper
+from mmengine.registry import PARAM_SCHEDULERS
+
+import budgeted.mmengine as bm
+from budgeted.core import BudgetSchedule, schedule_names
+
+PARAMS = {  # non-default parameters, so that passing them through is tested too
+    "linear": {},
+    "cosine": {"eta": 0.1},
+    "poly": {"power": 2.0},
+    "htd": {"lower": -4.0, "upper": 2.0},
+    "step": {"milestones": [0.5, 0.75], "gamma": 0.2},
+    "exp": {"end_factor": 0.05},
+    "constant": {},
+}
+
+
+def make_optimizer(lrs: tuple[float, ...] = (0.1, 0.02)) -> torch.optim.SGD:
+    groups = [{"params": [torch.nn.Parameter(torch.zeros(1))], "lr": lr} for lr in lrs]
+    return torch.optim.SGD(groups, lr=lrs[0], momentum=0.9)
+
+
+def run(scheduler, steps: int) -> list[list[float]]:
+    """The values of every param group at each of ``steps`` iterations (MMEngine's order)."""
+    values = []
+    for _ in range(steps):
+        values.append([g[scheduler.param_name] for g in scheduler.optimizer.param_groups])
+        scheduler.optimizer.step()
+        scheduler.step()
+    return values
+
+
+def test_every_core_schedule_has_a_registered_named_scheduler():
+    assert set(bm.NAMED_SCHEDULERS) == set(schedule_names())
+    for name in bm.SCHEDULER_TYPES:
+        assert PARAM_SCHEDULERS.get(name) is getattr(bm, name)
+
+
+@pytest.mark.parametrize("schedule", list(PARAMS))
+def test_named_scheduler_steps_through_whole_budget_like_the_core(schedule):
+    begin, end, warmup = 5, 65, 10
+    cls = bm.NAMED_SCHEDULERS[schedule]
+    opt = make_optimizer()
+    sched = PARAM_SCHEDULERS.build(
+        dict(
+            type=cls.__name__,
+            begin=begin,
+            end=end,
+            warmup_iters=warmup,
+            by_epoch=False,
+            **PARAMS[schedule],
+        ),
+        default_args=dict(optimizer=opt),
+    )
+    core = BudgetSchedule(schedule, end - begin, warmup, 0.001, "linear", PARAMS[schedule])
+    values = run(sched, end + 5)
+    for it, groups in enumerate(values):
+        for lr, base in zip(groups, (0.1, 0.02)):
+            if it < begin:
+                expected = base  # not started yet: MMEngine leaves the value alone
+            elif it < end:
+                expected = base * core(it - begin)
+            else:
+                expected = base * core(end - 1 - begin)  # after end: the last value stays
+            assert lr == pytest.approx(expected, rel=1e-12, abs=1e-15), (schedule, it)
+
+
+def test_generic_lr_and_param_scheduler_match_the_named_ones():
+    a = bm.BudgetHTDLR(make_optimizer(), end=40, warmup_iters=3, by_epoch=False)
+    b = bm.BudgetLR(make_optimizer(), schedule="htd", end=40, warmup_iters=3, by_epoch=False)
+    assert run(a, 45) == run(b, 45)
+    opt = make_optimizer()
+    m = bm.BudgetParamScheduler(
+        opt, "momentum", schedule="cosine", end=20, warmup_iters=0, by_epoch=False
+    )
+    momenta = [v[0] for v in run(m, 20)]
+    core = BudgetSchedule("cosine", 20, 0)
+    assert momenta == pytest.approx([0.9 * core(t) for t in range(20)])
+    assert opt.param_groups[0]["lr"] == 0.1  # only the named parameter moves
+
+
+def test_works_with_an_optim_wrapper():
+    wrapper = OptimWrapper(make_optimizer((0.01,)))
+    sched = bm.BudgetLinearLR(wrapper, end=10, warmup_iters=2, by_epoch=False)
+    assert [v[0] for v in run(sched, 10)] == pytest.approx(
+        [0.01 * BudgetSchedule("linear", 10, 2)(t) for t in range(10)]
+    )
+
+
+def test_epoch_based_config_converts_to_iterations():
+    sched = PARAM_SCHEDULERS.build(
+        dict(type="BudgetCosineLR", begin=1, end=4, warmup_iters=5, convert_to_iter_based=True),
+        default_args=dict(optimizer=make_optimizer(), epoch_length=10),
+    )
+    assert (sched.begin, sched.end, sched.by_epoch, sched.warmup_iters) == (10, 40, False, 5)
+    assert sched.multiplier(7) == BudgetSchedule("cosine", 30, 5)(7)
+
+
+@given(
+    begin=st.integers(0, 50),
+    warmup=st.integers(0, 50),
+    length=st.integers(1, 200),
+    factor=st.floats(1e-4, 1.0),
+    schedule=st.sampled_from(sorted(PARAMS)),
+)
+@settings(max_examples=40, deadline=None)
+def test_any_budget_matches_the_core(begin, warmup, length, factor, schedule):
+    end = begin + warmup + length
+    sched = bm.BudgetLR(
+        make_optimizer((1.0,)),
+        schedule=schedule,
+        begin=begin,
+        end=end,
+        warmup_iters=warmup,
+        warmup_factor=factor,
+        by_epoch=False,
+        **PARAMS[schedule],
+    )
+    core = BudgetSchedule(schedule, end - begin, warmup, factor, "linear", PARAMS[schedule])
+    lrs = [v[0] for v in run(sched, end)]
+    assert lrs[begin:] == pytest.approx([core(t) for t in range(end - begin)], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(end=10, warmup_iters=10), "end=10 <= begin + warmup_iters = 0 + 10"),
+        (dict(begin=5, end=12, warmup_iters=8), "end=12 <= begin + warmup_iters = 5 + 8"),
+        (dict(end=10, warmup_iters=2, by_epoch=True), "by_epoch=True without convert"),
+        (dict(warmup_iters=2), "end is not set"),
+        (dict(end=10, warmup_iters=-1), "warmup_iters=-1 is invalid"),
+        (dict(end=10, warmup_iters=2, power=2), "BudgetLinearLR: schedule 'linear' has no param"),
+        (dict(end=10, warmup_iters=2, warmup_factor=0), "BudgetLinearLR: warmup_factor=0"),
+        (dict(end=10, warmup_iters=2, schedule="step"), "always uses the 'linear' schedule"),
+    ],
+)
+def test_bad_arguments_fail_with_one_clear_line(kwargs, message):
+    kwargs.setdefault("by_epoch", False)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("+", r"\+")) as err:
+        bm.BudgetLinearLR(make_optimizer(), **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_schedule_parameter_value_names_the_scheduler():
+    with pytest.raises(ValueError, match=r"BudgetPolyLR: poly schedule: power=-1 is invalid"):
+        bm.BudgetPolyLR(make_optimizer(), end=10, warmup_iters=0, by_epoch=False, power=-1)
+
+
+def test_state_dict_holds_plain_values_and_resumes_exactly():
+    def build():
+        return bm.BudgetStepLR(
+            make_optimizer(), end=30, warmup_iters=4, by_epoch=False, milestones=[0.5], gamma=0.5
+        )
+
+    full = build()
+    values = run(full, 30)
+    first = build()
+    run(first, 12)
+    state = first.state_dict()
+    assert "_plan" not in state and "optimizer" not in state
+    assert state["end"] == 30 and state["schedule"] == "step"
+    assert all(isinstance(v, (int, float, str, bool, list, dict, tuple)) for v in state.values())
+    second = build()
+    second.optimizer.load_state_dict(first.optimizer.state_dict())
+    second.load_state_dict(state)
+    assert run(second, 18) == values[12:]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (dict(end=40), "iterations [0, 30)"),
+        (dict(warmup_iters=5), "warmup 4"),
+        (dict(schedule="cosine"), "linear"),
+    ],
+)
+def test_resume_with_another_budget_is_refused(change, expected):
+    saved = bm.BudgetLR(make_optimizer(), end=30, warmup_iters=4, by_epoch=False)
+    run(saved, 5)
+    kwargs = dict(end=30, warmup_iters=4, by_epoch=False) | change
+    other = bm.BudgetLR(make_optimizer(), **kwargs)
+    with pytest.raises(bm.BudgetMismatchError) as err:
+        other.load_state_dict(saved.state_dict())
+    message = str(err.value)
+    assert expected in message and "load_from" in message and "\n" not in message
+    assert other.last_step == 0  # nothing was loaded
+
+
+def test_resume_from_a_non_budget_scheduler_is_refused():
+    poly = PARAM_SCHEDULERS.build(
+        dict(type="PolyLR", end=30, by_epoch=False), default_args=dict(optimizer=make_optimizer())
+    )
+    ours = bm.BudgetLinearLR(make_optimizer(), end=30, warmup_iters=4, by_epoch=False)
+    with pytest.raises(bm.BudgetMismatchError, match="not a budget scheduler"):
+        ours.load_state_dict(poly.state_dict())
+
+
+def test_multiplier_is_finite_over_the_budget():
+    sched = bm.BudgetExpLR(make_optimizer(), end=100, warmup_iters=10, by_epoch=False)
+    assert all(math.isfinite(sched.multiplier(t)) for t in range(100))
+    assert sched.multiplier(0) == pytest.approx(0.001)

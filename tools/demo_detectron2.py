@@ -1,0 +1,50 @@
+#!/usr/bin/env python
+"""The Detectron2 demo (``make demo``): toy Mask R-CNN trained at a 25 % budget with BudgetLinear.
+
+Writes the toy COCO set under ``$DETECTRON2_DATASETS`` (default ``./datasets``) if it is missing,
+trains ``configs/detectron2/toy/mask_rcnn_toy_budget25.yaml`` (100 iterations on 2 CPU cores,
+about 2 minutes), evaluates with pycocotools and prints box and mask AP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from budgeted.detectron2.cli import run
+from budgeted.detectron2.data import TOY_DATASETS, datasets_root
+from budgeted.detectron2.toy import make_toy_coco
+
+CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget25.yaml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config-file", default=CONFIG)
+    parser.add_argument("--output-dir", default=None, help="default: output/demo_detectron2/<time>")
+    parser.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides")
+    args = parser.parse_args(argv)
+    root = datasets_root()
+    if not all(os.path.exists(os.path.join(root, ann)) for _, ann in TOY_DATASETS.values()):
+        print(f"[demo] writing the toy COCO set under {root}")
+        make_toy_coco(root)
+    out = args.output_dir or os.path.join(
+        "output", "demo_detectron2", time.strftime("%Y%m%d-%H%M%S")
+    )
+    start = time.time()
+    run(["--config-file", args.config_file, *args.opts, "OUTPUT_DIR", out])
+    with open(os.path.join(out, "metrics.json")) as f:
+        final = [json.loads(line) for line in f][-1]
+    print(f"\n[demo] {args.config_file}: trained and evaluated in {time.time() - start:.0f} s")
+    for task, name in (("bbox", "box"), ("segm", "mask")):
+        print(f"[demo] {name} AP {final[f'{task}/AP']:.2f}  AP50 {final[f'{task}/AP50']:.2f}")
+    print(f"[demo] metrics: {os.path.join(out, 'metrics.json')}")
+    print(f"[demo] TensorBoard events: {out} (tensorboard --logdir {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Distributed training with torchrun, in MMSegmentation's style:
+#   bash tools/dist_train.sh CONFIG NPROC [tools/train_seg.py options]
+# On a machine without GPUs the processes train on CPUs with gloo (tools/train_seg.py sets it up).
+# Multi-node: NNODES, NODE_RANK, MASTER_ADDR, PORT; PYTHON selects the interpreter.
+set -euo pipefail
+
+CONFIG=$1
+GPUS=$2
+NNODES=${NNODES:-1}
+NODE_RANK=${NODE_RANK:-0}
+PORT=${PORT:-29500}
+MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+PYTHON=${PYTHON:-python}
+
+PYTHONPATH="$(dirname "$0")/..${PYTHONPATH:+:$PYTHONPATH}" \
+"$PYTHON" -m torch.distributed.run \
+    --nnodes="$NNODES" \
+    --node_rank="$NODE_RANK" \
+    --master_addr="$MASTER_ADDR" \
+    --nproc_per_node="$GPUS" \
+    --master_port="$PORT" \
+    "$(dirname "$0")/train_seg.py" \
+    "$CONFIG" \
+    --launcher pytorch "${@:3}"
