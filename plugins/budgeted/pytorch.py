@@ -38,6 +38,22 @@ class BudgetLR(_LRScheduler):
         )
         super().__init__(optimizer, last_epoch)
 
+    @classmethod
+    def from_schedule(
+        cls, optimizer: Optimizer, budget: BudgetSchedule, last_epoch: int = -1
+    ) -> BudgetLR:
+        """The scheduler of an already validated :class:`~budgeted.core.BudgetSchedule`."""
+        return cls(
+            optimizer,
+            budget.schedule,
+            budget.total,
+            warmup_iters=budget.warmup,
+            warmup_factor=budget.warmup_factor,
+            warmup_method=budget.warmup_method,
+            last_epoch=last_epoch,
+            **budget.params,
+        )
+
     def get_lr(self) -> list[float]:
         factor = self.budget(self.last_epoch)
         return [base_lr * factor for base_lr in self.base_lrs]

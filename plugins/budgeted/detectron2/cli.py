@@ -12,7 +12,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -104,16 +104,26 @@ def main(args: argparse.Namespace) -> Any:
 
 def run(argv: Sequence[str] | None = None) -> Any:
     """Parse ``argv``, check everything, then :func:`launch` :func:`main` on every worker."""
-    args = parse_args(argv)
+    return launch_checked("train_net", parse_args(argv), preflight, main)
+
+
+def launch_checked(
+    prog: str,
+    args: argparse.Namespace,
+    preflight: Callable[[argparse.Namespace], None],
+    main: Callable[[argparse.Namespace], Any],
+) -> Any:
+    """Run ``preflight(args)`` here, then ``main(args)`` in this process (one worker) or on every
+    worker; a bad config, dataset or budget exits with one line ``prog: <what is wrong>``."""
     try:
         preflight(args)
     except (ValueError, FileNotFoundError) as err:
-        sys.exit(f"train_net: {err}")
+        sys.exit(f"{prog}: {err}")
     if args.num_gpus * args.num_machines == 1:
         try:
             return main(args)
         except BudgetConfigError as err:
-            sys.exit(f"train_net: {err}")
+            sys.exit(f"{prog}: {err}")
     launch(
         main,
         args.num_gpus,

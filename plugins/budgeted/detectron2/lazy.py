@@ -60,12 +60,4 @@ def build_lazy_lr_scheduler(
             f"lr_multiplier.total_iters={b.total} differs from train.max_iter={max_iter}; "
             'allowed: equal (write total_iters="${train.max_iter}")'
         )
-    return BudgetLRScheduler(
-        optimizer,
-        b.schedule,
-        b.total,
-        warmup_iters=b.warmup,
-        warmup_factor=b.warmup_factor,
-        warmup_method=b.warmup_method,
-        **b.params,
-    )
+    return BudgetLRScheduler.from_schedule(optimizer, b)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,11 +29,9 @@ from detectron2.engine.defaults import create_ddp_model
 from detectron2.evaluation import inference_on_dataset, print_csv_format
 from detectron2.utils import comm
 
-from .cli import RUN_FILES
+from .cli import RUN_FILES, launch_checked
 from .data import check_datasets
-from .launch import launch
 from .lazy import build_lazy_lr_scheduler
-from .solver import BudgetConfigError
 
 __all__ = ["do_test", "do_train", "main", "run"]
 
@@ -134,16 +131,6 @@ def preflight(args: argparse.Namespace) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> Any:
-    args = default_argument_parser().parse_args(argv)
-    try:
-        preflight(args)
-    except (ValueError, FileNotFoundError) as err:
-        sys.exit(f"lazyconfig_train_net: {err}")
-    if args.num_gpus * args.num_machines == 1:
-        try:
-            return main(args)
-        except BudgetConfigError as err:
-            sys.exit(f"lazyconfig_train_net: {err}")
-    launch(main, args.num_gpus, num_machines=args.num_machines, machine_rank=args.machine_rank,
-           dist_url=args.dist_url, args=(args,))  # fmt: skip
-    return None
+    """Parse ``argv``, check everything, then launch :func:`main` on every worker."""
+    return launch_checked("lazyconfig_train_net", default_argument_parser().parse_args(argv),
+                          preflight, main)  # fmt: skip

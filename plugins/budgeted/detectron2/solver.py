@@ -127,16 +127,7 @@ def register_budget_scheduler(
     _CORE_SCHEDULES[name] = (schedule, params)
 
     def build(cfg: CfgNode, optimizer: torch.optim.Optimizer) -> BudgetLRScheduler:
-        b = budget_schedule_from_cfg(cfg, name)
-        return BudgetLRScheduler(
-            optimizer,
-            b.schedule,
-            b.total,
-            warmup_iters=b.warmup,
-            warmup_factor=b.warmup_factor,
-            warmup_method=b.warmup_method,
-            **b.params,
-        )
+        return BudgetLRScheduler.from_schedule(optimizer, budget_schedule_from_cfg(cfg, name))
 
     build.__name__ = build.__qualname__ = name
     build.__doc__ = f"``{name}``: the core's {schedule!r} budget schedule over SOLVER.MAX_ITER."
