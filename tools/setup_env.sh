@@ -93,14 +93,7 @@ step "mmsegmentation 1.2.2"
 pip_install -q mmsegmentation
 
 step "Detectron2"
-d2_kind=$(python_says '
-import torch, detectron2
-try:
-    import detectron2._C as C
-except ImportError:
-    print("broken")
-else:
-    print("lite" if getattr(C, "__budgeted_lite__", False) else "full")')
+d2_kind=$("$PY" "$ROOT/tools/detectron2_lite/detect.py")
 if [ -n "$DETECTRON2_REQUIREMENT" ]; then
   echo "installing the requested Detectron2: $DETECTRON2_REQUIREMENT"
   pip_install --no-build-isolation "$DETECTRON2_REQUIREMENT"
@@ -122,6 +115,8 @@ else
     cp "$ROOT/tools/detectron2_lite/_C.py" "$src/detectron2/_C.py"
     (cd "$src" && "$PY" "$ROOT/tools/detectron2_lite/build_wheel.py" -q bdist_wheel -d "$work/dist" >/dev/null 2>&1)
   fi
+  # --force-reinstall: a broken detectron2 0.6 (no _C at all) would count as already installed
+  pip_install -q --force-reinstall --no-deps "$wheel"
   pip_install -q "$wheel"
 fi
 
