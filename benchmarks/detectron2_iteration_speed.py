@@ -4,6 +4,9 @@
 Builds one ``BudgetTrainer`` per scheduler on the toy config and times ``run_step`` plus the
 LRScheduler hook, interleaving the two trainers iteration by iteration so machine load hits both
 alike. Prints the median seconds per iteration of each and their ratio (target <= 1.01).
+By default both train with ``SOLVER.BASE_LR 0`` and the same seed, so the two models, their
+proposals and their data stay identical and the schedulers are the only difference; with
+``--learn`` both really train, the models diverge, and the ratio mostly measures that divergence.
 Needs the toy set (``tools/make_toy_coco.py``).
 """
 
@@ -26,13 +29,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5, help="untimed first iterations")
+    parser.add_argument("--learn", action="store_true", help="train with the configured BASE_LR")
     args = parser.parse_args()
     logging.disable(logging.INFO)
     trainers, times = {}, {}
     for name in ("BudgetLinear", "WarmupMultiStepLR"):
         out = tempfile.mkdtemp(prefix="d2bench-")
+        frozen = [] if args.learn else ["SOLVER.BASE_LR", "0.0", "SEED", "0"]
         cfg = load_config(CONFIG, ["SOLVER.LR_SCHEDULER_NAME", name, "SOLVER.STEPS", "(66, 88)",
-                                   "OUTPUT_DIR", out])  # fmt: skip
+                                   *frozen, "OUTPUT_DIR", out])  # fmt: skip
         trainers[name], times[name] = BudgetTrainer(cfg), []
     storages = {name: EventStorage(0) for name in trainers}
     for name, t in trainers.items():

@@ -53,7 +53,7 @@ def toy_args(
         "--work-dir",
         str(work_dir),
         "--cfg-options",
-        *(f"{loader}.dataset.data_root={toy_root}" for loader in ("train", "val", "test")),
+        *(f"{split}_dataloader.dataset.data_root={toy_root}" for split in ("train", "val", "test")),
         f"train_cfg.max_iters={iters}",
         f"train_cfg.val_interval={iters}",
         f"param_scheduler.0.warmup_iters={warmup}",
