@@ -4,8 +4,9 @@
 Builds one ``BudgetTrainer`` per scheduler on the toy config and times ``run_step`` plus the
 LRScheduler hook, interleaving the two trainers iteration by iteration so machine load hits both
 alike. Prints the median seconds per iteration of each and their ratio (target <= 1.01).
-By default both train with ``SOLVER.BASE_LR 0`` and the same seed, so the two models, their
-proposals and their data stay identical and the schedulers are the only difference; with
+By default both train with ``SOLVER.BASE_LR 0`` from the same seeded initial weights, so the
+two models, their proposals and their data stay identical and the schedulers are the only
+difference; with
 ``--learn`` both really train, the models diverge, and the ratio mostly measures that divergence.
 Needs the toy set (``tools/make_toy_coco.py``).
 """
@@ -18,11 +19,12 @@ import statistics
 import tempfile
 import time
 
+from detectron2.utils.env import seed_all_rng
 from detectron2.utils.events import EventStorage
 
 from budgeted.detectron2 import BudgetTrainer, load_config
 
-CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget25.yaml"
+CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget100.yaml"  # 400 iterations
 
 
 def main() -> None:
@@ -36,8 +38,16 @@ def main() -> None:
     for name in ("BudgetLinear", "WarmupMultiStepLR"):
         out = tempfile.mkdtemp(prefix="d2bench-")
         frozen = [] if args.learn else ["SOLVER.BASE_LR", "0.0", "SEED", "0"]
-        cfg = load_config(CONFIG, ["SOLVER.LR_SCHEDULER_NAME", name, "SOLVER.STEPS", "(66, 88)",
-                                   *frozen, "OUTPUT_DIR", out])  # fmt: skip
+        cfg = load_config(CONFIG, ["SOLVER.LR_SCHEDULER_NAME", name, *frozen, "OUTPUT_DIR", out])
+        total = cfg.SOLVER.MAX_ITER
+        if args.warmup + args.iters > total:
+            parser.error(f"--warmup + --iters = {args.warmup + args.iters} exceeds the toy "
+                         f"budget of {total} iterations")  # fmt: skip
+        cfg.defrost()
+        cfg.SOLVER.STEPS = (round(total * 2 / 3), round(total * 8 / 9))  # the step baseline
+        cfg.freeze()
+        if not args.learn:
+            seed_all_rng(0)  # the same initial weights and data order for both
         trainers[name], times[name] = BudgetTrainer(cfg), []
     storages = {name: EventStorage(0) for name in trainers}
     for name, t in trainers.items():
@@ -46,7 +56,8 @@ def main() -> None:
         for h in t._hooks:
             h.before_train()
     for i in range(args.warmup + args.iters):
-        for name, t in trainers.items():
+        order = list(trainers.items())
+        for name, t in order if i % 2 else reversed(order):  # neither always goes first
             t.iter = t.storage.iter = i
             start = time.perf_counter()
             t.run_step()
