@@ -73,11 +73,11 @@ else
     tar -xzf "$src"/mmcv-2.1.0.tar.gz -C "$src"
     # torch 2.14's headers need C++20; mmcv's setup.py appends -std=c++17 after CXXFLAGS.
     sed -i "s/'-std=c++17'/'-std=c++20'/g" "$src/mmcv-2.1.0/setup.py"
-    # The full log goes to build.log; the console gets one line per compiled object.
+    # The full log goes to build.log; the console gets one line per compiled source file.
     if ! (cd "$src/mmcv-2.1.0" && MMCV_WITH_OPS=1 FORCE_CUDA="$MMCV_FORCE_CUDA" \
       "$PY" -m pip wheel --disable-pip-version-check --no-deps --no-build-isolation -v \
       -w "$src/dist" . 2>&1 | tee "$src/build.log" \
-      | grep --line-buffered -E '^\[[0-9]+/[0-9]+\]|error:|Successfully built'); then
+      | sed -nuE 's#^ *\[([0-9]+/[0-9]+)\] .* -c ([^ ]*/)?([^ /]+\.(cpp|cu)) .*#  [\1] \3#p; /error:|Successfully built/p'); then
       echo "setup: building mmcv 2.1.0 failed; the end of $src/build.log:" >&2
       tail -n 30 "$src/build.log" >&2
       exit 1
