@@ -65,7 +65,7 @@ else
   if [ -n "$wheel" ]; then
     echo "installing the prebuilt $wheel"
   else
-    echo "no prebuilt mmcv wheel: building mmcv 2.1.0 from its sdist (CPU ops: ~30-50 min on 2 cores)"
+    echo "no prebuilt mmcv wheel: building mmcv 2.1.0 from its sdist (CPU ops: 8 min on a quiet 2-core machine, up to 50 on a busy one)"
     src=$BUILD_CACHE/mmcv-src
     rm -rf "$src" && mkdir -p "$src"
     "$PY" -m pip download --disable-pip-version-check -q --no-deps --no-binary :all: \
