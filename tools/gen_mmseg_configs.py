@@ -4,7 +4,9 @@ One source for every file: for each budget fraction (:data:`budgeted.BUDGET_FRAC
 ``BudgetLinearLR`` config, the stock poly baseline (MMSegmentation's ``PolyLR`` as shipped, over
 the budget) and the budget-aware step baseline (``BudgetStepLR``, step-BAC), for the real model
 (``_base_`` = MMSegmentation's own PSPNet R50-D8 config, resolved from the installed package) and
-for the toy model. ``--check`` exits 1 when the committed files differ from what this writes.
+for the toy model. Each schedule is stated once, in ``_base_/<family>_<schedule>.py``; a budget
+config inherits it and sets only the budget. ``--check`` exits 1 when the committed files differ
+from what this writes.
 
     python tools/gen_mmseg_configs.py            # (re)write configs/mmseg
     python tools/gen_mmseg_configs.py --check    # what tests/mmengine/test_configs.py runs
@@ -96,20 +98,42 @@ def scheduler_args(variant: str, warmup: int) -> list[str]:
     return [*args, "by_epoch=False"]
 
 
-def budget_config(family: Family, fraction: float, variant: str) -> str:
-    """The text of one budget config."""
-    iters = budget_iters(fraction=fraction, full_iters=family.full_iters)
-    what = {
-        "linear": f"BudgetLinearLR: {family.warmup} warmup iterations, then linear decay to 0",
-        "poly": "the stock PolyLR (eta_min=1e-4, power=0.9) over the budget, no warmup",
-        "step": f"BudgetStepLR (step-BAC): {family.warmup} warmup iterations, x0.1 at 2/3 and 8/9",
-    }[variant]
+DESCRIPTIONS = {
+    "linear": "BudgetLinearLR: {warmup} warmup iterations, then linear decay to 0",
+    "poly": "the stock PolyLR (eta_min=1e-4, power=0.9) over the budget, no warmup",
+    "step": "BudgetStepLR (step-BAC): {warmup} warmup iterations, x0.1 at 2/3 and 8/9",
+}
+
+
+def schedule_base_path(family: Family, variant: str) -> Path:
+    """The file (relative to ``configs/mmseg``) that states ``variant``'s schedule once."""
+    prefix = Path(family.prefix)
+    return prefix.parent / "_base_" / f"{prefix.name}_{variant}.py"
+
+
+def schedule_base(family: Family, variant: str) -> str:
+    """The text of a schedule base: the model base plus this variant's ``param_scheduler``."""
+    what = DESCRIPTIONS[variant].format(warmup=family.warmup)
+    model_base = family.base if family.base.startswith("mmseg::") else f".{family.base}"
     scheduler = _call("dict", scheduler_args(variant, family.warmup), "    ")
-    checkpoint = _call(
-        "dict",
-        ['type="CheckpointHook"', "by_epoch=False", f"interval={min(iters, CHECKPOINT_EVERY)}"],
-        "    ",
+    return (
+        f"{HEADER}"
+        f"# {family.title},\n# {what}.\n"
+        "# The budget configs in the folder above set the budget (train_cfg.max_iters);\n"
+        "# the scheduler's end follows it.\n"
+        f'_base_ = "{model_base}"\n'
+        f"{CUSTOM_IMPORTS}"
+        f"full_schedule_iters = {family.full_iters}\n"
+        f"param_scheduler = [\n    {scheduler},\n]\n"
     )
+
+
+def budget_config(family: Family, fraction: float, variant: str) -> str:
+    """The text of one budget config: its schedule base and the budget."""
+    iters = budget_iters(fraction=fraction, full_iters=family.full_iters)
+    what = DESCRIPTIONS[variant].format(warmup=family.warmup)
+    interval = min(iters, CHECKPOINT_EVERY)
+    base = schedule_base_path(family, variant).relative_to(Path(family.prefix).parent)
     return (
         f"{HEADER}"
         f"# {family.title}\n"
@@ -117,13 +141,12 @@ def budget_config(family: Family, fraction: float, variant: str) -> str:
         f" ({iters} iterations),\n"
         f"# {what}.\n"
         "# Validation at the end of the budget.\n"
-        f'_base_ = "{family.base}"\n'
-        f"{CUSTOM_IMPORTS}"
+        f'_base_ = "./{base}"\n'
         f"budget_fraction = {fraction!r}\n"
-        f"full_schedule_iters = {family.full_iters}\n"
         f'train_cfg = dict(type="IterBasedTrainLoop", max_iters={iters}, val_interval={iters})\n'
-        f"param_scheduler = [\n    {scheduler},\n]\n"
-        f"default_hooks = dict(\n    checkpoint={checkpoint},\n)\n"
+        "default_hooks = dict(\n"
+        f'    checkpoint=dict(type="CheckpointHook", by_epoch=False, interval={interval}),\n'
+        ")\n"
     )
 
 
@@ -210,6 +233,8 @@ def expected_files() -> dict[Path, str]:
     """Every generated file (relative to ``configs/mmseg``) and its text."""
     files = {Path("toy/pspnet_r18-toy_cityscapes_base.py"): TOY_BASE}
     for family in (REAL, TOY):
+        for variant in VARIANTS:
+            files[schedule_base_path(family, variant)] = schedule_base(family, variant)
         for fraction in BUDGET_FRACTIONS:
             for variant in VARIANTS:
                 suffix = "" if variant == "linear" else f"_{variant}"

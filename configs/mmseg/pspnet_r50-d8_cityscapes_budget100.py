@@ -3,23 +3,9 @@
 # at 100% of the 80000-iteration schedule (80000 iterations),
 # BudgetLinearLR: 500 warmup iterations, then linear decay to 0.
 # Validation at the end of the budget.
-_base_ = "mmseg::pspnet/pspnet_r50-d8_4xb2-80k_cityscapes-512x1024.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+_base_ = "./_base_/pspnet_r50-d8_cityscapes_linear.py"
 budget_fraction = 1.0
-full_schedule_iters = 80000
 train_cfg = dict(type="IterBasedTrainLoop", max_iters=80000, val_interval=80000)
-param_scheduler = [
-    dict(
-        type="BudgetLinearLR",
-        warmup_iters=500,
-        warmup_factor=0.001,
-        by_epoch=False,
-    ),
-]
 default_hooks = dict(
-    checkpoint=dict(
-        type="CheckpointHook",
-        by_epoch=False,
-        interval=8000,
-    ),
+    checkpoint=dict(type="CheckpointHook", by_epoch=False, interval=8000),
 )

@@ -3,24 +3,9 @@
 # at 1% of the 80000-iteration schedule (800 iterations),
 # the stock PolyLR (eta_min=1e-4, power=0.9) over the budget, no warmup.
 # Validation at the end of the budget.
-_base_ = "mmseg::pspnet/pspnet_r50-d8_4xb2-80k_cityscapes-512x1024.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+_base_ = "./_base_/pspnet_r50-d8_cityscapes_poly.py"
 budget_fraction = 0.01
-full_schedule_iters = 80000
 train_cfg = dict(type="IterBasedTrainLoop", max_iters=800, val_interval=800)
-param_scheduler = [
-    dict(
-        type="PolyLR",
-        eta_min=1e-4,
-        power=0.9,
-        begin=0,
-        by_epoch=False,
-    ),
-]
 default_hooks = dict(
-    checkpoint=dict(
-        type="CheckpointHook",
-        by_epoch=False,
-        interval=800,
-    ),
+    checkpoint=dict(type="CheckpointHook", by_epoch=False, interval=800),
 )

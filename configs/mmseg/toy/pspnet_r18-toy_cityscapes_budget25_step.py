@@ -3,25 +3,9 @@
 # at 25% of the 3200-iteration schedule (800 iterations),
 # BudgetStepLR (step-BAC): 20 warmup iterations, x0.1 at 2/3 and 8/9.
 # Validation at the end of the budget.
-_base_ = "./pspnet_r18-toy_cityscapes_base.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+_base_ = "./_base_/pspnet_r18-toy_cityscapes_step.py"
 budget_fraction = 0.25
-full_schedule_iters = 3200
 train_cfg = dict(type="IterBasedTrainLoop", max_iters=800, val_interval=800)
-param_scheduler = [
-    dict(
-        type="BudgetStepLR",
-        warmup_iters=20,
-        warmup_factor=0.001,
-        milestones=(0.6666666666666666, 0.8888888888888888),
-        gamma=0.1,
-        by_epoch=False,
-    ),
-]
 default_hooks = dict(
-    checkpoint=dict(
-        type="CheckpointHook",
-        by_epoch=False,
-        interval=800,
-    ),
+    checkpoint=dict(type="CheckpointHook", by_epoch=False, interval=800),
 )

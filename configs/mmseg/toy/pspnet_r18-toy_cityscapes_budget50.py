@@ -3,23 +3,9 @@
 # at 50% of the 3200-iteration schedule (1600 iterations),
 # BudgetLinearLR: 20 warmup iterations, then linear decay to 0.
 # Validation at the end of the budget.
-_base_ = "./pspnet_r18-toy_cityscapes_base.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+_base_ = "./_base_/pspnet_r18-toy_cityscapes_linear.py"
 budget_fraction = 0.5
-full_schedule_iters = 3200
 train_cfg = dict(type="IterBasedTrainLoop", max_iters=1600, val_interval=1600)
-param_scheduler = [
-    dict(
-        type="BudgetLinearLR",
-        warmup_iters=20,
-        warmup_factor=0.001,
-        by_epoch=False,
-    ),
-]
 default_hooks = dict(
-    checkpoint=dict(
-        type="CheckpointHook",
-        by_epoch=False,
-        interval=1600,
-    ),
+    checkpoint=dict(type="CheckpointHook", by_epoch=False, interval=1600),
 )

@@ -3,24 +3,9 @@
 # at 50% of the 3200-iteration schedule (1600 iterations),
 # the stock PolyLR (eta_min=1e-4, power=0.9) over the budget, no warmup.
 # Validation at the end of the budget.
-_base_ = "./pspnet_r18-toy_cityscapes_base.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+_base_ = "./_base_/pspnet_r18-toy_cityscapes_poly.py"
 budget_fraction = 0.5
-full_schedule_iters = 3200
 train_cfg = dict(type="IterBasedTrainLoop", max_iters=1600, val_interval=1600)
-param_scheduler = [
-    dict(
-        type="PolyLR",
-        eta_min=1e-4,
-        power=0.9,
-        begin=0,
-        by_epoch=False,
-    ),
-]
 default_hooks = dict(
-    checkpoint=dict(
-        type="CheckpointHook",
-        by_epoch=False,
-        interval=1600,
-    ),
+    checkpoint=dict(type="CheckpointHook", by_epoch=False, interval=1600),
 )
