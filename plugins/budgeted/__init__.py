@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from .budget import BUDGET_FRACTIONS, budget_iters
-from .core import BudgetSchedule, lr_multiplier, register_schedule, schedule_names
+from .core import (
+    BudgetMismatchError,
+    BudgetSchedule,
+    lr_multiplier,
+    on_schedule_registered,
+    register_schedule,
+    schedule_info,
+    schedule_names,
+)
 from .version import __version__
 
 SCHEDULES: tuple[str, ...] = schedule_names()
@@ -19,11 +27,14 @@ __all__ = [
     "BUDGET_FRACTIONS",
     "SCHEDULES",
     "BudgetLR",
+    "BudgetMismatchError",
     "BudgetSchedule",
     "__version__",
     "budget_iters",
     "lr_multiplier",
+    "on_schedule_registered",
     "register_schedule",
+    "schedule_info",
     "schedule_names",
 ]
 

@@ -20,26 +20,127 @@ from __future__ import annotations
 import bisect
 import inspect
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 ScheduleFn = Callable[..., float]
+Rule = tuple[Callable[[Any], bool], str]
+"""A parameter rule: (test of a value, description of what is allowed)."""
 
-_REGISTRY: dict[str, ScheduleFn] = {}
+
+class BudgetMismatchError(ValueError):
+    """A checkpoint's budget differs from the configured one: resuming is refused (one line)."""
 
 
-def register_schedule(name: str) -> Callable[[ScheduleFn], ScheduleFn]:
-    """Register ``fn(p, **params) -> multiplier`` under ``name``."""
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A registered schedule: its function, parameters with defaults, and their rules.
+
+    ``label`` is the schedule's name in adapter class names (``"HTD"`` -> ``BudgetHTD``,
+    ``BudgetHTDLR``); by default the name capitalized (``"sqrt"`` -> ``"Sqrt"``).
+    """
+
+    name: str
+    fn: ScheduleFn
+    label: str
+    defaults: dict[str, Any]
+    rules: dict[str, Rule]
+
+
+_REGISTRY: dict[str, ScheduleInfo] = {}
+_LISTENERS: list[Callable[[ScheduleInfo], None]] = []
+
+
+def register_schedule(
+    name: str, *, rules: dict[str, Rule] | None = None, label: str | None = None
+) -> Callable[[ScheduleFn], ScheduleFn]:
+    """Register ``fn(p, **params) -> multiplier`` under ``name``; every adapter picks it up.
+
+    Each keyword parameter of ``fn`` needs a default and a rule: from ``rules``
+    (``{"k": (test, "what is allowed")}``) or, for the parameter names the built-in schedules
+    share (``eta``, ``power``, ``gamma``, ...), from :data:`PARAM_RULES`.
+
+    Example::
+
+        @register_schedule("sqrt", rules={"floor": (lambda v: 0 <= v < 1, "a number in [0, 1)")})
+        def sqrt_decay(p: float, floor: float = 0.0) -> float:
+            return floor + (1 - floor) * (1 - p) ** 0.5
+
+    Detectron2 then knows ``BudgetSqrt`` (``SOLVER.BUDGET.SQRT_FLOOR``) and MMEngine
+    ``BudgetSqrtLR`` (``floor=...``), with no further edit.
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(f"schedule name {name!r} is invalid; allowed: lower-case [a-z0-9_]")
 
     def register(fn: ScheduleFn) -> ScheduleFn:
         if name in _REGISTRY:
             raise ValueError(f"schedule {name!r} is already registered")
-        _REGISTRY[name] = fn
+        params = list(inspect.signature(fn).parameters.values())[1:]
+        defaults = {}
+        own = dict(rules or {})
+        for param in params:
+            if param.default is inspect.Parameter.empty:
+                raise ValueError(
+                    f"schedule {name!r}: parameter {param.name!r} has no default; allowed: "
+                    "keyword parameters with defaults after the progress p"
+                )
+            if param.name not in own and param.name not in PARAM_RULES:
+                raise ValueError(
+                    f"schedule {name!r}: parameter {param.name!r} has no rule; pass "
+                    f"rules={{{param.name!r}: (test, 'what is allowed')}}"
+                )
+            defaults[param.name] = param.default
+        unknown = sorted(set(own) - set(defaults))
+        if unknown:
+            raise ValueError(f"schedule {name!r}: rules for unknown parameters {unknown}")
+        info = ScheduleInfo(
+            name=name,
+            fn=fn,
+            label=label or name.capitalize(),
+            defaults=defaults,
+            rules={k: own.get(k) or PARAM_RULES[k] for k in defaults},
+        )
+        _REGISTRY[name] = info
+        for listener in list(_LISTENERS):
+            listener(info)
         return fn
 
     return register
+
+
+def on_schedule_registered(listener: Callable[[ScheduleInfo], None]) -> None:
+    """Call ``listener(info)`` for every registered schedule: those already registered now, the
+    later ones as they register. This is how the adapters add ``Budget<Label>`` names."""
+    _LISTENERS.append(listener)
+    for info in list(_REGISTRY.values()):
+        listener(info)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _fraction_list(value: Any) -> bool:
+    try:
+        values = [float(v) for v in value]
+    except (TypeError, ValueError):
+        return False
+    return all(0.0 < v < 1.0 for v in values) and values == sorted(values)
+
+
+# What each parameter shared by the built-in schedules may be: (test, what is allowed).
+PARAM_RULES: dict[str, Rule] = {
+    "eta": (lambda v: _is_number(v) and 0.0 <= v < 1.0, "a number in [0, 1)"),
+    "power": (lambda v: _is_number(v) and v > 0.0, "a number > 0"),
+    "lower": (_is_number, "a finite number below upper"),
+    "upper": (_is_number, "a finite number above lower"),
+    "milestones": (_fraction_list, "an increasing list of fractions in (0, 1)"),
+    "gamma": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
+    "end_factor": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
+}
 
 
 @register_schedule("linear")
@@ -60,7 +161,7 @@ def poly(p: float, power: float = 0.9) -> float:
     return (1.0 - p) ** power
 
 
-@register_schedule("htd")
+@register_schedule("htd", label="HTD")
 def htd(p: float, lower: float = -6.0, upper: float = 3.0, eta: float = 0.0) -> float:
     """Hyperbolic-tangent decay ``eta + (1 - eta) (1 - tanh(lower + (upper - lower) p)) / 2``."""
     return eta + (1.0 - eta) * (1.0 - math.tanh(lower + (upper - lower) * p)) / 2.0
@@ -84,29 +185,6 @@ def constant(p: float) -> float:
     return 1.0
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _fraction_list(value: Any) -> bool:
-    try:
-        values = [float(v) for v in value]
-    except (TypeError, ValueError):
-        return False
-    return all(0.0 < v < 1.0 for v in values) and values == sorted(values)
-
-
-# What each schedule parameter may be: (test, description of what is allowed).
-PARAM_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "eta": (lambda v: _is_number(v) and 0.0 <= v < 1.0, "a number in [0, 1)"),
-    "power": (lambda v: _is_number(v) and v > 0.0, "a number > 0"),
-    "lower": (_is_number, "a finite number below upper"),
-    "upper": (_is_number, "a finite number above lower"),
-    "milestones": (_fraction_list, "an increasing list of fractions in (0, 1)"),
-    "gamma": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
-    "end_factor": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
-}
-
 WARMUP_METHODS = ("linear", "constant")
 
 
@@ -115,15 +193,8 @@ def schedule_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def schedule_params(name: str) -> dict[str, Any]:
-    """The parameters of schedule ``name`` with their defaults."""
-    fn = get_schedule(name)
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    return {p.name: p.default for p in params}
-
-
-def get_schedule(name: str) -> ScheduleFn:
-    """The function of progress registered as ``name``."""
+def schedule_info(name: str) -> ScheduleInfo:
+    """The registration of schedule ``name`` (one-line ``ValueError`` for an unknown name)."""
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
@@ -132,15 +203,26 @@ def get_schedule(name: str) -> ScheduleFn:
         ) from None
 
 
+def schedule_params(name: str) -> dict[str, Any]:
+    """The parameters of schedule ``name`` with their defaults."""
+    return dict(schedule_info(name).defaults)
+
+
+def get_schedule(name: str) -> ScheduleFn:
+    """The function of progress registered as ``name``."""
+    return schedule_info(name).fn
+
+
 def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """Validate ``params`` for schedule ``name``; return them with milestones as a tuple."""
-    allowed = schedule_params(name)
+    info = schedule_info(name)
+    allowed = info.defaults
     checked = dict(params)
     for key, value in params.items():
         if key not in allowed:
             takes = ", ".join(allowed) or "no parameters"
             raise ValueError(f"schedule {name!r} has no parameter {key!r}; it takes: {takes}")
-        test, what = PARAM_RULES[key]
+        test, what = info.rules[key]
         if not test(value):
             raise ValueError(f"{name} schedule: {key}={value!r} is invalid; allowed: {what}")
         if key == "milestones":
@@ -191,6 +273,87 @@ class BudgetSchedule:
         params = check_params(self.schedule, self.params)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "_decay", partial(fn, **params) if params else fn)
+
+    STATE_KEYS: ClassVar[tuple[str, ...]] = (
+        "schedule",
+        "total",
+        "warmup",
+        "warmup_factor",
+        "warmup_method",
+        "params",
+    )
+
+    def state(self) -> dict[str, Any]:
+        """What defines this budget, as plain values (safe for ``torch.load(weights_only=True)``).
+
+        >>> BudgetSchedule("step", 900, 50).state()["params"]
+        {}
+        """
+        state = {key: getattr(self, key) for key in self.STATE_KEYS}
+        state["params"] = {
+            k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()
+        }
+        return state
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> BudgetSchedule:
+        """The budget a :meth:`state` describes (validated like any other)."""
+        missing = [key for key in cls.STATE_KEYS if key not in state]
+        if missing:
+            raise ValueError(f"budget state lacks {', '.join(missing)}; it has {sorted(state)}")
+        return cls(**{key: state[key] for key in cls.STATE_KEYS})
+
+    def differences(self, other: BudgetSchedule | Mapping[str, Any] | None) -> dict[str, Any]:
+        """``{key: (other's value, this budget's value)}`` for every key of :meth:`state` that
+        differs; ``other=None`` (no budget saved) differs in every key.
+
+        >>> BudgetSchedule("linear", 900, 50).differences(BudgetSchedule("linear", 90, 50))
+        {'total': (90, 900)}
+        """
+        mine = self.state()
+        if other is None:
+            return {key: (None, value) for key, value in mine.items()}
+        theirs = other.state() if isinstance(other, BudgetSchedule) else dict(other)
+        if isinstance(theirs.get("params"), Mapping):
+            theirs["params"] = {
+                k: list(v) if isinstance(v, tuple) else v for k, v in theirs["params"].items()
+            }
+        return {
+            key: (theirs.get(key), value) for key, value in mine.items() if theirs.get(key) != value
+        }
+
+    def check_resume(
+        self,
+        saved: BudgetSchedule | Mapping[str, Any] | None,
+        *,
+        names: Mapping[str, str] | None = None,
+        fix: str = "keep the checkpoint's budget to resume, or start a new run from its weights",
+    ) -> None:
+        """Raise :class:`BudgetMismatchError` (one line) unless ``saved`` is this budget.
+
+        ``names`` renames state keys for the message (``{"total": "SOLVER.MAX_ITER"}``);
+        ``fix`` says what to do.
+
+        >>> try:
+        ...     BudgetSchedule("linear", 900, 50).check_resume(
+        ...         BudgetSchedule("linear", 90, 50).state(), names={"total": "max_iters"}
+        ...     )
+        ... except BudgetMismatchError as err:
+        ...     print(str(err)[:75])
+        cannot resume: the checkpoint's budget has max_iters=90, the config's max_i
+        """
+        diff = self.differences(saved)
+        if not diff:
+            return
+        names = names or {}
+        if saved is None:
+            old = "no budget (a scheduler that is not budget-aware)"
+        else:
+            old = "has " + ", ".join(f"{names.get(k, k)}={v[0]!r}" for k, v in diff.items())
+        new = ", ".join(f"{names.get(k, k)}={v[1]!r}" for k, v in diff.items())
+        raise BudgetMismatchError(
+            f"cannot resume: the checkpoint's budget {old}, the config's {new}; {fix}"
+        )
 
     @property
     def decay_length(self) -> float:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
-from .core import BudgetSchedule
+from .core import BudgetMismatchError, BudgetSchedule
+
+__all__ = ["BudgetLR", "BudgetMismatchError"]
 
 
 class BudgetLR(_LRScheduler):
@@ -77,29 +79,28 @@ class BudgetLR(_LRScheduler):
             lrs.append(lr)
         self._last_lr = lrs
 
+    RESUME_NAMES: ClassVar[dict[str, str]] = {"total": "total_iters", "warmup": "warmup_iters"}
+    """How the budget's state keys are named in this adapter's messages."""
+    RESUME_FIX: ClassVar[str] = (
+        "build the scheduler with the checkpoint's budget to resume, or start a new run to "
+        "train with another budget"
+    )
+
     def state_dict(self) -> dict[str, Any]:
+        """torch's scheduler state plus ``budget``: :meth:`BudgetSchedule.state`."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "budget")}
-        state["budget"] = _budget_state(self.budget)
+        state["budget"] = self.budget.state()
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Resume; a checkpoint of another budget raises :class:`BudgetMismatchError`."""
         state = dict(state_dict)
-        saved = state.pop("budget", None)
-        if saved is not None and saved != _budget_state(self.budget):
-            raise ValueError(
-                f"the checkpoint's schedule {saved} differs from this scheduler's "
-                f"{_budget_state(self.budget)}; build the scheduler with the checkpoint's budget, "
-                "or start a new run to train with another budget"
-            )
+        self.budget.check_resume(
+            state.pop("budget", None), names=self.RESUME_NAMES, fix=self.RESUME_FIX
+        )
         self.__dict__.update(state)
 
 
 def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
-    return {
-        "schedule": budget.schedule,
-        "total": budget.total,
-        "warmup": budget.warmup,
-        "warmup_factor": budget.warmup_factor,
-        "warmup_method": budget.warmup_method,
-        "params": dict(budget.params),
-    }
+    """Deprecated: :meth:`BudgetSchedule.state`."""
+    return budget.state()
