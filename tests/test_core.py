@@ -9,7 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import budgeted
-from budgeted.core import BudgetSchedule, lr_multiplier, register_schedule, schedule_params
+from budgeted.core import (
+    BudgetMismatchError,
+    BudgetSchedule,
+    lr_multiplier,
+    on_schedule_registered,
+    register_schedule,
+    schedule_info,
+    schedule_names,
+    schedule_params,
+)
 
 SCHEDULE_PARAMS = {
     "linear": {},
@@ -211,3 +220,49 @@ def test_warmup_rises_from_warmup_factor_to_one(schedule, budget):
     assert values[0] == pytest.approx(0.001)
     assert all(later > earlier for earlier, later in zip(values, values[1:]))
     assert values[-1] < 1.0
+
+
+def test_a_registered_schedule_needs_a_rule_for_each_parameter():
+    def k_decay(p: float, k: float = 2.0) -> float:
+        return (1.0 - p) ** k
+
+    with pytest.raises(ValueError, match=r"parameter 'k' has no rule; pass rules="):
+        register_schedule("k_decay_test")(k_decay)
+    assert "k_decay_test" not in schedule_names()
+
+
+def test_the_test_schedule_validates_its_parameter_with_its_own_rule(sqrt_schedule):
+    assert BudgetSchedule(sqrt_schedule, 110, 10, params={"floor": 0.5})(60) == pytest.approx(
+        0.5 + 0.5 * 0.5**0.5
+    )
+    with pytest.raises(ValueError, match=r"floor=1\.5 is invalid; allowed: a number in \[0, 1\)"):
+        BudgetSchedule(sqrt_schedule, 110, 10, params={"floor": 1.5})
+    assert schedule_info(sqrt_schedule).label == "Sqrt"
+    assert schedule_info("htd").label == "HTD"
+
+
+def test_listeners_see_schedules_registered_before_and_after(sqrt_schedule):
+    seen: list[str] = []
+    on_schedule_registered(lambda info: seen.append(info.name))
+    assert seen == list(schedule_names())
+    register_schedule("listener_test")(lambda p: 1.0 - p)
+    assert seen[-1] == "listener_test"
+
+
+def test_budget_state_round_trips_and_names_its_differences():
+    budget = BudgetSchedule("step", 900, 50, params={"milestones": (0.5, 0.75)})
+    state = budget.state()
+    assert BudgetSchedule.from_state(state) == budget
+    assert budget.differences(state) == {}
+    other = BudgetSchedule("step", 90, 50, params={"milestones": (0.5, 0.75)})
+    assert budget.differences(other) == {"total": (90, 900)}
+    with pytest.raises(BudgetMismatchError) as err:
+        budget.check_resume(other.state(), names={"total": "SOLVER.MAX_ITER"}, fix="do X")
+    assert str(err.value) == (
+        "cannot resume: the checkpoint's budget has SOLVER.MAX_ITER=90, the config's "
+        "SOLVER.MAX_ITER=900; do X"
+    )
+    with pytest.raises(BudgetMismatchError, match="no budget"):
+        budget.check_resume(None)
+    with pytest.raises(ValueError, match="budget state lacks total"):
+        BudgetSchedule.from_state({"schedule": "linear"})

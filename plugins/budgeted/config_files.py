@@ -1,0 +1,86 @@
+"""Find the shipped configs: in a checkout (``configs/``) or in an installed wheel
+(``budgeted/configs/``), by path or by bare file name.
+
+>>> find_config("mask_rcnn_budget10.yaml", "detectron2").name
+'mask_rcnn_budget10.yaml'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["SEARCH_FOLDERS", "config_root", "find_config"]
+
+SEARCH_FOLDERS: dict[str, tuple[str, ...]] = {
+    "detectron2": ("detectron2", "detectron2/toy", "detectron2/lazy"),
+    "mmseg": ("mmseg", "mmseg/toy"),
+}
+"""Where a bare config name is looked up, per framework, in this order."""
+
+
+def config_root() -> Path:
+    """The folder that holds ``detectron2/`` and ``mmseg/`` configs.
+
+    ``$BUDGETED_CONFIGS`` if set; else the checkout's ``configs/`` (source or editable install);
+    else the ``configs/`` folder installed inside the package (``pip install .``).
+    """
+    env = os.environ.get("BUDGETED_CONFIGS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent.parent / "configs", here / "configs"):
+        if (candidate / "detectron2").is_dir():
+            return candidate
+    return here / "configs"
+
+
+def find_config(name: str | os.PathLike[str], framework: str) -> Path:
+    """The config file ``name`` stands for.
+
+    An existing path is taken as it is. Otherwise a bare file name (``mask_rcnn_budget10.yaml``,
+    also without its extension) or a path relative to the config root is looked up in
+    :data:`SEARCH_FOLDERS` ``[framework]``. An unknown or ambiguous name raises a one-line
+    ``FileNotFoundError`` listing the candidates.
+    """
+    path = Path(os.path.expanduser(os.fspath(name)))
+    if path.is_file():
+        return path
+    if framework not in SEARCH_FOLDERS:
+        raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(SEARCH_FOLDERS)}")
+    root = config_root()
+    exts = (".yaml", ".py") if framework == "detectron2" else (".py",)
+    names = [path.name] if path.suffix in exts else [path.name + ext for ext in exts]
+    if len(path.parts) > 1:  # a path relative to the config root, e.g. detectron2/toy/x.yaml
+        for candidate in (root / path.parent / n for n in names):
+            if candidate.is_file():
+                return candidate
+    found = [root / f / n for f in SEARCH_FOLDERS[framework] for n in names]
+    found = [p for p in found if p.is_file()]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise FileNotFoundError(
+            f"config {os.fspath(name)!r} is ambiguous; candidates: "
+            f"{', '.join(str(p.relative_to(root)) for p in found)}"
+        )
+    raise FileNotFoundError(
+        f"config {os.fspath(name)!r} does not exist, neither as a path nor under "
+        f"{', '.join(str(root / f) for f in SEARCH_FOLDERS[framework])}; "
+        f"candidates: {', '.join(_closest(path.stem, root, SEARCH_FOLDERS[framework], exts))}"
+    )
+
+
+def _closest(stem: str, root: Path, folders: Sequence[str], exts: Sequence[str]) -> list[str]:
+    import difflib
+
+    shipped = sorted(
+        str(p.relative_to(root / folders[0]))
+        for f in folders
+        for p in (root / f).glob("*")
+        if p.suffix in exts and not p.name.startswith("_")
+    )
+    by_stem = {Path(s).stem: s for s in shipped}
+    close = difflib.get_close_matches(stem, list(by_stem), n=5, cutoff=0.5)
+    return [by_stem[c] for c in close] or shipped[:5] or ["(none shipped)"]
