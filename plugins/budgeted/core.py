@@ -12,7 +12,14 @@ decay phase of a budget; :class:`BudgetSchedule` adds the fixed-length warmup in
 here counts iterations, so seconds of wall-clock time or images seen work the same way.
 
 A new schedule is one function of ``p`` (keyword parameters with defaults) plus one
-``@register_schedule`` line; :data:`PARAM_RULES` says what values a parameter may take.
+``@register_schedule(name, rules=...)`` line: the rules say what values a parameter may take
+(:data:`PARAM_RULES` holds those of the parameter names the built-ins share), and every adapter
+that listens (:func:`on_schedule_registered`) adds it under its own names.
+
+The core also owns what a budget *is*: :meth:`BudgetSchedule.state` (plain values, checkpointed by
+every adapter), :meth:`BudgetSchedule.from_state`, :meth:`BudgetSchedule.differences` and
+:meth:`BudgetSchedule.check_resume`, which raises the one :class:`BudgetMismatchError` all adapters
+use; the adapters only rename keys for their messages.
 """
 
 from __future__ import annotations
