@@ -22,7 +22,7 @@ import time
 from detectron2.utils.env import seed_all_rng
 from detectron2.utils.events import EventStorage
 
-from budgeted.detectron2 import BudgetTrainer, load_config
+from budgeted.detectron2 import BudgetTrainer, load_config, register_toy_coco
 
 CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget100.yaml"  # 400 iterations
 
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--learn", action="store_true", help="train with the configured BASE_LR")
     args = parser.parse_args()
     logging.disable(logging.INFO)
+    register_toy_coco()  # the toy set under $DETECTRON2_DATASETS
     trainers, times = {}, {}
     for name in ("BudgetLinear", "WarmupMultiStepLR"):
         out = tempfile.mkdtemp(prefix="d2bench-")

@@ -15,7 +15,7 @@ import sys
 import time
 
 from budgeted.detectron2.cli import run
-from budgeted.detectron2.data import TOY_DATASETS, datasets_root
+from budgeted.detectron2.data import TOY_DATASETS, datasets_root, register_toy_coco
 from budgeted.detectron2.toy import make_toy_coco
 
 CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget25.yaml"
@@ -25,12 +25,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config-file", default=CONFIG)
     parser.add_argument("--output-dir", default=None, help="default: output/demo_detectron2/<time>")
-    parser.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides")
+    parser.add_argument(
+        "opts", nargs=argparse.REMAINDER, help="config overrides: KEY VALUE pairs or KEY=VALUE"
+    )
     args = parser.parse_args(argv)
     root = datasets_root()
     if not all(os.path.exists(os.path.join(root, ann)) for _, ann in TOY_DATASETS.values()):
         print(f"[demo] writing the toy COCO set under {root}")
         make_toy_coco(root)
+    register_toy_coco(root)  # explicit: importing budgeted.detectron2 registers no dataset
     out = args.output_dir or os.path.join(
         "output", "demo_detectron2", time.strftime("%Y%m%d-%H%M%S")
     )

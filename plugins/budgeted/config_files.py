@@ -39,10 +39,11 @@ def config_root() -> Path:
 def find_config(name: str | os.PathLike[str], framework: str) -> Path:
     """The config file ``name`` stands for.
 
-    An existing path is taken as it is. Otherwise a bare file name (``mask_rcnn_budget10.yaml``,
-    also without its extension) or a path relative to the config root is looked up in
-    :data:`SEARCH_FOLDERS` ``[framework]``. An unknown or ambiguous name raises a one-line
-    ``FileNotFoundError`` listing the candidates.
+    An existing path is taken as it is; a path with a folder that does not exist is tried once
+    relative to the config root (``detectron2/toy/x.yaml``) and never replaced by a shipped file
+    of the same name. A bare file name (``mask_rcnn_budget10.yaml``, also without its extension)
+    is looked up in :data:`SEARCH_FOLDERS` ``[framework]``. An unknown or ambiguous name raises
+    a one-line ``FileNotFoundError`` listing the candidates.
     """
     path = Path(os.path.expanduser(os.fspath(name)))
     if path.is_file():
@@ -52,10 +53,14 @@ def find_config(name: str | os.PathLike[str], framework: str) -> Path:
     root = config_root()
     exts = (".yaml", ".py") if framework == "detectron2" else (".py",)
     names = [path.name] if path.suffix in exts else [path.name + ext for ext in exts]
-    if len(path.parts) > 1:  # a path relative to the config root, e.g. detectron2/toy/x.yaml
+    if len(path.parts) > 1:  # a path: as given, or relative to the config root; no guessing
         for candidate in (root / path.parent / n for n in names):
             if candidate.is_file():
                 return candidate
+        raise FileNotFoundError(
+            f"config {os.fspath(name)!r} does not exist (neither from the current folder nor "
+            f"under {root}); give an existing path or a shipped config's bare name"
+        )
     found = [root / f / n for f in SEARCH_FOLDERS[framework] for n in names]
     found = [p for p in found if p.is_file()]
     if len(found) == 1:

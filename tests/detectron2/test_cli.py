@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from d2_testutils import TINY, TOY_CONFIG, logged_lrs, read_metrics
+from d2_testutils import REPO, TINY, TOY_CONFIG, logged_lrs, read_metrics
+from detectron2.config import get_cfg
+from detectron2.engine import DefaultTrainer
 
-from budgeted.core import BudgetSchedule
-from budgeted.detectron2 import BudgetConfigError, BudgetTrainer, load_config
+import budgeted.detectron2 as bd2
+from budgeted.core import BudgetMismatchError, BudgetSchedule
+from budgeted.detectron2 import BudgetConfigError, BudgetResumeError, BudgetTrainer, load_config
 from budgeted.detectron2.cli import run
+from budgeted.detectron2.runs import final_metrics
+
+CONFIGS = REPO / "configs" / "detectron2"
 
 # 8 iterations (0.02 x 400), warmup 3, a checkpoint every 4
 EIGHT = ["SOLVER.BUDGET.FRACTION", "0.02", "SOLVER.CHECKPOINT_PERIOD", "4"]
@@ -38,6 +46,9 @@ def test_logged_lr_equals_the_core_and_ap_is_computed(toy_run: Path) -> None:
         assert math.isfinite(final[key]) and 0.0 <= final[key] <= 100.0  # pycocotools ran
     assert list(toy_run.glob("events.out.tfevents.*"))  # TensorBoard
     assert (toy_run / "inference" / "coco_instances_results.json").exists()
+    found = final_metrics(toy_run)  # what the report reads
+    assert found is not None and found["bbox/AP"] == final["bbox/AP"]
+    assert found["segm/AP50"] == final["segm/AP50"] and "lr" not in found
 
 
 @pytest.mark.slow
@@ -53,6 +64,7 @@ def test_resume_continues_the_schedule_exactly(toy_run: Path, tmp_path: Path) ->
     resumed, full = logged_lrs(stopped), logged_lrs(toy_run)
     assert sorted(resumed) == [4, 5, 6, 7]
     assert [resumed[i] for i in range(4, 8)] == [full[i] for i in range(4, 8)]
+    assert final_metrics(stopped) is None  # finished, but never evaluated (DATASETS.TEST empty)
 
 
 @pytest.mark.slow
@@ -64,13 +76,103 @@ def test_resume_with_another_budget_is_refused(toy_run: Path, tmp_path: Path) ->
     with pytest.raises(SystemExit) as err:
         run(["--config-file", TOY_CONFIG, "--resume", *other])
     msg = str(err.value.code)
-    assert "total=8" in msg and "total=12" in msg and "SOLVER.MAX_ITER" in msg
+    assert "SOLVER.MAX_ITER=8" in msg and "SOLVER.MAX_ITER=12" in msg
     assert "MODEL.WEIGHTS" in msg and "\n" not in msg
     # the real trainer refuses too, before training
     trainer = BudgetTrainer(load_config(TOY_CONFIG, other))
-    with pytest.raises(BudgetConfigError, match="total=8"):
+    with pytest.raises(BudgetConfigError, match=r"SOLVER\.MAX_ITER=8"):
         trainer.resume_or_load(resume=True)
     assert not (out / "model_0000011.pth").exists()
+
+
+class OwnTrainer(DefaultTrainer):
+    """A user's trainer, adopting the schedulers in the documented one line."""
+
+    build_lr_scheduler = classmethod(lambda cls, cfg, opt: bd2.build_lr_scheduler(cfg, opt))
+
+
+def stock_cfg(path: str | Path, opts: list[str]):
+    """The documented route for any trainer: get_cfg, add_budget_config, merge_from_file."""
+    cfg = get_cfg()
+    bd2.add_budget_config(cfg)
+    cfg.merge_from_file(str(path))
+    cfg.merge_from_list(opts)
+    return cfg
+
+
+@pytest.mark.slow
+def test_a_plain_default_trainer_refuses_another_budget_on_resume(toy_run, tmp_path) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(toy_run, out)
+    (out / "last_checkpoint").write_text("model_0000003.pth")
+    cfg = stock_cfg(TOY_CONFIG, [*TINY, "SOLVER.BUDGET.FRACTION", "0.03", "SOLVER.MAX_ITER", "12",
+                                 "DATASETS.TEST", "()", "OUTPUT_DIR", str(out)])  # fmt: skip
+    trainer = OwnTrainer(cfg)
+    with pytest.raises(BudgetResumeError) as err:
+        trainer.resume_or_load(resume=True)
+    assert isinstance(err.value, BudgetMismatchError)  # the core's except clauses hold
+    assert isinstance(err.value, BudgetConfigError)
+    assert str(err.value) == (
+        "cannot resume: the checkpoint's budget has SOLVER.MAX_ITER=8, the config's "
+        "SOLVER.MAX_ITER=12; resume with the checkpoint's budget (its SOLVER.MAX_ITER, warmup, "
+        "schedule and GPU count), or start a new run from its weights: MODEL.WEIGHTS "
+        "<checkpoint>, no --resume, another OUTPUT_DIR"
+    )
+
+
+def test_the_docs_own_trainer_route_refuses_a_budget_it_would_not_train(toy_root, tmp_path):
+    # FULL_ITERS 400, FRACTION 0.1, no MAX_ITER: before, the zoo's MAX_ITER was silently trained
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        f'_BASE_: "{CONFIGS / "toy" / "Base-Toy-Mask-RCNN.yaml"}"\n'
+        "SOLVER:\n  LR_SCHEDULER_NAME: BudgetLinear\n  BUDGET:\n    FULL_ITERS: 400\n"
+        "    FRACTION: 0.1\n"
+    )
+    cfg = stock_cfg(mine, [*TINY, "OUTPUT_DIR", str(tmp_path / "out")])
+    with pytest.raises(BudgetConfigError) as err:
+        OwnTrainer(cfg)
+    assert str(err.value).startswith(
+        "SOLVER.MAX_ITER=400 is not the budget the config states (SOLVER.BUDGET.FRACTION=0.1 x "
+        "FULL_ITERS=400 = 40 iterations); set SOLVER.MAX_ITER 40 "
+    )
+    assert bd2.load_config(str(mine)).SOLVER.MAX_ITER == 40  # what our loader makes of it
+
+
+@pytest.mark.slow
+def test_the_cli_trains_a_bare_name_with_key_equals_value_overrides_and_a_new_schedule(
+    toy_root, tmp_path, sqrt_schedule
+) -> None:
+    out = tmp_path / "a=b"  # a value that holds "="
+    mixed = []  # TINY, half as KEY VALUE pairs and half as KEY=VALUE
+    for i, (key, value) in enumerate(zip(TINY[::2], TINY[1::2])):
+        mixed += [f"{key}={value}"] if i % 2 else [key, value]
+    # sqrt: registered in the core by the fixture, after budgeted.detectron2 was imported
+    argv = ["--config", "mask_rcnn_toy_budget1.yaml", *mixed,
+            "SOLVER.LR_SCHEDULER_NAME=BudgetSqrt", "SOLVER.BUDGET.SQRT_FLOOR=0.2",
+            "SOLVER.WARMUP_ITERS", "1", "DATASETS.TEST=()", f"OUTPUT_DIR={out}"]  # fmt: skip
+    assert run(argv) == 0
+    core = BudgetSchedule(sqrt_schedule, 4, 1, 0.001, params={"floor": 0.2})
+    lrs = logged_lrs(out)
+    assert sorted(lrs) == [0, 1, 2, 3]  # the 1 % toy budget, 4 iterations
+    assert [lrs[t] for t in range(4)] == pytest.approx([0.01 * core(t) for t in range(4)])
+    assert lrs[3] == pytest.approx(0.01 * (0.2 + 0.8 * (1 / 3) ** 0.5))  # p = 2/3, floor 0.2
+
+
+def test_an_unknown_or_ambiguous_name_lists_the_candidates(tmp_path) -> None:
+    with pytest.raises(SystemExit) as err:
+        run(["--config", "mask_rcnn_toy_budget10", "OUTPUT_DIR", str(tmp_path / "o")])
+    assert str(err.value.code) == (
+        "train_net: config 'mask_rcnn_toy_budget10' is ambiguous; candidates: "
+        "detectron2/toy/mask_rcnn_toy_budget10.yaml, detectron2/lazy/mask_rcnn_toy_budget10.py"
+    )
+    tool = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "train_net.py"), "--config", "budget11.yaml"],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert tool.returncode == 1 and "Traceback" not in tool.stderr
+    last = tool.stderr.strip().splitlines()[-1]
+    assert last.startswith("train_net: config 'budget11.yaml' does not exist")
+    assert "candidates: " in last and "mask_rcnn_budget1.yaml" in last
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from detectron2.engine import HookBase
 from detectron2.utils import comm
 
 from budgeted.core import BudgetSchedule
-from budgeted.detectron2 import BudgetTrainer, launch, load_config
+from budgeted.detectron2 import BudgetTrainer, launch, load_config, register_toy_coco
 
 # 12 iterations at 1 worker (0.03 x 400), warmup 3; REFERENCE_WORLD_SIZE 1 makes 2 workers
 # train 6 iterations of batch 4 at twice the LR, with a warmup of round(3 / 2) = 2
@@ -31,6 +31,7 @@ class RecordLR(HookBase):
 
 def train_and_record(out: str) -> None:
     """One worker: train the toy budget, write this rank's LRs to ``out``."""
+    register_toy_coco()  # a spawned process: importing budgeted.detectron2 registers no dataset
     cfg = load_config(TOY_CONFIG, [*OPTS, "OUTPUT_DIR", out])
     trainer = BudgetTrainer(cfg)
     record = RecordLR()

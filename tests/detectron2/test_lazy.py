@@ -12,7 +12,7 @@ from detectron2.solver import LRMultiplier
 
 from budgeted.core import BudgetSchedule
 from budgeted.detectron2 import BudgetConfigError, BudgetLRScheduler
-from budgeted.detectron2.lazy import BudgetParamScheduler, build_lazy_lr_scheduler
+from budgeted.detectron2.lazy import BudgetLRMultiplier, build_lazy_lr_scheduler
 from budgeted.detectron2.lazy_cli import run
 
 LAZY = "configs/detectron2/lazy/mask_rcnn_R_50_FPN_budget10.py"
@@ -23,7 +23,7 @@ LAZY_TOY = "configs/detectron2/lazy/mask_rcnn_toy_budget10.py"
                                              ("cosine", {"eta": 0.1})])  # fmt: skip
 def test_lr_multiplier_through_detectron2s_lrmultiplier_matches_the_core(schedule, params) -> None:
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
-    mult = BudgetParamScheduler(schedule, 90, warmup_iters=10, warmup_factor=0.01, **params)
+    mult = BudgetLRMultiplier(schedule, 90, warmup_iters=10, warmup_factor=0.01, **params)
     sched = LRMultiplier(opt, mult, max_iter=90)  # what hooks.LRScheduler builds from it
     core = BudgetSchedule(schedule, 90, 10, 0.01, params=params)
     lrs = []
@@ -38,7 +38,7 @@ def test_lazy_budget_config_loads_with_the_budget() -> None:
     cfg = LazyConfig.load(LAZY)
     assert cfg.train.max_iter == 9000 and cfg.train.eval_period == 0
     mult = instantiate(cfg.lr_multiplier)
-    assert isinstance(mult, BudgetParamScheduler)
+    assert isinstance(mult, BudgetLRMultiplier)
     assert mult.budget == BudgetSchedule("linear", 9000, 500, 0.001)
     cfg = LazyConfig.apply_overrides(cfg, ["train.max_iter=22500"])
     assert instantiate(cfg.lr_multiplier).budget.total == 22500  # follows train.max_iter
@@ -46,10 +46,10 @@ def test_lazy_budget_config_loads_with_the_budget() -> None:
 
 def test_the_trained_scheduler_is_checkpointed_and_must_match_max_iter() -> None:
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
-    sched = build_lazy_lr_scheduler(opt, BudgetParamScheduler("linear", 40, warmup_iters=3), 40)
+    sched = build_lazy_lr_scheduler(opt, BudgetLRMultiplier("linear", 40, warmup_iters=3), 40)
     assert isinstance(sched, BudgetLRScheduler)
     with pytest.raises(BudgetConfigError, match=r"total_iters=40 differs from train\.max_iter=50"):
-        build_lazy_lr_scheduler(opt, BudgetParamScheduler("linear", 40, warmup_iters=3), 50)
+        build_lazy_lr_scheduler(opt, BudgetLRMultiplier("linear", 40, warmup_iters=3), 50)
 
 
 @pytest.mark.slow
@@ -57,9 +57,9 @@ def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) ->
     tiny = ["train.max_iter=6", "train.log_period=1", "lr_multiplier.warmup_iters=2",
             "dataloader.test.dataset.names=toy_coco_val",
             f"train.output_dir={tmp_path}"]  # fmt: skip
-    run(["--config-file", LAZY_TOY, *tiny])
+    assert run(["--config", "mask_rcnn_toy_budget10.py", *tiny]) == 0  # a bare name
     core = BudgetSchedule("linear", 6, 2, 0.001)
     lrs = logged_lrs(tmp_path)
     assert [lrs[t] for t in range(6)] == pytest.approx([0.01 * core(t) for t in range(6)], rel=1e-9)
-    with pytest.raises(SystemExit, match=r"total=6.*total=8"):
+    with pytest.raises(SystemExit, match=r"train\.max_iter=6.*train\.max_iter=8"):
         run(["--config-file", LAZY_TOY, "--resume", *tiny, "train.max_iter=8"])

@@ -8,16 +8,20 @@ from detectron2.config import get_cfg
 from detectron2.engine import DefaultTrainer
 from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
 
-from budgeted.core import BudgetSchedule
+from budgeted.core import BudgetMismatchError, BudgetSchedule
 from budgeted.detectron2 import (
     BUDGET_SCHEDULERS,
     LR_SCHEDULER_REGISTRY,
     BudgetConfigError,
     BudgetLRScheduler,
+    BudgetResumeError,
     add_budget_config,
+    budget_scheduler_names,
     build_lr_scheduler,
     check_budget,
+    check_max_iter,
 )
+from budgeted.detectron2.config import param_key
 
 CORE = {
     "BudgetLinear": ("linear", {}),
@@ -57,8 +61,39 @@ def sgd(lr: float = 0.1) -> torch.optim.Optimizer:
 
 
 def test_every_core_schedule_has_a_detectron2_name() -> None:
-    assert set(BUDGET_SCHEDULERS) == set(CORE)
-    assert all(name in LR_SCHEDULER_REGISTRY for name in BUDGET_SCHEDULERS)
+    assert set(BUDGET_SCHEDULERS) == set(CORE)  # the built-ins
+    assert set(CORE) <= set(budget_scheduler_names())  # tests may have registered more
+    assert all(name in LR_SCHEDULER_REGISTRY for name in budget_scheduler_names())
+
+
+def test_a_schedule_registered_later_gets_its_name_and_keys(sqrt_schedule) -> None:
+    assert "BudgetSqrt" in budget_scheduler_names() and "BudgetSqrt" in LR_SCHEDULER_REGISTRY
+    cfg = make_cfg("BudgetSqrt")
+    assert cfg.SOLVER.BUDGET.SQRT_FLOOR == 0.0  # added by add_budget_config, core default
+    cfg.SOLVER.BUDGET.SQRT_FLOOR = 0.25
+    opt = sgd()
+    core = BudgetSchedule("sqrt", 60, 7, 0.01, params={"floor": 0.25})
+    lrs = run_lrs(build_lr_scheduler(cfg, opt), opt, 60)
+    assert lrs == pytest.approx([0.1 * core(t) for t in range(60)], rel=1e-12)
+    # a config made before the schedule was registered lacks the key: the core's default
+    del cfg.SOLVER.BUDGET["SQRT_FLOOR"]
+    assert build_lr_scheduler(cfg, sgd()).budget.params == {"floor": 0.0}
+    cfg.SOLVER.BUDGET.SQRT_FLOOR = 1.5
+    with pytest.raises(BudgetConfigError) as err:
+        build_lr_scheduler(cfg, sgd())
+    assert str(err.value) == (
+        "SOLVER.BUDGET.SQRT_FLOOR=1.5 is invalid for BudgetSqrt; allowed: a number in [0, 1)"
+    )
+
+
+def test_param_keys_are_derived_from_the_signature() -> None:
+    assert param_key("htd", "lower") == "SOLVER.BUDGET.HTD_LOWER"
+    assert param_key("exp", "end_factor") == "SOLVER.BUDGET.EXP_END_FACTOR"
+    assert param_key("step", "milestones") == "SOLVER.BUDGET.STEP_MILESTONES"
+    assert param_key("step", "gamma") == "SOLVER.GAMMA"  # Detectron2's own key
+    cfg = make_cfg("BudgetStep")
+    assert "STEP_GAMMA" not in cfg.SOLVER.BUDGET
+    assert build_lr_scheduler(cfg, sgd()).budget.params == {"milestones": (0.5, 0.75), "gamma": 0.2}
 
 
 @pytest.mark.parametrize("name", sorted(CORE))
@@ -128,10 +163,64 @@ def test_bad_budget_fails_in_one_line(kwargs, message) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_bad_schedule_params_name_the_key() -> None:
-    cfg = make_cfg("BudgetPoly")
-    cfg.SOLVER.BUDGET.POLY_POWER = -1.0
-    with pytest.raises(BudgetConfigError, match=r"BudgetPoly.*power=-1\.0"):
+@pytest.mark.parametrize(
+    "name,key,value,allowed",
+    [
+        ("BudgetPoly", "POLY_POWER", -1.0, "a number > 0"),
+        ("BudgetCosine", "COSINE_ETA", 1.0, "a number in [0, 1)"),
+        ("BudgetStep", "STEP_MILESTONES", (0.8, 0.5), "an increasing list of fractions"),
+        ("BudgetExp", "EXP_END_FACTOR", 0.0, "a number in (0, 1]"),
+    ],
+)
+def test_bad_schedule_params_name_the_key(name, key, value, allowed) -> None:
+    cfg = make_cfg(name)
+    cfg.SOLVER.BUDGET[key] = value
+    with pytest.raises(BudgetConfigError) as err:
+        build_lr_scheduler(cfg, sgd())
+    msg = str(err.value)
+    assert msg.startswith(
+        f"SOLVER.BUDGET.{key}={value!r} is invalid for {name}; allowed: {allowed}"
+    )
+    assert "\n" not in msg
+
+
+def test_max_iter_against_the_stated_budget_is_refused_for_any_name() -> None:
+    # the docs' "own trainer" trap: FULL_ITERS and FRACTION merged, MAX_ITER left at 90000
+    for name in ("BudgetLinear", "WarmupMultiStepLR"):
+        cfg = make_cfg(name, max_iter=90000, STEPS=(10, 20))
+        cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 400, 0.1
+        with pytest.raises(BudgetConfigError) as err:
+            build_lr_scheduler(cfg, sgd())
+        assert str(err.value) == (
+            "SOLVER.MAX_ITER=90000 is not the budget the config states (SOLVER.BUDGET.FRACTION="
+            "0.1 x FULL_ITERS=400 = 40 iterations); set SOLVER.MAX_ITER 40 "
+            "(budgeted.detectron2.load_config does), or SOLVER.BUDGET.FULL_ITERS 0 to train "
+            "SOLVER.MAX_ITER as it is"
+        )
+        cfg.SOLVER.MAX_ITER = 40
+        build_lr_scheduler(cfg, sgd())
+    check_max_iter(make_cfg("BudgetLinear", max_iter=90000))  # FULL_ITERS 0: as it is
+
+
+def test_budget_batch_follows_reference_world_size_scaling() -> None:
+    # 12 iterations at batch 2 (0.03 x 400) on 1 reference worker, trained on 2 workers
+    cfg = make_cfg("BudgetLinear", max_iter=12, warmup=3, IMS_PER_BATCH=2, REFERENCE_WORLD_SIZE=1)
+    b = cfg.SOLVER.BUDGET
+    b.FULL_ITERS, b.FRACTION, b.IMS_PER_BATCH = 400, 0.03, 2
+    scaled = DefaultTrainer.auto_scale_workers(cfg, 2)
+    assert (scaled.SOLVER.MAX_ITER, scaled.SOLVER.IMS_PER_BATCH) == (6, 4)
+    assert build_lr_scheduler(scaled, sgd()).budget.total == 6  # the same 24 images
+    assert check_budget(cfg, world_size=2).SOLVER.MAX_ITER == 6
+    # without SOLVER.BUDGET.IMS_PER_BATCH the scaled batch would be taken as FULL_ITERS' batch
+    b.IMS_PER_BATCH = 0
+    with pytest.raises(BudgetConfigError, match=r"MAX_ITER=6 .* set SOLVER.BUDGET.IMS_PER_BATCH"):
+        build_lr_scheduler(DefaultTrainer.auto_scale_workers(cfg, 2), sgd())
+    # a batch that differs from the counted one: MAX_ITER covers the same images
+    b.IMS_PER_BATCH = 16
+    cfg.SOLVER.IMS_PER_BATCH, cfg.SOLVER.REFERENCE_WORLD_SIZE, cfg.SOLVER.MAX_ITER = 8, 0, 24
+    assert build_lr_scheduler(cfg, sgd()).budget.total == 24
+    cfg.SOLVER.MAX_ITER = 12
+    with pytest.raises(BudgetConfigError, match=r"BUDGET\.IMS_PER_BATCH=16 images, i\.e\. 24"):
         build_lr_scheduler(cfg, sgd())
 
 
@@ -169,9 +258,14 @@ def test_resuming_another_budget_is_refused_naming_both() -> None:
     same.load_state_dict(state)
     assert same.last_epoch == 5
     other = build_lr_scheduler(make_cfg("BudgetLinear", max_iter=80), sgd())
-    with pytest.raises(BudgetConfigError, match=r"total=60.*total=80.*SOLVER\.MAX_ITER") as err:
+    with pytest.raises(BudgetResumeError) as err:
         other.load_state_dict(state)
-    assert "MODEL.WEIGHTS" in str(err.value)
+    assert isinstance(err.value, BudgetMismatchError) and isinstance(err.value, BudgetConfigError)
+    assert str(err.value) == (
+        "cannot resume: the checkpoint's budget has SOLVER.MAX_ITER=60, the config's "
+        f"SOLVER.MAX_ITER=80; {BudgetLRScheduler.RESUME_FIX}"
+    )
+    assert "MODEL.WEIGHTS" in BudgetLRScheduler.RESUME_FIX
     stock = d2_build_lr_scheduler(make_cfg("WarmupMultiStepLR", STEPS=(20,)), sgd()).state_dict()
-    with pytest.raises(BudgetConfigError, match="stock Detectron2 scheduler"):
+    with pytest.raises(BudgetResumeError, match="no budget"):
         other.load_state_dict(stock)

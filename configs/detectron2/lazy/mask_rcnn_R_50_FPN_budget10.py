@@ -11,7 +11,7 @@ from detectron2.config import LazyCall as L
 from detectron2.model_zoo import get_config
 
 from budgeted.budget import budget_iters
-from budgeted.detectron2.lazy import BudgetParamScheduler
+from budgeted.detectron2.lazy import BudgetLRMultiplier
 from budgeted.detectron2.trainer import has_compiled_ops
 
 _zoo = get_config("COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.py")
@@ -22,7 +22,7 @@ train.eval_period = 0  # evaluate once, at the end of the budget
 train.output_dir = "./output/lazy/mask_rcnn_R_50_FPN_budget10"
 dataloader.evaluator.use_fast_impl = has_compiled_ops()
 
-lr_multiplier = L(BudgetParamScheduler)(
+lr_multiplier = L(BudgetLRMultiplier)(
     schedule="linear",
     total_iters="${train.max_iter}",
     warmup_iters=500,

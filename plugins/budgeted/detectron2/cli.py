@@ -1,9 +1,13 @@
-"""``tools/train_net.py``: Detectron2's train_net CLI with :class:`BudgetTrainer`.
+"""``tools/train_net.py`` (``budgeted-train-net``): Detectron2's train_net CLI with
+:class:`BudgetTrainer`.
 
-Same arguments as Detectron2's (``--config-file``, ``--num-gpus``, ``--num-machines``,
-``--machine-rank``, ``--dist-url``, ``--resume``, ``--eval-only``, trailing ``KEY VALUE``
-overrides). Everything that can be wrong with the config, the datasets, the output folder or a
-resumed budget is checked once, in the launching process, before any worker starts.
+Same arguments as Detectron2's ``default_argument_parser`` (``--config-file``, ``--num-gpus``,
+``--num-machines``, ``--machine-rank``, ``--dist-url``, ``--resume``, ``--eval-only``, trailing
+overrides), plus: ``--config`` beside ``--config-file``; a shipped config by its bare name
+(``mask_rcnn_budget10.yaml``, looked up under ``configs/detectron2`` and its ``toy/`` and
+``lazy/`` folders); overrides as ``KEY VALUE`` pairs or ``KEY=VALUE``, mixed. Everything that can
+be wrong with the config, the datasets, the output folder or a resumed budget is checked once, in
+the launching process, before any worker starts, and reported in one line.
 """
 
 from __future__ import annotations
@@ -22,28 +26,89 @@ from detectron2.engine import default_argument_parser, default_setup
 from detectron2.evaluation import verify_results
 from detectron2.utils import comm
 
-from .config import load_config
-from .data import check_config_datasets
+from ..config_files import find_config
+from .config import load_config, split_overrides
+from .data import check_config_datasets, register_toy_coco
 from .launch import launch
+from .runs import check_new_run_folder
 from .solver import BudgetConfigError
 from .trainer import BudgetTrainer, check_budget, check_resume
 
-__all__ = ["main", "parse_args", "preflight", "run", "setup"]
+__all__ = ["argument_parser", "launch_checked", "main", "parse_args", "preflight", "run", "setup"]
 
-RUN_FILES = ("last_checkpoint", "metrics.json", "model_final.pth")
-"""Files that mark an output folder as holding a run."""
+EPILOG = """
+Examples:
+  train_net.py --config mask_rcnn_budget10.yaml --num-gpus 8
+  train_net.py --config-file configs/detectron2/toy/mask_rcnn_toy_budget10.yaml \\
+      SOLVER.LR_SCHEDULER_NAME=BudgetCosine OUTPUT_DIR ./output/toy_cosine
+
+Overrides: KEY VALUE pairs (Detectron2's form) or KEY=VALUE, mixed; a value may hold '='.
+Without CUDA, --num-gpus N runs N CPU processes (gloo). See docs/detectron2.md.
+"""
+
+
+def argument_parser(epilog: str | None = EPILOG) -> argparse.ArgumentParser:
+    """Detectron2's ``default_argument_parser`` plus ``--config`` (same as ``--config-file``).
+
+    Args:
+        epilog (str, optional): the help text's epilog.
+
+    Example:
+        >>> argument_parser().parse_args(["--config", "mask_rcnn_budget10.yaml"]).config_file
+        'mask_rcnn_budget10.yaml'
+    """
+    parser = default_argument_parser(epilog=epilog)
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        metavar="FILE_OR_NAME",
+        help="same as --config-file: a path, or a shipped config's bare name "
+        "(mask_rcnn_budget10.yaml)",
+    )
+    return parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return default_argument_parser().parse_args(argv)
+    """Parse the command line (``argv``; default ``sys.argv[1:]``).
+
+    Example:
+        >>> parse_args(["--config", "x.yaml", "SEED=1", "OUTPUT_DIR", "o"]).opts
+        ['SEED=1', 'OUTPUT_DIR', 'o']
+    """
+    return argument_parser().parse_args(argv)
+
+
+def _resolve_config(args: argparse.Namespace) -> None:
+    """``args.config_file`` as a path (a bare name looked up), ``args.opts`` as KEY VALUE pairs."""
+    if not args.config_file:
+        raise ValueError(
+            "--config-file is required (e.g. --config mask_rcnn_budget10.yaml, or a path)"
+        )
+    path = os.fspath(find_config(args.config_file, "detectron2"))
+    if path.endswith(".py"):
+        raise ValueError(
+            f"config {path!r} is a LazyConfig (python) file; allowed here: a yaml config "
+            "(train LazyConfigs with tools/lazyconfig_train_net.py)"
+        )
+    args.config_file = path
+    args.opts = split_overrides(args.opts or [])
 
 
 def setup(args: argparse.Namespace) -> CfgNode:
-    """Load the config (budget keys, base and overrides resolved); pick the CPU without CUDA."""
-    if not args.config_file:
-        raise ValueError(
-            "--config-file is required (e.g. configs/detectron2/mask_rcnn_budget10.yaml)"
-        )
+    """The frozen config of ``args``: the toy datasets registered, the config file found, budget
+    keys, bases and overrides resolved; the CPU picked when CUDA is absent.
+
+    Args:
+        args (argparse.Namespace): from :func:`parse_args`.
+
+    Returns:
+        CfgNode: the frozen config.
+
+    Raises:
+        ValueError, FileNotFoundError: one line naming the bad name, file, key or value.
+    """
+    register_toy_coco()  # in every worker: spawned processes start with empty catalogs
+    _resolve_config(args)
     cfg = load_config(args.config_file, args.opts)
     if cfg.MODEL.DEVICE.startswith("cuda") and not torch.cuda.is_available():
         logging.getLogger("detectron2").warning("CUDA is not available: training on the CPU")
@@ -53,7 +118,18 @@ def setup(args: argparse.Namespace) -> CfgNode:
 
 
 def preflight(args: argparse.Namespace) -> CfgNode:
-    """All checks, in the launching process; raises one-line ``ValueError``s."""
+    """All checks, in the launching process; raises one-line ``ValueError``s.
+
+    The config and overrides, ``--num-gpus``/``--num-machines``, the datasets' files, the budget
+    as the workers will train it (after ``REFERENCE_WORLD_SIZE`` scaling), and the output folder:
+    a resume of another budget, or a new run over an existing one, is refused.
+
+    Args:
+        args (argparse.Namespace): from :func:`parse_args`.
+
+    Returns:
+        CfgNode: the config, as :func:`setup` gives it.
+    """
     cfg = setup(args)
     world_size = args.num_gpus * args.num_machines
     if args.num_gpus < 1 or args.num_machines < 1:
@@ -64,20 +140,18 @@ def preflight(args: argparse.Namespace) -> CfgNode:
     if args.eval_only:
         return cfg
     check_budget(cfg, world_size)
-    out = cfg.OUTPUT_DIR
-    has_run = out and any(os.path.exists(os.path.join(out, f)) for f in RUN_FILES)
     if args.resume:
         check_resume(cfg, world_size)
-    elif has_run:
-        raise ValueError(
-            f"OUTPUT_DIR {out!r} already holds a run; pass --resume to continue it, or set "
-            "another OUTPUT_DIR (e.g. OUTPUT_DIR ./output/new_run) to start a new one"
-        )
+    check_new_run_folder(cfg.OUTPUT_DIR, args.resume)
     return cfg
 
 
 def main(args: argparse.Namespace) -> Any:
-    """One worker: train (or evaluate) and return the evaluation results."""
+    """One worker: train (or evaluate) and return the evaluation results.
+
+    Args:
+        args (argparse.Namespace): from :func:`parse_args` (after :func:`preflight`).
+    """
     cfg = setup(args)
     default_setup(cfg, args)
     if args.eval_only:
@@ -102,19 +176,40 @@ def main(args: argparse.Namespace) -> Any:
     return res
 
 
-def run(argv: Sequence[str] | None = None) -> Any:
-    """Parse ``argv``, check everything, then :func:`launch` :func:`main` on every worker."""
-    return launch_checked("train_net", parse_args(argv), preflight, main)
+def run(argv: Sequence[str] | None = None) -> int:
+    """The command line: parse ``argv``, check everything, then :func:`launch` :func:`main` on
+    every worker. Returns the exit status (0); bad input exits with one line.
+
+    Args:
+        argv (Sequence[str], optional): the arguments; default ``sys.argv[1:]``.
+
+    Example:
+        >>> run(["--config", "mask_rcnn_toy_budget1.yaml", "OUTPUT_DIR=./output/toy1"])
+        ... # doctest: +SKIP
+        0
+    """
+    launch_checked("train_net", parse_args(argv), preflight, main)
+    return 0
 
 
 def launch_checked(
     prog: str,
     args: argparse.Namespace,
-    preflight: Callable[[argparse.Namespace], None],
+    preflight: Callable[[argparse.Namespace], Any],
     main: Callable[[argparse.Namespace], Any],
 ) -> Any:
     """Run ``preflight(args)`` here, then ``main(args)`` in this process (one worker) or on every
-    worker; a bad config, dataset or budget exits with one line ``prog: <what is wrong>``."""
+    worker; a bad config, dataset or budget exits with one line ``prog: <what is wrong>``.
+
+    Args:
+        prog (str): the tool's name, for messages.
+        args (argparse.Namespace): the parsed command line.
+        preflight (callable): the checks, run once here.
+        main (callable): one worker's work.
+
+    Returns:
+        ``main(args)`` with one worker, else None.
+    """
     try:
         preflight(args)
     except (ValueError, FileNotFoundError) as err:

@@ -5,10 +5,15 @@
 factor of ``BudgetStep``) keep their Detectron2 meaning. ``SOLVER.BUDGET`` adds the rest:
 
 - ``FULL_ITERS``: length of the full schedule (90000 for Mask R-CNN 1x); 0 means "not stated":
-  ``SOLVER.MAX_ITER`` is then taken as it is;
-- ``FRACTION``: the budget as a fraction of it; with ``FULL_ITERS > 0``,
-  ``MAX_ITER = round(FRACTION * FULL_ITERS)``;
-- the schedule parameters (defaults taken from :mod:`budgeted.core`);
+  ``SOLVER.MAX_ITER`` is then trained as it is;
+- ``FRACTION``: the budget as a fraction of it;
+- ``IMS_PER_BATCH``: the batch size ``FULL_ITERS`` is counted at (0: ``SOLVER.IMS_PER_BATCH`` as
+  it is). With ``FULL_ITERS > 0`` the config states a number of images, and
+  ``MAX_ITER = round(round(FRACTION * FULL_ITERS) * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH)``
+  (what Detectron2's ``REFERENCE_WORLD_SIZE`` auto-scaling gives too);
+- ``<SCHEDULE>_<PARAM>``: the parameters of every schedule registered in :mod:`budgeted.core`
+  (``COSINE_ETA``, ``POLY_POWER``, ``HTD_LOWER``, ..., defaults from the core; see
+  :func:`param_key`);
 - ``WRITER_PERIOD``: how often :class:`BudgetTrainer` writes metrics (Detectron2 hard-codes 20).
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,41 +29,169 @@ import yaml
 from detectron2.config import CfgNode, get_cfg
 
 from ..budget import budget_iters
-from ..core import schedule_params
+from ..config_files import find_config
+from ..core import schedule_info, schedule_names
 
-__all__ = ["MODEL_ZOO_PREFIX", "add_budget_config", "load_config", "resolve_budget"]
+__all__ = [
+    "MODEL_ZOO_PREFIX",
+    "NATIVE_KEYS",
+    "add_budget_config",
+    "budget_max_iter",
+    "load_config",
+    "max_iter_agrees",
+    "param_key",
+    "resolve_budget",
+    "split_overrides",
+]
 
 MODEL_ZOO_PREFIX = "model-zoo://"
 """A ``_BASE_`` starting with this names a config of the installed Detectron2 model zoo."""
 
+NATIVE_KEYS: dict[tuple[str, str], str] = {("step", "gamma"): "SOLVER.GAMMA"}
+"""(core schedule, parameter) -> the Detectron2 key that already holds it."""
+
 logger = logging.getLogger(__name__)
 
 
+def param_key(schedule: str, param: str) -> str:
+    """The config key of parameter ``param`` of core schedule ``schedule``.
+
+    ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>``, except for the parameters Detectron2 already has a key
+    for (:data:`NATIVE_KEYS`: step's ``gamma`` is ``SOLVER.GAMMA``).
+
+    Args:
+        schedule (str): a core schedule name (``"poly"``).
+        param (str): one of its parameters (``"power"``).
+
+    Returns:
+        str: the full key.
+
+    Example:
+        >>> param_key("poly", "power"), param_key("step", "gamma")
+        ('SOLVER.BUDGET.POLY_POWER', 'SOLVER.GAMMA')
+    """
+    return NATIVE_KEYS.get((schedule, param)) or (
+        f"SOLVER.BUDGET.{schedule.upper()}_{param.upper()}"
+    )
+
+
+def _cfg_value(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
 def add_budget_config(cfg: CfgNode) -> CfgNode:
-    """Add the ``SOLVER.BUDGET`` node (Detectron2's ``add_xxx_config`` convention)."""
-    if "BUDGET" in cfg.SOLVER:
-        return cfg
-    b = cfg.SOLVER.BUDGET = CfgNode()
-    b.FULL_ITERS = 0
-    b.FRACTION = 1.0
-    b.COSINE_ETA = float(schedule_params("cosine")["eta"])
-    b.POLY_POWER = float(schedule_params("poly")["power"])
-    htd = schedule_params("htd")
-    b.HTD_LOWER = float(htd["lower"])
-    b.HTD_UPPER = float(htd["upper"])
-    b.HTD_ETA = float(htd["eta"])
-    b.STEP_MILESTONES = tuple(float(m) for m in schedule_params("step")["milestones"])
-    b.EXP_END_FACTOR = float(schedule_params("exp")["end_factor"])
-    b.WRITER_PERIOD = 20
+    """Add the ``SOLVER.BUDGET`` node (Detectron2's ``add_xxx_config`` convention).
+
+    Adds the keys of every schedule registered at this time, with the core's defaults; keys
+    already there keep their values, so calling it again adds only the keys of schedules
+    registered since.
+
+    Args:
+        cfg (CfgNode): a config from ``detectron2.config.get_cfg()``; changed in place.
+
+    Returns:
+        CfgNode: ``cfg``.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.POLY_POWER
+        (0, 0.9)
+    """
+    if "BUDGET" not in cfg.SOLVER:
+        cfg.SOLVER.BUDGET = CfgNode()
+    b = cfg.SOLVER.BUDGET
+    keys: dict[str, Any] = {"FULL_ITERS": 0, "FRACTION": 1.0, "IMS_PER_BATCH": 0}
+    for name in schedule_names():
+        for param, default in schedule_info(name).defaults.items():
+            key = param_key(name, param)
+            if key.startswith("SOLVER.BUDGET."):
+                keys[key[len("SOLVER.BUDGET.") :]] = _cfg_value(default)
+    keys["WRITER_PERIOD"] = 20
+    for key, value in keys.items():
+        if key not in b:
+            b[key] = value
     return cfg
+
+
+def budget_max_iter(cfg: CfgNode) -> float | None:
+    """The ``SOLVER.MAX_ITER`` that ``SOLVER.BUDGET`` states, unrounded; None when it states
+    none (``FULL_ITERS`` 0 or no ``SOLVER.BUDGET``).
+
+    ``round(FRACTION * FULL_ITERS)`` iterations at ``BUDGET.IMS_PER_BATCH`` images, trained at
+    ``SOLVER.IMS_PER_BATCH`` images per iteration.
+
+    Args:
+        cfg (CfgNode): a config with :func:`add_budget_config`'s keys (others give None).
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 90000, 0.1
+        >>> cfg.SOLVER.BUDGET.IMS_PER_BATCH, cfg.SOLVER.IMS_PER_BATCH = 16, 32
+        >>> budget_max_iter(cfg)
+        4500.0
+    """
+    b = cfg.SOLVER.get("BUDGET")
+    if b is None or not b.get("FULL_ITERS", 0):
+        return None
+    iters = budget_iters(fraction=b.FRACTION, full_iters=b.FULL_ITERS)
+    batch = b.get("IMS_PER_BATCH", 0) or cfg.SOLVER.IMS_PER_BATCH
+    return iters * batch / cfg.SOLVER.IMS_PER_BATCH
+
+
+def max_iter_agrees(max_iter: int, stated: float | None) -> bool:
+    """Whether ``max_iter`` trains the budget ``stated`` (:func:`budget_max_iter`): equal to it
+    rounded, or one of the two whole numbers around a fractional one (Detectron2's
+    ``REFERENCE_WORLD_SIZE`` scaling rounds once more). ``stated`` None: always.
+
+    Example:
+        >>> max_iter_agrees(9000, 9000.0), max_iter_agrees(9001, 9000.0), max_iter_agrees(7, 6.5)
+        (True, False, True)
+    """
+    return stated is None or max_iter == round(stated) or abs(max_iter - stated) < 1
+
+
+def _stated(cfg: CfgNode) -> float | None:
+    """:func:`budget_max_iter`, with a bad budget as a one-line ``ValueError``."""
+    b = cfg.SOLVER.BUDGET
+    try:
+        return budget_max_iter(cfg)
+    except ValueError as err:
+        raise ValueError(
+            f"SOLVER.BUDGET.FRACTION={b.FRACTION!r} x SOLVER.BUDGET.FULL_ITERS={b.FULL_ITERS}: "
+            f"{err}"
+        ) from None
+
+
+def _check_int(key: str, value: Any, low: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{key}={value!r} is invalid; allowed: {what}")
 
 
 def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
     """Set ``SOLVER.MAX_ITER`` from ``SOLVER.BUDGET`` (in place) and validate the budget keys.
 
-    With ``FULL_ITERS > 0``: ``MAX_ITER = round(FRACTION * FULL_ITERS)``, unless
+    With ``FULL_ITERS > 0``: ``MAX_ITER`` becomes :func:`budget_max_iter` (rounded), unless
     ``max_iter_given`` (``SOLVER.MAX_ITER`` was overridden explicitly), in which case ``MAX_ITER``
-    wins and ``FRACTION`` becomes ``MAX_ITER / FULL_ITERS``.
+    wins and ``FRACTION`` is restated to match it.
+
+    Args:
+        cfg (CfgNode): a config with :func:`add_budget_config`'s keys.
+        max_iter_given (bool): ``SOLVER.MAX_ITER`` was set explicitly and wins.
+
+    Returns:
+        CfgNode: ``cfg``.
+
+    Raises:
+        ValueError: one line naming a bad key and what is allowed.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 400, 0.25
+        >>> resolve_budget(cfg).SOLVER.MAX_ITER
+        100
     """
     b = cfg.SOLVER.BUDGET
     fraction, full = b.FRACTION, b.FULL_ITERS
@@ -66,31 +200,32 @@ def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
             f"SOLVER.BUDGET.FRACTION={fraction!r} is invalid; allowed: a number > 0 "
             "(the budget as a fraction of SOLVER.BUDGET.FULL_ITERS, e.g. 0.1)"
         )
-    if isinstance(full, bool) or not isinstance(full, int) or full < 0:
-        raise ValueError(
-            f"SOLVER.BUDGET.FULL_ITERS={full!r} is invalid; allowed: a whole number >= 0 "
-            "(0: SOLVER.MAX_ITER is the budget as it is)"
-        )
+    _check_int(
+        "SOLVER.BUDGET.FULL_ITERS", full, 0,
+        "a whole number >= 0 (0: SOLVER.MAX_ITER is the budget as it is)",
+    )  # fmt: skip
+    _check_int(
+        "SOLVER.BUDGET.IMS_PER_BATCH", b.get("IMS_PER_BATCH", 0), 0,
+        "a whole number >= 0 (the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)",
+    )  # fmt: skip
+    _check_int("SOLVER.IMS_PER_BATCH", cfg.SOLVER.IMS_PER_BATCH, 1, "a whole number >= 1")
     max_iter = cfg.SOLVER.MAX_ITER
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"SOLVER.MAX_ITER={max_iter!r} is invalid; allowed: a whole number >= 1")
+    _check_int("SOLVER.MAX_ITER", max_iter, 1, "a whole number >= 1")
     was_frozen = cfg.is_frozen()
     cfg.defrost()
     if full > 0 and max_iter_given:
-        cfg.SOLVER.BUDGET.FRACTION = max_iter / full
+        ratio = cfg.SOLVER.IMS_PER_BATCH / (b.get("IMS_PER_BATCH", 0) or cfg.SOLVER.IMS_PER_BATCH)
+        b.FRACTION = max_iter * ratio / full
         logger.info(
             "SOLVER.MAX_ITER=%d given explicitly: SOLVER.BUDGET.FRACTION is now %g of %d",
             max_iter,
-            max_iter / full,
+            b.FRACTION,
             full,
         )
     elif full > 0:
-        try:
-            cfg.SOLVER.MAX_ITER = budget_iters(fraction=float(fraction), full_iters=full)
-        except ValueError as err:
-            raise ValueError(
-                f"SOLVER.BUDGET.FRACTION={fraction!r} x SOLVER.BUDGET.FULL_ITERS={full}: {err}"
-            ) from None
+        stated = _stated(cfg)
+        if not max_iter_agrees(max_iter, stated):
+            cfg.SOLVER.MAX_ITER = max(1, round(stated))
     elif fraction != 1.0:
         raise ValueError(
             f"SOLVER.BUDGET.FRACTION={fraction!r} needs SOLVER.BUDGET.FULL_ITERS (the full "
@@ -100,6 +235,51 @@ def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
     if was_frozen:
         cfg.freeze()
     return cfg
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
+
+
+def split_overrides(opts: Sequence[str]) -> list[str]:
+    """Command-line overrides as Detectron2's flat ``KEY VALUE`` list.
+
+    Accepts Detectron2's ``KEY VALUE`` pairs and ``KEY=VALUE`` tokens, mixed. A token in a key
+    position that starts with a config key and ``=`` is split at its first ``=`` (so
+    ``OUTPUT_DIR=./out/a=b`` keeps ``./out/a=b``); a token in a value position is never split.
+
+    Args:
+        opts (Sequence[str]): the trailing command-line tokens.
+
+    Returns:
+        list[str]: ``[KEY, VALUE, KEY, VALUE, ...]``.
+
+    Raises:
+        ValueError: one line when a key has no value.
+
+    Example:
+        >>> split_overrides(["SOLVER.LR_SCHEDULER_NAME=BudgetCosine", "SEED", "1"])
+        ['SOLVER.LR_SCHEDULER_NAME', 'BudgetCosine', 'SEED', '1']
+        >>> split_overrides(["OUTPUT_DIR=./out/a=b"])
+        ['OUTPUT_DIR', './out/a=b']
+    """
+    out: list[str] = []
+    tokens = list(opts)
+    i = 0
+    while i < len(tokens):
+        token = str(tokens[i])
+        key, eq, value = token.partition("=")
+        if eq and _KEY.fullmatch(key):
+            out += [key, value]
+            i += 1
+        elif i + 1 < len(tokens):
+            out += [token, str(tokens[i + 1])]
+            i += 2
+        else:
+            raise ValueError(
+                f"overrides must be KEY VALUE pairs or KEY=VALUE; {token!r} has no value "
+                f"(overrides: {list(opts)})"
+            )
+    return out
 
 
 def _read_yaml(path: str) -> dict[str, Any]:
@@ -137,12 +317,6 @@ def _chain(path: str) -> tuple[str | None, list[tuple[str, dict[str, Any]]]]:
     return zoo, files[::-1]
 
 
-def _opts_keys(opts: Sequence[str]) -> list[str]:
-    if len(opts) % 2:
-        raise ValueError(f"overrides must be KEY VALUE pairs; got an odd number: {list(opts)}")
-    return list(opts[0::2])
-
-
 def _as_float(cfg: CfgNode, key: str, value: str) -> str:
     """``"0"`` for a float key becomes ``"0.0"`` (yacs refuses int for float)."""
     node: Any = cfg
@@ -155,16 +329,18 @@ def _as_float(cfg: CfgNode, key: str, value: str) -> str:
     return value
 
 
-def load_config(path: str, opts: Sequence[str] = ()) -> CfgNode:
-    """The fully merged ``CfgNode`` of one of our yaml configs (budget keys added, base resolved).
+# keys whose value changes the MAX_ITER that SOLVER.BUDGET states
+_BUDGET_KEYS = ("FRACTION", "FULL_ITERS", "IMS_PER_BATCH")
 
-    ``_BASE_`` is a path relative to the file, or ``model-zoo://<path>`` for a config of the
-    installed Detectron2 model zoo (e.g. ``COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml``).
-    ``opts`` are ``KEY VALUE`` overrides, applied last; then :func:`resolve_budget`.
-    Plain Detectron2 yaml files load too.
-    """
-    cfg = get_cfg()
-    add_budget_config(cfg)
+
+def _states_budget(data: dict[str, Any]) -> bool:
+    solver = data.get("SOLVER") or {}
+    budget = solver.get("BUDGET") or {}
+    return "IMS_PER_BATCH" in solver or any(k in budget for k in _BUDGET_KEYS)
+
+
+def _merge_files(cfg: CfgNode, path: str) -> None:
+    """Merge the ``_BASE_`` chain of ``path`` into ``cfg``; the budget checks of the files."""
     zoo, files = _chain(path)
     if zoo is not None:
         from detectron2 import model_zoo
@@ -177,44 +353,88 @@ def load_config(path: str, opts: Sequence[str] = ()) -> CfgNode:
                 "model zoo"
             ) from None
         cfg.merge_from_file(zoo_file)
-    file_max_iter: tuple[str, int] | None = None
-    for file, data in files:
+    # the deepest file that sets SOLVER.MAX_ITER, and the deepest that states the budget
+    max_at: tuple[int, str, Any] | None = None
+    budget_at = -1
+    for i, (file, data) in enumerate(files):
         if "MAX_ITER" in (data.get("SOLVER") or {}):
-            file_max_iter = (file, data["SOLVER"]["MAX_ITER"])
+            max_at = (i, file, data["SOLVER"]["MAX_ITER"])
+        if _states_budget(data):
+            budget_at = i
         if data.get("VERSION", cfg.VERSION) != cfg.VERSION:
             raise ValueError(f"config {file!r}: VERSION {data['VERSION']} is not {cfg.VERSION}")
         try:
             cfg.merge_from_other_cfg(CfgNode(data))
-        except KeyError as err:
-            raise ValueError(f"config {file!r}: {err.args[0]}") from None
-    keys = _opts_keys(opts)
-    opts = [_as_float(cfg, k, v) for k, v in zip(opts[0::2], opts[1::2])]
-    opts = [x for pair in zip(keys, opts) for x in pair]
-    try:
-        cfg.merge_from_list(opts)
-    except (KeyError, AssertionError, ValueError) as err:
-        raise ValueError(f"bad override in {list(opts)}: {err}") from None
-    given = "SOLVER.MAX_ITER" in keys
-    budget_given = any(k.startswith("SOLVER.BUDGET.F") for k in keys)
-    if given and budget_given and cfg.SOLVER.BUDGET.FULL_ITERS > 0:
-        derived = budget_iters(
-            fraction=cfg.SOLVER.BUDGET.FRACTION, full_iters=cfg.SOLVER.BUDGET.FULL_ITERS
+        except (KeyError, ValueError, AssertionError) as err:
+            raise ValueError(f"config {file!r}: {err.args[0] if err.args else err}") from None
+    b = cfg.SOLVER.BUDGET
+    if max_at is None or max_at[0] < budget_at or not isinstance(b.FULL_ITERS, int):
+        return  # the budget is stated below any MAX_ITER: it wins (resolve_budget sets it)
+    file, max_iter = max_at[1], max_at[2]
+    if b.FULL_ITERS > 0 and not max_iter_agrees(max_iter, _stated(cfg)):
+        raise ValueError(
+            f"config {file!r} sets SOLVER.MAX_ITER={max_iter} but SOLVER.BUDGET.FRACTION="
+            f"{b.FRACTION} x FULL_ITERS={b.FULL_ITERS} gives {round(_stated(cfg))}; state the "
+            "budget once (set FULL_ITERS: 0 to use MAX_ITER as it is)"
         )
-        if derived != cfg.SOLVER.MAX_ITER:
+
+
+def load_config(path: str | os.PathLike[str], opts: Sequence[str] = ()) -> CfgNode:
+    """The fully merged ``CfgNode`` of a yaml config (budget keys added, bases resolved).
+
+    ``path`` is a file, or the bare name of a shipped config (``mask_rcnn_budget10.yaml``, looked
+    up under ``configs/detectron2``, its ``toy/`` and ``lazy/`` folders). ``_BASE_`` is a path
+    relative to the file (what Detectron2 itself reads), or ``model-zoo://<path>`` for a config
+    of the installed Detectron2 model zoo. ``opts`` are overrides (``KEY VALUE`` pairs or
+    ``KEY=VALUE``, see :func:`split_overrides`), applied last.
+
+    With ``SOLVER.BUDGET.FULL_ITERS > 0`` the budget is stated once: a file that sets
+    ``SOLVER.MAX_ITER`` against the budget it states is refused; a budget stated below a
+    ``MAX_ITER`` (in a file that inherits it, or an override) restates ``MAX_ITER``; an override
+    ``SOLVER.MAX_ITER N`` restates ``FRACTION``. Plain Detectron2 yaml files load too.
+
+    Args:
+        path (str or PathLike): the yaml file, or a shipped config's bare name.
+        opts (Sequence[str]): command-line overrides.
+
+    Returns:
+        CfgNode: the merged config, not frozen.
+
+    Raises:
+        ValueError: one line naming the bad file, key or value.
+
+    Example:
+        >>> cfg = load_config("mask_rcnn_budget10.yaml", ["SOLVER.BUDGET.FRACTION=0.25"])
+        >>> cfg.SOLVER.MAX_ITER, cfg.SOLVER.LR_SCHEDULER_NAME
+        (22500, 'BudgetLinear')
+    """
+    try:
+        path = os.fspath(find_config(path, "detectron2"))
+    except FileNotFoundError as err:
+        raise ValueError(str(err)) from None
+    if path.endswith(".py"):
+        raise ValueError(
+            f"config {path!r} is a LazyConfig (python) file; allowed here: a yaml config "
+            "(train LazyConfigs with tools/lazyconfig_train_net.py)"
+        )
+    cfg = get_cfg()
+    add_budget_config(cfg)
+    _merge_files(cfg, path)
+    flat = split_overrides(opts)
+    keys = flat[0::2]
+    flat = [x for k, v in zip(keys, flat[1::2]) for x in (k, _as_float(cfg, k, v))]
+    try:
+        cfg.merge_from_list(flat)
+    except (KeyError, AssertionError, ValueError) as err:
+        raise ValueError(f"bad override in {flat}: {err}") from None
+    given = "SOLVER.MAX_ITER" in keys
+    budget_given = any(k in ("SOLVER.BUDGET.FRACTION", "SOLVER.BUDGET.FULL_ITERS") for k in keys)
+    if given and budget_given and cfg.SOLVER.BUDGET.FULL_ITERS > 0:
+        stated = _stated(cfg)
+        if not max_iter_agrees(cfg.SOLVER.MAX_ITER, stated):
             raise ValueError(
                 f"SOLVER.MAX_ITER={cfg.SOLVER.MAX_ITER} disagrees with SOLVER.BUDGET.FRACTION="
                 f"{cfg.SOLVER.BUDGET.FRACTION} x FULL_ITERS={cfg.SOLVER.BUDGET.FULL_ITERS} = "
-                f"{derived}; state the budget once"
-            )
-    if not given and file_max_iter is not None and cfg.SOLVER.BUDGET.FULL_ITERS > 0:
-        derived = budget_iters(
-            fraction=cfg.SOLVER.BUDGET.FRACTION, full_iters=cfg.SOLVER.BUDGET.FULL_ITERS
-        )
-        if derived != file_max_iter[1]:
-            raise ValueError(
-                f"config {file_max_iter[0]!r} sets SOLVER.MAX_ITER={file_max_iter[1]} but "
-                f"SOLVER.BUDGET.FRACTION={cfg.SOLVER.BUDGET.FRACTION} x FULL_ITERS="
-                f"{cfg.SOLVER.BUDGET.FULL_ITERS} = {derived}; state the budget once "
-                "(set FULL_ITERS: 0 to use MAX_ITER as it is)"
+                f"{round(stated)}; state the budget once"
             )
     return resolve_budget(cfg, max_iter_given=given)

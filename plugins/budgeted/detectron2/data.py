@@ -3,6 +3,8 @@
 Datasets are found the Detectron2 way: under ``$DETECTRON2_DATASETS`` (default ``./datasets``),
 where Detectron2 registers ``coco_2017_train`` etc. as ``coco/...`` and we register
 ``toy_coco_train`` / ``toy_coco_val`` as ``toy_coco/...`` (written by ``tools/make_toy_coco.py``).
+Importing this module registers nothing: call :func:`register_toy_coco` (our tools do, in every
+worker).
 """
 
 from __future__ import annotations
@@ -27,14 +29,31 @@ TOY_DATASETS = {
 
 
 def datasets_root() -> str:
-    """``$DETECTRON2_DATASETS`` or ``datasets``: where Detectron2 looks for datasets."""
+    """``$DETECTRON2_DATASETS`` or ``datasets``: where Detectron2 looks for datasets.
+
+    Example:
+        >>> import os
+        >>> datasets_root() == os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
+        True
+    """
     return os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
 
 
 def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None:
-    """Register the toy datasets under ``root`` (default :func:`datasets_root`).
+    """Register ``toy_coco_train`` and ``toy_coco_val`` (COCO instances, 3 categories) in
+    Detectron2's ``DatasetCatalog``, from ``toy_coco/`` under ``root``.
 
-    Names already registered are kept, unless ``replace``."""
+    Args:
+        root (str, optional): the folder holding ``toy_coco/``; default :func:`datasets_root`
+            (``$DETECTRON2_DATASETS``). The files are read when the dataset is loaded.
+        replace (bool): re-register names already registered (default: keep them).
+
+    Example:
+        >>> from detectron2.data import DatasetCatalog
+        >>> register_toy_coco()
+        >>> "toy_coco_train" in DatasetCatalog.list()
+        True
+    """
     root = datasets_root() if root is None else root
     for name, (images, ann) in TOY_DATASETS.items():
         if name in DatasetCatalog.list():
@@ -47,7 +66,14 @@ def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None
 
 
 def check_datasets(names: Iterable[str]) -> None:
-    """Raise a one-line ``ValueError`` for a dataset that is not registered or lacks its files."""
+    """Raise a one-line ``ValueError`` for a dataset that is not registered or lacks its files.
+
+    Args:
+        names (Iterable[str]): registered dataset names (``DATASETS.TRAIN`` + ``DATASETS.TEST``).
+
+    Example:
+        >>> check_datasets([])  # nothing to check
+    """
     registered = set(DatasetCatalog.list())
     for name in names:
         if name not in registered:
@@ -72,8 +98,10 @@ def check_datasets(names: Iterable[str]) -> None:
 
 
 def check_config_datasets(cfg: CfgNode, *, train: bool = True) -> None:
-    """:func:`check_datasets` for ``DATASETS.TEST`` (and ``DATASETS.TRAIN`` when ``train``)."""
+    """:func:`check_datasets` for ``DATASETS.TEST`` (and ``DATASETS.TRAIN`` when ``train``).
+
+    Args:
+        cfg (CfgNode): the config.
+        train (bool): check the training datasets too. Defaults to True.
+    """
     check_datasets((list(cfg.DATASETS.TRAIN) if train else []) + list(cfg.DATASETS.TEST))
-
-
-register_toy_coco()

@@ -30,7 +30,27 @@ def launch(
     args: Sequence[Any] = (),
     timeout: timedelta = DEFAULT_TIMEOUT,
 ) -> None:
-    """Same signature as ``detectron2.engine.launch``; falls back to gloo when CUDA is absent."""
+    """Run ``main_func(*args)`` on ``num_gpus_per_machine`` workers of this machine.
+
+    Same signature as ``detectron2.engine.launch``, which it calls when CUDA is there (or for
+    one worker); without CUDA it spawns CPU processes joined with gloo.
+
+    Args:
+        main_func (callable): one worker's work (picklable: spawned processes import it).
+        num_gpus_per_machine (int): workers on this machine (CPU processes without CUDA).
+        num_machines (int): machines in all. Defaults to 1.
+        machine_rank (int): this machine's rank. Defaults to 0.
+        dist_url (str, optional): ``tcp://HOST:PORT``; ``"auto"`` or None: a free local port.
+        args (Sequence): the arguments of ``main_func``.
+        timeout (timedelta): the process-group timeout.
+
+    Raises:
+        ValueError: one line for a bad worker count.
+
+    Example:
+        >>> launch(print, 1, args=("one worker",))
+        one worker
+    """
     world_size = num_machines * num_gpus_per_machine
     if num_gpus_per_machine < 1 or num_machines < 1:
         raise ValueError(

@@ -1,7 +1,8 @@
 """``tools/lazyconfig_train_net.py``: Detectron2's LazyConfig training script, budget-aware.
 
-Same CLI and config layout as Detectron2's. Differences: ``lr_multiplier`` of type
-:class:`~budgeted.detectron2.lazy.BudgetParamScheduler` is trained as a checkpointed
+Same CLI and config layout as Detectron2's (plus ``--config`` and bare names of shipped
+configs, as ``tools/train_net.py``). Differences: ``lr_multiplier`` of type
+:class:`~budgeted.detectron2.lazy.BudgetLRMultiplier` is trained as a checkpointed
 :class:`~budgeted.detectron2.BudgetLRScheduler` (a resume with another budget is refused);
 ``--num-gpus N`` without CUDA runs N CPU processes (gloo); the datasets and the output folder are
 checked before any worker starts.
@@ -20,7 +21,6 @@ from detectron2.config import LazyConfig, instantiate
 from detectron2.engine import (
     AMPTrainer,
     SimpleTrainer,
-    default_argument_parser,
     default_setup,
     default_writers,
     hooks,
@@ -29,23 +29,54 @@ from detectron2.engine.defaults import create_ddp_model
 from detectron2.evaluation import inference_on_dataset, print_csv_format
 from detectron2.utils import comm
 
-from .cli import RUN_FILES, launch_checked
-from .data import check_datasets
+from ..config_files import find_config
+from .cli import argument_parser, launch_checked
+from .data import check_datasets, register_toy_coco
 from .lazy import build_lazy_lr_scheduler
+from .runs import check_new_run_folder
 
-__all__ = ["do_test", "do_train", "main", "run"]
+__all__ = ["do_test", "do_train", "load", "main", "preflight", "run"]
 
 logger = logging.getLogger("detectron2")
 
+LAZY_EPILOG = """
+Examples:
+  lazyconfig_train_net.py --config mask_rcnn_R_50_FPN_budget10.py --num-gpus 8
+  lazyconfig_train_net.py --config mask_rcnn_toy_budget10.py train.max_iter=80 \\
+      lr_multiplier.schedule=cosine
+
+Overrides: LazyConfig's key=value. Without CUDA, --num-gpus N runs N CPU processes (gloo).
+"""
+
 
 def load(args: argparse.Namespace) -> Any:
+    """The LazyConfig of ``args`` with its ``key=value`` overrides; the toy datasets registered.
+
+    ``args.config_file`` is a path or a shipped config's bare name
+    (``mask_rcnn_toy_budget10.py``).
+    """
+    register_toy_coco()  # in every worker: spawned processes start with empty catalogs
     if not args.config_file:
-        raise ValueError("--config-file is required")
-    cfg = LazyConfig.load(args.config_file)
-    return LazyConfig.apply_overrides(cfg, args.opts)
+        raise ValueError("--config-file is required (e.g. --config mask_rcnn_R_50_FPN_budget10.py)")
+    path = os.fspath(find_config(args.config_file, "detectron2"))
+    if not path.endswith(".py"):
+        raise ValueError(
+            f"config {path!r} is not a LazyConfig (python) file; train yaml configs with "
+            "tools/train_net.py"
+        )
+    args.config_file = path
+    cfg = LazyConfig.load(path)
+    return LazyConfig.apply_overrides(cfg, args.opts or [])
 
 
 def do_test(cfg: Any, model: Any) -> Any:
+    """Evaluate ``model`` on ``cfg.dataloader.test`` with ``cfg.dataloader.evaluator`` (None
+    without an evaluator), as Detectron2's ``lazyconfig_train_net.py`` does.
+
+    Args:
+        cfg: the LazyConfig.
+        model (torch.nn.Module): the model to evaluate.
+    """
     if "evaluator" in cfg.dataloader:
         ret = inference_on_dataset(
             model, instantiate(cfg.dataloader.test), instantiate(cfg.dataloader.evaluator)
@@ -63,6 +94,13 @@ def _ddp(model: Any, cfg: Any) -> Any:
 
 
 def do_train(args: argparse.Namespace, cfg: Any) -> None:
+    """Train ``cfg`` as Detectron2's ``lazyconfig_train_net.py`` does, with the budget scheduler
+    of :func:`~budgeted.detectron2.lazy.build_lazy_lr_scheduler` (checkpointed, resume-checked).
+
+    Args:
+        args (argparse.Namespace): the command line (``--resume``).
+        cfg: the LazyConfig.
+    """
     model = instantiate(cfg.model)
     model.to(cfg.train.device)
     cfg.optimizer.params.model = model
@@ -96,6 +134,7 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> Any:
+    """One worker: train (or with ``--eval-only`` evaluate) the LazyConfig of ``args``."""
     cfg = load(args)
     default_setup(cfg, args)
     if args.eval_only:
@@ -114,6 +153,8 @@ def _names(dataset: Any) -> list[str]:
 
 
 def preflight(args: argparse.Namespace) -> None:
+    """All checks, in the launching process (datasets, schedule values, output folder); raises
+    one-line ``ValueError``s."""
     cfg = load(args)
     names = _names(cfg.dataloader.test.dataset) if "test" in cfg.dataloader else []
     if not args.eval_only:
@@ -122,15 +163,20 @@ def preflight(args: argparse.Namespace) -> None:
     if args.eval_only:
         return
     instantiate(cfg.lr_multiplier)  # bad schedule values fail here, in one line
-    out = cfg.train.output_dir
-    if not args.resume and out and any(os.path.exists(os.path.join(out, f)) for f in RUN_FILES):
-        raise ValueError(
-            f"train.output_dir {out!r} already holds a run; pass --resume to continue it, or set "
-            "another train.output_dir to start a new one"
-        )
+    check_new_run_folder(cfg.train.output_dir, args.resume, key="train.output_dir")
 
 
-def run(argv: Sequence[str] | None = None) -> Any:
-    """Parse ``argv``, check everything, then launch :func:`main` on every worker."""
-    return launch_checked("lazyconfig_train_net", default_argument_parser().parse_args(argv),
-                          preflight, main)  # fmt: skip
+def run(argv: Sequence[str] | None = None) -> int:
+    """The command line: parse ``argv``, check everything, then launch :func:`main` on every
+    worker. Returns the exit status (0); bad input exits with one line.
+
+    Args:
+        argv (Sequence[str], optional): the arguments; default ``sys.argv[1:]``.
+
+    Example:
+        >>> run(["--config", "mask_rcnn_toy_budget10.py", "train.max_iter=4"])  # doctest: +SKIP
+        0
+    """
+    launch_checked("lazyconfig_train_net", argument_parser(LAZY_EPILOG).parse_args(argv),
+                   preflight, main)  # fmt: skip
+    return 0

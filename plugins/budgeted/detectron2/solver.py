@@ -1,4 +1,4 @@
-"""An LR-scheduler registry for Detectron2, with the budget-aware schedules registered in it.
+"""An LR-scheduler registry for Detectron2, with every core budget schedule registered in it.
 
 Detectron2 v0.6 has no scheduler registry (``detectron2.solver.build_lr_scheduler`` dispatches
 with if/elif). :data:`LR_SCHEDULER_REGISTRY` maps a ``SOLVER.LR_SCHEDULER_NAME`` to a builder
@@ -6,23 +6,34 @@ with if/elif). :data:`LR_SCHEDULER_REGISTRY` maps a ``SOLVER.LR_SCHEDULER_NAME``
 every other name to Detectron2's own builder unchanged. A user's trainer adopts it in one line::
 
     class Trainer(DefaultTrainer):
-        @classmethod
-        def build_lr_scheduler(cls, cfg, optimizer):
-            return budgeted.detectron2.build_lr_scheduler(cfg, optimizer)
+        build_lr_scheduler = classmethod(lambda cls, cfg, opt: bd2.build_lr_scheduler(cfg, opt))
+
+Every schedule registered in :mod:`budgeted.core` (the built-ins and any registered later with
+``budgeted.register_schedule``) becomes ``Budget<Label>`` here, its parameters read from
+``SOLVER.BUDGET.<NAME>_<PARAM>`` (:func:`~budgeted.detectron2.config.param_key`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from detectron2.config import CfgNode
 from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
 from detectron2.utils.registry import Registry
 
-from ..core import BudgetSchedule
-from ..pytorch import BudgetLR, _budget_state
+from .. import SCHEDULES
+from ..core import (
+    BudgetMismatchError,
+    BudgetSchedule,
+    ScheduleInfo,
+    on_schedule_registered,
+    schedule_info,
+)
+from ..pytorch import BudgetLR
+from .config import budget_max_iter, max_iter_agrees, param_key
 
 __all__ = [
     "BUDGET_SCHEDULERS",
@@ -30,10 +41,15 @@ __all__ = [
     "STOCK_SCHEDULERS",
     "BudgetConfigError",
     "BudgetLRScheduler",
+    "BudgetResumeError",
     "budget_schedule_from_cfg",
+    "budget_scheduler_names",
     "build_lr_scheduler",
+    "check_max_iter",
     "register_budget_scheduler",
 ]
+
+logger = logging.getLogger(__name__)
 
 LR_SCHEDULER_REGISTRY = Registry("LR_SCHEDULER")
 LR_SCHEDULER_REGISTRY.__doc__ = """
@@ -45,25 +61,153 @@ Register with ``@LR_SCHEDULER_REGISTRY.register()``; the function's name is the 
 STOCK_SCHEDULERS = ("WarmupMultiStepLR", "WarmupCosineLR")
 """The names Detectron2 v0.6's own builder knows (newer versions may know more)."""
 
-# Detectron2 scheduler name -> (core schedule, cfg -> schedule parameters)
-_CORE_SCHEDULES: dict[str, tuple[str, Callable[[CfgNode], dict[str, Any]]]] = {}
+ParamReader = Callable[[CfgNode], dict[str, Any]]
+# Detectron2 scheduler name -> (core schedule, cfg -> its parameters, or None: the derived keys)
+_SCHEDULERS: dict[str, tuple[str, ParamReader | None]] = {}
 
 
 class BudgetConfigError(ValueError):
     """A budget that cannot be trained as configured (one line: what is wrong, what to do)."""
 
 
-def _params(cfg: CfgNode, name: str) -> dict[str, Any]:
-    return _CORE_SCHEDULES[name][1](cfg)
+class BudgetResumeError(BudgetMismatchError, BudgetConfigError):
+    """A checkpoint's budget differs from the config's: resuming is refused (one line).
+
+    Both the core's :class:`~budgeted.core.BudgetMismatchError` and :class:`BudgetConfigError`,
+    so ``except`` clauses for either catch it.
+    """
+
+
+def budget_scheduler_names() -> tuple[str, ...]:
+    """Every budget scheduler name registered now (``BudgetLinear``, ..., later schedules too).
+
+    Example:
+        >>> "BudgetLinear" in budget_scheduler_names()
+        True
+    """
+    return tuple(_SCHEDULERS)
+
+
+def _lookup(cfg: CfgNode, key: str) -> tuple[bool, Any]:
+    node: Any = cfg
+    for part in key.split("."):
+        if not isinstance(node, CfgNode) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def schedule_params_from_cfg(cfg: CfgNode, schedule: str, name: str | None = None) -> dict:
+    """The parameters of core schedule ``schedule`` as ``cfg`` states them.
+
+    Each parameter is read from its key (:func:`~budgeted.detectron2.config.param_key`); a key
+    the config lacks (a schedule registered after :func:`add_budget_config`) gives the core's
+    default. A bad value raises :class:`BudgetConfigError` naming the key.
+
+    Args:
+        cfg (CfgNode): the config.
+        schedule (str): a core schedule name.
+        name (str, optional): the Detectron2 scheduler name, for messages.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> schedule_params_from_cfg(add_budget_config(get_cfg()), "poly")
+        {'power': 0.9}
+    """
+    info = schedule_info(schedule)
+    params = {}
+    for param, default in info.defaults.items():
+        key = param_key(schedule, param)
+        found, value = _lookup(cfg, key)
+        value = value if found else default
+        test, what = info.rules[param]
+        try:
+            ok = bool(test(value))
+        except Exception:
+            ok = False
+        if not ok:
+            raise BudgetConfigError(
+                f"{key}={value!r} is invalid for {name or schedule}; allowed: {what}"
+            )
+        params[param] = value
+    return params
+
+
+def check_max_iter(cfg: CfgNode) -> None:
+    """Refuse a ``SOLVER.MAX_ITER`` other than the budget ``SOLVER.BUDGET`` states.
+
+    With ``SOLVER.BUDGET.FULL_ITERS > 0``, ``MAX_ITER`` must be
+    ``round(round(FRACTION * FULL_ITERS) * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH)``
+    (:func:`~budgeted.detectron2.config.budget_max_iter`): what ``load_config`` sets, and what
+    Detectron2's ``REFERENCE_WORLD_SIZE`` scaling turns it into. No budget stated: no check.
+
+    Args:
+        cfg (CfgNode): the config the scheduler is built from (after any auto-scaling).
+
+    Raises:
+        BudgetConfigError: one line naming both values and the fix.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 400, 0.1
+        >>> cfg.SOLVER.MAX_ITER = 40
+        >>> check_max_iter(cfg)  # agrees: nothing happens
+    """
+    try:
+        stated = budget_max_iter(cfg)
+    except ValueError as err:
+        raise BudgetConfigError(f"SOLVER.BUDGET: {err}") from None
+    s = cfg.SOLVER
+    if max_iter_agrees(s.MAX_ITER, stated):
+        return
+    b = s.BUDGET
+    iters = round(b.FRACTION * b.FULL_ITERS)
+    batch = b.get("IMS_PER_BATCH", 0)
+    what = f"SOLVER.BUDGET.FRACTION={b.FRACTION} x FULL_ITERS={b.FULL_ITERS} = {iters} iterations"
+    if batch and batch != s.IMS_PER_BATCH:
+        what += (
+            f" at SOLVER.BUDGET.IMS_PER_BATCH={batch} images, i.e. {round(stated)} at "
+            f"SOLVER.IMS_PER_BATCH={s.IMS_PER_BATCH}"
+        )
+    hint = (
+        "; with REFERENCE_WORLD_SIZE auto-scaling also set SOLVER.BUDGET.IMS_PER_BATCH (the "
+        "batch FULL_ITERS is counted at)"
+        if not batch and s.get("REFERENCE_WORLD_SIZE", 0)
+        else ""
+    )
+    raise BudgetConfigError(
+        f"SOLVER.MAX_ITER={s.MAX_ITER} is not the budget the config states ({what}); set "
+        f"SOLVER.MAX_ITER {round(stated)} (budgeted.detectron2.load_config does), or "
+        f"SOLVER.BUDGET.FULL_ITERS 0 to train SOLVER.MAX_ITER as it is{hint}"
+    )
 
 
 def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSchedule:
-    """The core :class:`BudgetSchedule` that config ``cfg`` states (``name`` defaults to
-    ``SOLVER.LR_SCHEDULER_NAME``); bad values raise :class:`BudgetConfigError` naming the keys."""
+    """The core :class:`~budgeted.core.BudgetSchedule` that config ``cfg`` states.
+
+    Args:
+        cfg (CfgNode): the config (``SOLVER.MAX_ITER`` the budget, ``SOLVER.WARMUP_*``, the
+            schedule's parameter keys).
+        name (str, optional): the budget scheduler; defaults to ``SOLVER.LR_SCHEDULER_NAME``.
+
+    Raises:
+        BudgetConfigError: one line naming the bad key.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.MAX_ITER, cfg.SOLVER.WARMUP_ITERS = 900, 50
+        >>> budget_schedule_from_cfg(cfg, "BudgetCosine").params
+        {'eta': 0.0}
+    """
     name = name or cfg.SOLVER.LR_SCHEDULER_NAME
-    if name not in _CORE_SCHEDULES:
+    if name not in _SCHEDULERS:
         raise BudgetConfigError(
-            f"{name!r} is not a budget scheduler; budget schedulers: {', '.join(_CORE_SCHEDULES)}"
+            f"{name!r} is not a budget scheduler; budget schedulers: {', '.join(_SCHEDULERS)}"
         )
     s = cfg.SOLVER
     if s.WARMUP_ITERS >= s.MAX_ITER:
@@ -74,14 +218,11 @@ def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSch
             f"SOLVER.MAX_ITER={s.MAX_ITER}{scaled}: the decay would be empty; allowed: "
             "WARMUP_ITERS < MAX_ITER (shorten the warmup or raise the budget)"
         )
+    schedule, reader = _SCHEDULERS[name]
+    params = reader(cfg) if reader is not None else schedule_params_from_cfg(cfg, schedule, name)
     try:
         return BudgetSchedule(
-            _CORE_SCHEDULES[name][0],
-            s.MAX_ITER,
-            s.WARMUP_ITERS,
-            s.WARMUP_FACTOR,
-            s.WARMUP_METHOD,
-            _params(cfg, name),
+            schedule, s.MAX_ITER, s.WARMUP_ITERS, s.WARMUP_FACTOR, s.WARMUP_METHOD, params
         )
     except ValueError as err:
         raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {err}") from None
@@ -91,26 +232,38 @@ class BudgetLRScheduler(BudgetLR):
     """:class:`budgeted.BudgetLR` whose resume check names Detectron2's config keys.
 
     Resuming with a different budget (MAX_ITER, warmup, schedule or its parameters) is refused
-    with a :class:`BudgetConfigError`, before training starts.
+    with a one-line :class:`BudgetResumeError` (a ``BudgetMismatchError`` and a
+    :class:`BudgetConfigError`), raised from ``load_state_dict``: before training, in any
+    ``DefaultTrainer`` that builds it.
+
+    Example:
+        >>> import torch
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> sched = BudgetLRScheduler(opt, "linear", 900, warmup_iters=50)
+        >>> sched.state_dict()["budget"]["total"]
+        900
     """
 
+    RESUME_NAMES: ClassVar[dict[str, str]] = {
+        "total": "SOLVER.MAX_ITER",
+        "warmup": "SOLVER.WARMUP_ITERS",
+        "warmup_factor": "SOLVER.WARMUP_FACTOR",
+        "warmup_method": "SOLVER.WARMUP_METHOD",
+    }
+    RESUME_FIX: ClassVar[str] = (
+        "resume with the checkpoint's budget (its SOLVER.MAX_ITER, warmup, schedule and GPU "
+        "count), or start a new run from its weights: MODEL.WEIGHTS <checkpoint>, no --resume, "
+        "another OUTPUT_DIR"
+    )
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        saved = state_dict.get("budget")
-        mine = _budget_state(self.budget)
-        if saved != mine:
-            if saved is None:
-                old = "a scheduler without a budget (a stock Detectron2 scheduler)"
-            else:
-                diff = [k for k in mine if saved.get(k) != mine[k]]
-                old = ", ".join(f"{k}={saved.get(k)!r}" for k in diff)
-                mine = {k: mine[k] for k in diff}
-            new = ", ".join(f"{k}={v!r}" for k, v in mine.items())
-            raise BudgetConfigError(
-                f"cannot resume: the checkpoint was trained with {old}, the config asks for {new} "
-                "(total = SOLVER.MAX_ITER, warmup = SOLVER.WARMUP_ITERS); keep the checkpoint's "
-                "budget (e.g. the old SOLVER.MAX_ITER) to resume, or start a new run from its "
-                "weights with MODEL.WEIGHTS <checkpoint> and no --resume"
+        """Resume; a checkpoint of another budget raises :class:`BudgetResumeError`."""
+        try:
+            self.budget.check_resume(
+                state_dict.get("budget"), names=self.RESUME_NAMES, fix=self.RESUME_FIX
             )
+        except BudgetMismatchError as err:
+            raise BudgetResumeError(str(err)) from None
         super().load_state_dict(state_dict)
         # the LR of the next iteration, now: a resumed run's first iteration trains at the LR an
         # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
@@ -119,12 +272,30 @@ class BudgetLRScheduler(BudgetLR):
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
-def register_budget_scheduler(
-    name: str, schedule: str, params: Callable[[CfgNode], dict[str, Any]] = lambda cfg: {}
-) -> None:
-    """Register Detectron2 scheduler ``name`` as core schedule ``schedule`` with parameters
-    ``params(cfg)`` (e.g. a schedule added with :func:`budgeted.register_schedule`)."""
-    _CORE_SCHEDULES[name] = (schedule, params)
+def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:
+    """Register Detectron2 scheduler ``name`` as core schedule ``schedule``.
+
+    Every core schedule is registered as ``Budget<Label>`` by itself; this adds another name,
+    e.g. with parameters of your own choosing.
+
+    Args:
+        name (str): the ``SOLVER.LR_SCHEDULER_NAME`` to register.
+        schedule (str): a schedule registered in :mod:`budgeted.core`.
+        params (callable, optional): ``cfg -> {param: value}``; default: read the schedule's
+            ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys.
+
+    Raises:
+        ValueError: an unknown schedule or a name already registered.
+
+    Example:
+        >>> register_budget_scheduler("BudgetGentlePoly", "poly", lambda cfg: {"power": 0.5})
+        >>> "BudgetGentlePoly" in LR_SCHEDULER_REGISTRY
+        True
+    """
+    schedule_info(schedule)  # a one-line ValueError for an unknown schedule
+    if name in LR_SCHEDULER_REGISTRY or name in STOCK_SCHEDULERS:
+        raise ValueError(f"LR scheduler {name!r} is already registered; allowed: a new name")
+    _SCHEDULERS[name] = (schedule, params)
 
     def build(cfg: CfgNode, optimizer: torch.optim.Optimizer) -> BudgetLRScheduler:
         return BudgetLRScheduler.from_schedule(optimizer, budget_schedule_from_cfg(cfg, name))
@@ -134,28 +305,20 @@ def register_budget_scheduler(
     LR_SCHEDULER_REGISTRY.register(build)
 
 
-def _b(cfg: CfgNode) -> CfgNode:
-    return cfg.SOLVER.BUDGET
+def _on_schedule_registered(info: ScheduleInfo) -> None:
+    name = f"Budget{info.label}"
+    if name in _SCHEDULERS:
+        return
+    try:
+        register_budget_scheduler(name, info.name)
+    except ValueError as err:
+        logger.warning("core schedule %r has no Detectron2 name: %s", info.name, err)
 
 
-register_budget_scheduler("BudgetLinear", "linear")
-register_budget_scheduler("BudgetCosine", "cosine", lambda c: {"eta": _b(c).COSINE_ETA})
-register_budget_scheduler("BudgetPoly", "poly", lambda c: {"power": _b(c).POLY_POWER})
-register_budget_scheduler(
-    "BudgetHTD",
-    "htd",
-    lambda c: {"lower": _b(c).HTD_LOWER, "upper": _b(c).HTD_UPPER, "eta": _b(c).HTD_ETA},
-)
-register_budget_scheduler(
-    "BudgetStep",
-    "step",
-    lambda c: {"milestones": list(_b(c).STEP_MILESTONES), "gamma": c.SOLVER.GAMMA},
-)
-register_budget_scheduler("BudgetExp", "exp", lambda c: {"end_factor": _b(c).EXP_END_FACTOR})
-register_budget_scheduler("BudgetConstant", "constant")
+on_schedule_registered(_on_schedule_registered)
 
-BUDGET_SCHEDULERS: tuple[str, ...] = tuple(_CORE_SCHEDULES)
-"""The built-in budget scheduler names."""
+BUDGET_SCHEDULERS: tuple[str, ...] = tuple(f"Budget{schedule_info(n).label}" for n in SCHEDULES)
+"""The built-in budget scheduler names (:func:`budget_scheduler_names`: all of them now)."""
 
 
 def valid_names() -> list[str]:
@@ -167,8 +330,33 @@ def valid_names() -> list[str]:
 def build_lr_scheduler(
     cfg: CfgNode, optimizer: torch.optim.Optimizer
 ) -> torch.optim.lr_scheduler._LRScheduler:
-    """Build ``cfg.SOLVER.LR_SCHEDULER_NAME``: from :data:`LR_SCHEDULER_REGISTRY` if registered,
-    otherwise with Detectron2's own ``build_lr_scheduler`` (unchanged behaviour)."""
+    """Build ``cfg.SOLVER.LR_SCHEDULER_NAME`` for ``optimizer``.
+
+    From :data:`LR_SCHEDULER_REGISTRY` if registered (``BudgetLinear``, ...), otherwise with
+    Detectron2's own ``build_lr_scheduler`` (unchanged behaviour). Either way a ``MAX_ITER``
+    that is not the budget ``SOLVER.BUDGET`` states is refused first (:func:`check_max_iter`).
+
+    Args:
+        cfg (CfgNode): the config (as the trainer has it: after ``auto_scale_workers``).
+        optimizer (torch.optim.Optimizer): the optimizer to schedule.
+
+    Returns:
+        torch.optim.lr_scheduler._LRScheduler: the scheduler, stepped once per iteration.
+
+    Raises:
+        BudgetConfigError: one line for an unknown name or a bad budget.
+
+    Example:
+        >>> import torch
+        >>> from detectron2.config import get_cfg
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.LR_SCHEDULER_NAME, cfg.SOLVER.MAX_ITER = "BudgetLinear", 9000
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.02)
+        >>> type(build_lr_scheduler(cfg, opt)).__name__
+        'BudgetLRScheduler'
+    """
+    check_max_iter(cfg)
     name = cfg.SOLVER.LR_SCHEDULER_NAME
     if name in LR_SCHEDULER_REGISTRY:
         return LR_SCHEDULER_REGISTRY.get(name)(cfg, optimizer)

@@ -81,8 +81,24 @@ def make_toy_coco(
 ) -> dict[str, str]:
     """Write ``toy_coco/`` under ``root`` (images + ``annotations/instances_{train,val}.json``).
 
-    Refuses (``FileExistsError``) to overwrite an existing ``toy_coco/annotations`` folder.
-    Returns dataset name -> annotation json path.
+    Args:
+        root (str): the datasets folder (``$DETECTRON2_DATASETS``).
+        num_train (int): training images. Defaults to 64.
+        num_val (int): validation images. Defaults to 16.
+        size (int): image side in pixels, >= 32. Defaults to 128.
+        seed (int): the same seed writes the same bytes. Defaults to 0.
+
+    Returns:
+        dict[str, str]: dataset name -> annotation json path.
+
+    Raises:
+        FileExistsError: ``toy_coco/annotations`` exists already (it is never overwritten).
+
+    Example:
+        >>> import tempfile
+        >>> paths = make_toy_coco(tempfile.mkdtemp(), num_train=2, num_val=1, size=32)
+        >>> sorted(paths)
+        ['toy_coco_train', 'toy_coco_val']
     """
     for name, value in (("num_train", num_train), ("num_val", num_val), ("size", size)):
         if not isinstance(value, int) or value < 1 or (name == "size" and value < 32):

@@ -24,7 +24,12 @@ __all__ = ["BudgetTrainer", "check_budget", "has_compiled_ops"]
 
 
 def has_compiled_ops() -> bool:
-    """Whether the real ``detectron2._C`` is installed (not our lite stand-in)."""
+    """Whether the real ``detectron2._C`` is installed (not our lite stand-in).
+
+    Example:
+        >>> isinstance(has_compiled_ops(), bool)
+        True
+    """
     try:
         from detectron2 import _C
     except ImportError:
@@ -38,7 +43,23 @@ def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
     Applies Detectron2's ``REFERENCE_WORLD_SIZE`` scaling (``MAX_ITER`` and ``WARMUP_ITERS``
     divided by ``world_size / REFERENCE_WORLD_SIZE``) to a copy of ``cfg``, then builds its
     scheduler on a dummy optimizer, so every bad value fails here, before any training.
-    Returns the scaled copy.
+
+    Args:
+        cfg (CfgNode): the config as loaded (before scaling).
+        world_size (int, optional): the number of workers; default: the current world size.
+
+    Returns:
+        CfgNode: the scaled copy.
+
+    Raises:
+        BudgetConfigError: one line naming the bad key (also a ``MAX_ITER`` that is not the
+            budget ``SOLVER.BUDGET`` states).
+
+    Example:
+        >>> from budgeted.detectron2 import load_config
+        >>> cfg = load_config("mask_rcnn_budget10.yaml", ["SOLVER.REFERENCE_WORLD_SIZE", "8"])
+        >>> check_budget(cfg, world_size=16).SOLVER.MAX_ITER
+        4500
     """
     world_size = comm.get_world_size() if world_size is None else world_size
     rws = cfg.SOLVER.REFERENCE_WORLD_SIZE
@@ -129,8 +150,16 @@ class BudgetTrainer(DefaultTrainer):
 
 
 def check_resume(cfg: CfgNode, world_size: int | None = None) -> None:
-    """Refuse (:class:`BudgetConfigError`) to resume ``cfg.OUTPUT_DIR``'s last checkpoint when its
-    budget differs from the one ``cfg`` trains on ``world_size`` workers; no checkpoint: no-op."""
+    """Refuse to resume ``cfg.OUTPUT_DIR``'s last checkpoint when its budget differs from the one
+    ``cfg`` trains on ``world_size`` workers; no checkpoint: nothing to check.
+
+    Args:
+        cfg (CfgNode): the config to resume with.
+        world_size (int, optional): the number of workers; default: the current world size.
+
+    Raises:
+        BudgetResumeError: one line naming both budgets and the fix.
+    """
     marker = os.path.join(cfg.OUTPUT_DIR, "last_checkpoint")
     if not os.path.isfile(marker):
         return

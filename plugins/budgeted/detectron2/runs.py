@@ -1,0 +1,148 @@
+"""Run folders of the Detectron2 tools (``OUTPUT_DIR``, ``train.output_dir``): whether a folder
+holds a run, the one "already holds a run" check, and the final evaluation of a finished run.
+
+Reads only the files Detectron2 writes (``config.yaml``, ``metrics.json``, ``last_checkpoint``,
+``model_final.pth``); imports no Detectron2 module itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "EVAL_TASKS",
+    "RUN_FILES",
+    "check_new_run_folder",
+    "final_metrics",
+    "holds_run",
+    "max_iter",
+]
+
+RUN_FILES = ("last_checkpoint", "metrics.json", "model_final.pth")
+"""Files that mark an output folder as holding a run."""
+
+EVAL_TASKS = ("bbox", "segm", "keypoints", "sem_seg", "panoptic_seg")
+"""Prefixes of the evaluation results in ``metrics.json`` (``bbox/AP``, ``segm/AP50``, ...)."""
+
+
+def holds_run(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` holds a (started or finished) training run.
+
+    Args:
+        folder (str or PathLike): an ``OUTPUT_DIR``.
+
+    Example:
+        >>> holds_run("/nonexistent/folder")
+        False
+    """
+    return any(os.path.exists(os.path.join(folder, f)) for f in RUN_FILES)
+
+
+def check_new_run_folder(
+    folder: str | os.PathLike[str] | None, resume: bool, *, key: str = "OUTPUT_DIR"
+) -> None:
+    """Refuse to start a new run in a folder that already holds one (it would be overwritten).
+
+    Args:
+        folder (str or PathLike, optional): the run's output folder; empty or None: no check.
+        resume (bool): ``--resume`` was given (continuing the run there is what is asked).
+        key (str): the config key of the folder, for the message.
+
+    Raises:
+        ValueError: one line naming the folder and both ways out.
+
+    Example:
+        >>> check_new_run_folder("/nonexistent/folder", resume=False)  # nothing there: fine
+    """
+    if resume or not folder or not holds_run(folder):
+        return
+    raise ValueError(
+        f"{key} {os.fspath(folder)!r} already holds a run; pass --resume to continue it, or set "
+        f"another {key} (e.g. {key} ./output/new_run) to start a new one"
+    )
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON records of a JSON-lines log; a line cut short by a crash is left out."""
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def max_iter(folder: str | os.PathLike[str]) -> int | None:
+    """The run's budget in iterations: ``SOLVER.MAX_ITER`` (``train.max_iter``) of the
+    ``config.yaml`` Detectron2 saved in ``folder``, before any ``REFERENCE_WORLD_SIZE`` scaling;
+    None without one.
+
+    Example:
+        >>> max_iter("/nonexistent/folder") is None
+        True
+    """
+    import yaml
+
+    config = Path(folder) / "config.yaml"
+    try:
+        data = yaml.safe_load(config.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    for section, key in (("SOLVER", "MAX_ITER"), ("train", "max_iter")):  # yacs, LazyConfig
+        value = (data.get(section) or {}).get(key) if isinstance(data, dict) else None
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _is_eval_key(key: str) -> bool:
+    return key.split("/", 1)[0] in EVAL_TASKS and "/" in key
+
+
+def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
+    """The final evaluation of a finished run in ``folder``; None if it has not finished.
+
+    A run has finished when its evaluation after the last iteration is in ``metrics.json``:
+    ``model_final.pth`` is written (the trainer reached its ``max_iter``, however
+    ``REFERENCE_WORLD_SIZE`` scaled it) or the evaluation's iteration is at least the
+    ``SOLVER.MAX_ITER - 1`` (``train.max_iter - 1``) of the run's ``config.yaml``, and no
+    training iteration was logged after it.
+
+    Args:
+        folder (str or PathLike): a run's ``OUTPUT_DIR``.
+
+    Returns:
+        dict[str, float] or None: every evaluation result of that evaluation, keyed as in
+        ``metrics.json`` (``bbox/AP``, ``bbox/AP50``, ``segm/AP``, ...).
+
+    Example:
+        >>> final_metrics("/nonexistent/folder") is None
+        True
+    """
+    folder = Path(folder)
+    metrics = folder / "metrics.json"
+    if not metrics.is_file():
+        return None
+    rows = _json_lines(metrics)
+    evals = [r for r in rows if any(_is_eval_key(k) for k in r)]
+    if not evals:
+        return None
+    last = evals[-1]
+    at = last.get("iteration", -1)
+    if any(r.get("iteration", -1) > at for r in rows):
+        return None  # training went on after it: not the final evaluation
+    budget = max_iter(folder)
+    ended = (folder / "model_final.pth").is_file() or (budget is not None and at >= budget - 1)
+    if not ended:
+        return None
+    out = {}
+    for key, value in last.items():
+        if _is_eval_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out or None

@@ -1,0 +1,60 @@
+"""Finding shipped configs by path or bare name (budgeted.config_files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from budgeted.config_files import config_root, find_config
+from budgeted.families import FAMILIES
+
+
+def test_every_family_file_is_found_by_its_bare_name():
+    for fam in FAMILIES.values():
+        for fraction in fam.fractions:
+            for schedule in fam.schedules:
+                rel = fam.filename(fraction, schedule)
+                bare = Path(rel).name
+                assert find_config(bare, fam.framework) == config_root() / rel
+
+
+def test_a_name_without_extension_finds_the_one_file_of_that_stem():
+    assert find_config("mask_rcnn_budget10", "detectron2") == (
+        config_root() / "detectron2/mask_rcnn_budget10.yaml"
+    )
+    # the toy yaml and the toy LazyConfig share a stem: that is ambiguous, not a guess
+    with pytest.raises(FileNotFoundError, match=r"ambiguous; candidates: .*\.yaml, .*\.py"):
+        find_config("mask_rcnn_toy_budget10", "detectron2")
+
+
+def test_an_existing_path_is_taken_as_it_is(tmp_path):
+    mine = tmp_path / "mask_rcnn_budget10.yaml"
+    mine.write_text("SOLVER:\n  MAX_ITER: 3\n")
+    assert find_config(mine, "detectron2") == mine
+
+
+def test_a_missing_path_is_never_replaced_by_a_shipped_file_of_the_same_name():
+    with pytest.raises(FileNotFoundError, match=r"'my/dir/mask_rcnn_budget10.yaml' does not exist"):
+        find_config("my/dir/mask_rcnn_budget10.yaml", "detectron2")
+
+
+def test_an_unknown_name_lists_close_candidates_in_one_line():
+    with pytest.raises(FileNotFoundError) as err:
+        find_config("mask_rcnn_budget11.yaml", "detectron2")
+    assert "\n" not in str(err.value)
+    assert "candidates: " in str(err.value) and "mask_rcnn_budget1.yaml" in str(err.value)
+
+
+def test_an_ambiguous_name_lists_every_match(tmp_path, monkeypatch):
+    for folder in ("detectron2", "detectron2/toy"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "same.yaml").write_text("VERSION: 2\n")
+    monkeypatch.setenv("BUDGETED_CONFIGS", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"ambiguous; candidates: detectron2/same.yaml, "):
+        find_config("same", "detectron2")
+
+
+def test_an_unknown_framework_is_named():
+    with pytest.raises(ValueError, match=r"unknown framework 'caffe'; allowed: detectron2, mmseg"):
+        find_config("x", "caffe")
