@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
 
 TOY = REPO / "configs/mmseg/toy"
 CONFIGS = {
@@ -33,10 +32,11 @@ SKIP = 5  # first iterations: allocator and data-loading warm-up
 
 def train_times(config: Path, work_dir: Path, data: Path, iters: int, tag: str) -> list[float]:
     """Per-iteration times that MMEngine logged for one short toy run."""
-    import train_seg
     from mmengine.runner import Runner
 
-    args = train_seg.parse_args(
+    from budgeted.mmengine import cli
+
+    args = cli.parse_args(
         [
             str(config),
             "--work-dir",
@@ -55,7 +55,7 @@ def train_times(config: Path, work_dir: Path, data: Path, iters: int, tag: str) 
             f"visualizer.name={tag}",
         ]
     )
-    Runner.from_cfg(train_seg.build_config(args)).train()
+    Runner.from_cfg(cli.preflight(args)).train()
     records = []
     for path in work_dir.glob("*/vis_data/scalars.json"):
         records += [json.loads(line) for line in path.read_text().splitlines()]
@@ -90,9 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "output/bench_mmseg")
     args = parser.parse_args(argv)
     if not (args.data / "gtFine").is_dir():
-        import make_toy_cityscapes
+        from budgeted.mmengine.toy import make_toy_cityscapes
 
-        make_toy_cityscapes.make_toy_cityscapes(args.data)
+        make_toy_cityscapes(args.data)
     out = args.out / time.strftime("%Y%m%d_%H%M%S")
     times: dict[str, list[float]] = {name: [] for name in CONFIGS}
     for rnd in range(args.rounds):

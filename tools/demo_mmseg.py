@@ -2,8 +2,9 @@
 
 Generates the toy Cityscapes set if it is missing (datasets/toy_cityscapes), trains
 configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget100.py at ``--budget`` (default 10 %: 320 of
-3200 iterations) through tools/train_seg.py, and prints the validation mIoU (MMSeg's IoUMetric)
-and where the logs are. A few minutes at most on 2 CPU cores.
+3200 iterations) through tools/train_seg.py (``budgeted.mmengine.cli``), and prints the
+validation mIoU (MMSeg's IoUMetric, read back with ``budgeted.mmengine.runs.final_metrics``) and
+where the logs are. A few minutes at most on 2 CPU cores.
 
     python tools/demo_mmseg.py [--budget 0.05] [--work-dir output/mmseg_demo/mine]
 """
@@ -17,10 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-TOOLS = Path(__file__).resolve().parent
-REPO = TOOLS.parent
-sys.path.insert(0, str(TOOLS))
-
+REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget100.py"
 
 
@@ -40,15 +38,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work_dir = args.work_dir or REPO / "output/mmseg_demo" / time.strftime("%Y%m%d_%H%M%S")
 
-    import make_toy_cityscapes
-    import train_seg
+    from budgeted.mmengine.cli import main as train_seg
+    from budgeted.mmengine.runs import final_metrics
+    from budgeted.mmengine.toy import make_toy_cityscapes
 
     if not (args.data / "gtFine").is_dir():
         print(f"[demo-mmseg] generating the toy Cityscapes set in {args.data}")
-        make_toy_cityscapes.make_toy_cityscapes(args.data)
+        make_toy_cityscapes(args.data)
     print(f"[demo-mmseg] training the toy PSPNet, BudgetLinearLR, budget {args.budget:g}")
     start = time.time()
-    code = train_seg.main(
+    code = train_seg(
         [
             str(CONFIG),
             "--budget",
@@ -64,12 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     records = scalars(work_dir)
     times = [r["time"] for r in records if "lr" in r and "time" in r]
-    miou = [r["mIoU"] for r in records if "mIoU" in r]
+    metrics = final_metrics(work_dir) or {}
     iters = max(r["iter"] for r in records if "lr" in r)
     print(
         f"[demo-mmseg] {iters} iterations in {time.time() - start:.0f} s "
         f"({sum(times) / max(len(times), 1):.3f} s/iter logged); "
-        f"toy val mIoU {miou[-1]:.2f} (IoUMetric, 19 Cityscapes classes, absent ones skipped)"
+        f"toy val mIoU {metrics.get('mIoU', float('nan')):.2f} "
+        "(IoUMetric, 19 Cityscapes classes, absent ones skipped)"
     )
     print(f"[demo-mmseg] logs, config and checkpoint: {work_dir}")
     return 0

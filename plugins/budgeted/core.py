@@ -354,7 +354,7 @@ class BudgetSchedule:
             return
         names = names or {}
         if saved is None:
-            old = "no budget (a scheduler that is not budget-aware)"
+            old = "is missing (its scheduler was not budget-aware)"
         else:
             old = "has " + ", ".join(f"{names.get(k, k)}={v[0]!r}" for k, v in diff.items())
         new = ", ".join(f"{names.get(k, k)}={v[1]!r}" for k, v in diff.items())

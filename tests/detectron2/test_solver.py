@@ -267,5 +267,5 @@ def test_resuming_another_budget_is_refused_naming_both() -> None:
     )
     assert "MODEL.WEIGHTS" in BudgetLRScheduler.RESUME_FIX
     stock = d2_build_lr_scheduler(make_cfg("WarmupMultiStepLR", STEPS=(20,)), sgd()).state_dict()
-    with pytest.raises(BudgetResumeError, match="no budget"):
+    with pytest.raises(BudgetResumeError, match="budget is missing"):
         other.load_state_dict(stock)

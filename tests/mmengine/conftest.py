@@ -1,26 +1,50 @@
-"""Fixtures for the MMEngine / MMSegmentation tests: toy data, the tools as modules."""
+"""Fixtures for the MMEngine / MMSegmentation tests: toy data, the CLI, an empty allow-list."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from mmseg_testutils import HERE, load_tool
+import torch
+from mmseg_testutils import HERE
 
 
 @pytest.fixture(scope="session")
 def toy_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small toy Cityscapes set (4 train images per city, 3 val)."""
-    make = load_tool("make_toy_cityscapes")
-    return make.make_toy_cityscapes(
+    from budgeted.mmengine.toy import make_toy_cityscapes
+
+    return make_toy_cityscapes(
         tmp_path_factory.mktemp("toy") / "toy_cityscapes", train_per_city=4, val_per_city=3
     )
 
 
 @pytest.fixture(scope="session")
-def train_seg() -> ModuleType:
-    return load_tool("train_seg")
+def cli() -> ModuleType:
+    """``budgeted.mmengine.cli``: what ``tools/train_seg.py`` runs."""
+    from budgeted.mmengine import cli
+
+    return cli
+
+
+@pytest.fixture
+def fresh_allow_list() -> None:
+    """torch's safe globals without ours, as in a new process that only imported the package;
+    ``budgeted.mmengine.safe_checkpoints`` imports afresh. Restored afterwards."""
+    from budgeted.mmengine.checkpoint import MMENGINE_CHECKPOINT_GLOBALS
+
+    saved = torch.serialization.get_safe_globals()
+    ours = set(MMENGINE_CHECKPOINT_GLOBALS)
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals([g for g in saved if g not in ours])
+    module = sys.modules.pop("budgeted.mmengine.safe_checkpoints", None)
+    yield
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(saved)
+    if module is not None:
+        sys.modules["budgeted.mmengine.safe_checkpoints"] = module
 
 
 @pytest.fixture(autouse=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import itertools
 import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
@@ -29,12 +31,18 @@ def load_tool(name: str) -> ModuleType:
     return module
 
 
-def toy_config(tmp_path: Path, *, hooks_dir: Path | None = None, extra: str = "") -> Path:
+def toy_config(
+    tmp_path: Path,
+    *,
+    hooks_dir: Path | None = None,
+    extra: str = "",
+    imports: tuple[str, ...] = ("budgeted.mmengine",),
+) -> Path:
     """A config file in ``tmp_path`` inheriting the toy budget config, recording LRs per rank."""
     hooks_dir = hooks_dir or tmp_path
     text = (
         f'_base_ = "{TOY_CONFIG}"\n'
-        'custom_imports = dict(imports=["budgeted.mmengine", "budget_lr_recorder"], '
+        f"custom_imports = dict(imports={[*imports, 'budget_lr_recorder']!r}, "
         "allow_failed_imports=False)\n"
         f'custom_hooks = [dict(type="RecordLRHook", out_dir="{hooks_dir}")]\n' + extra
     )
@@ -47,23 +55,55 @@ def toy_args(
     config: Path, work_dir: Path, toy_root: Path, *options: str, iters: int = 12, warmup: int = 4
 ) -> list[str]:
     """``train_seg.py`` arguments for a short toy run that logs every iteration."""
-    run = next(_runs)
     return [
         str(config),
         "--work-dir",
         str(work_dir),
         "--cfg-options",
-        *(f"{split}_dataloader.dataset.data_root={toy_root}" for split in ("train", "val", "test")),
-        f"train_cfg.max_iters={iters}",
-        f"train_cfg.val_interval={iters}",
-        f"param_scheduler.0.warmup_iters={warmup}",
-        "default_hooks.logger.interval=1",
-        f"default_hooks.checkpoint.interval={iters // 2}",
-        # unique names: MMEngine keeps one visualizer/logger per name in a process
-        f"experiment_name=run{run}",
-        f"visualizer.name=vis{run}",
+        *(f"{key}={value}" for key, value in toy_options(toy_root, iters, warmup).items()),
         *options,
     ]
+
+
+def toy_options(toy_root: Path, iters: int = 12, warmup: int = 4) -> dict[str, Any]:
+    """Config overrides for a short toy run on ``toy_root`` that logs every iteration."""
+    run = next(_runs)
+    return {
+        **{f"{split}_dataloader.dataset.data_root": str(toy_root) for split in ("train", "val")},
+        "test_dataloader.dataset.data_root": str(toy_root),
+        "train_cfg.max_iters": iters,
+        "train_cfg.val_interval": iters,
+        "param_scheduler.0.warmup_iters": warmup,
+        "default_hooks.logger.interval": 1,
+        "default_hooks.checkpoint.interval": iters // 2,
+        # unique names: MMEngine keeps one visualizer/logger per name in a process
+        "experiment_name": f"run{run}",
+        "visualizer.name": f"vis{run}",
+    }
+
+
+def stock_config(
+    tmp_path: Path,
+    toy_root: Path,
+    *,
+    iters: int = 12,
+    warmup: int = 4,
+    validate: bool = True,
+    imports: tuple[str, ...] = ("budgeted.mmengine",),
+    **options: Any,
+):
+    """The toy config as MMSegmentation's own ``tools/train.py`` would run it: loaded with
+    ``Config.fromfile`` (custom imports and all), overrides merged, nothing of ours in between."""
+    from mmengine.config import Config
+
+    cfg = Config.fromfile(str(toy_config(tmp_path, imports=imports)))
+    cfg.merge_from_dict(toy_options(toy_root, iters, warmup))
+    cfg.work_dir = str(tmp_path / "work")
+    if not validate:
+        cfg.merge_from_dict({"train_cfg.val_interval": iters + 1})
+        cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    cfg.merge_from_dict(copy.deepcopy(options))  # merging pops _delete_ keys
+    return cfg
 
 
 def logged(work_dir: Path, key: str) -> dict[int, float]:

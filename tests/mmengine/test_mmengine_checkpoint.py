@@ -11,8 +11,14 @@ import torch
 from mmengine.logging import MessageHub
 from mmengine.logging.history_buffer import HistoryBuffer
 
-from budgeted.mmengine import UnsafeCheckpointError, check_checkpoint
+from budgeted.mmengine import UnsafeCheckpointError, allow_mmengine_checkpoints, check_checkpoint
 from budgeted.mmengine.checkpoint import MMENGINE_CHECKPOINT_GLOBALS, unsafe_globals
+
+
+@pytest.fixture(autouse=True)
+def _allowed() -> None:
+    """What our tools and ``budgeted.mmengine.safe_checkpoints`` do (not ``import``)."""
+    allow_mmengine_checkpoints()
 
 
 def mmengine_like_checkpoint() -> dict:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import pickle
+import re
 
 import pytest
 import torch
@@ -12,7 +14,8 @@ from mmengine.optim import OptimWrapper
 from mmengine.registry import PARAM_SCHEDULERS
 
 import budgeted.mmengine as bm
-from budgeted.core import BudgetSchedule, schedule_names
+from budgeted.core import BudgetMismatchError, BudgetSchedule, ScheduleInfo, schedule_names
+from budgeted.mmengine import schedulers
 
 PARAMS = {  # non-default parameters, so that passing them through is tested too
     "linear": {},
@@ -42,8 +45,33 @@ def run(scheduler, steps: int) -> list[list[float]]:
 
 def test_every_core_schedule_has_a_registered_named_scheduler():
     assert set(bm.NAMED_SCHEDULERS) == set(schedule_names())
-    for name in bm.SCHEDULER_TYPES:
-        assert PARAM_SCHEDULERS.get(name) is getattr(bm, name)
+    for name in bm.scheduler_types():
+        assert PARAM_SCHEDULERS.get(name) is getattr(bm, name) is getattr(schedulers, name)
+    assert bm.NAMED_SCHEDULERS["htd"].__name__ == "BudgetHTDLR"  # the core's label
+    assert bm.BudgetLinearLR.__module__ == "budgeted.mmengine.schedulers"
+    assert pickle.loads(pickle.dumps(bm.BudgetStepLR)) is bm.BudgetStepLR
+    assert "power=0.9" in bm.BudgetPolyLR.__doc__
+
+
+def test_a_schedule_registered_later_becomes_a_named_scheduler(sqrt_schedule):
+    cls = bm.NAMED_SCHEDULERS[sqrt_schedule]
+    assert cls.__name__ == "BudgetSqrtLR" and cls.fixed_schedule == sqrt_schedule
+    assert PARAM_SCHEDULERS.get("BudgetSqrtLR") is cls
+    assert schedulers.BudgetSqrtLR is cls and bm.BudgetSqrtLR is cls
+    assert "BudgetSqrtLR" in bm.scheduler_types() and "BudgetSqrtLR" in dir(bm)
+    sched = cls(make_optimizer((1.0,)), end=20, warmup_iters=0, by_epoch=False, floor=0.2)
+    core = BudgetSchedule(sqrt_schedule, 20, 0, params={"floor": 0.2})
+    assert [v[0] for v in run(sched, 20)] == pytest.approx([core(t) for t in range(20)])
+    with pytest.raises(ValueError, match=r"BudgetSqrtLR: sqrt schedule: floor=1\.5 is invalid"):
+        cls(make_optimizer(), end=20, warmup_iters=0, by_epoch=False, floor=1.5)
+
+
+def test_a_schedule_whose_class_name_is_taken_is_refused():
+    info = ScheduleInfo("schedule", lambda p: 1.0, "Schedule", {}, {})  # BudgetScheduleLR
+    with pytest.raises(ValueError, match="BudgetScheduleLR, which is already registered"):
+        schedulers._add_named_scheduler(info)
+    with pytest.raises(AttributeError, match="has no attribute 'BudgetNopeLR'"):
+        bm.BudgetNopeLR  # noqa: B018
 
 
 @pytest.mark.parametrize("schedule", list(PARAMS))
@@ -77,7 +105,9 @@ def test_named_scheduler_steps_through_whole_budget_like_the_core(schedule):
 
 def test_generic_lr_and_param_scheduler_match_the_named_ones():
     a = bm.BudgetHTDLR(make_optimizer(), end=40, warmup_iters=3, by_epoch=False)
-    b = bm.BudgetLR(make_optimizer(), schedule="htd", end=40, warmup_iters=3, by_epoch=False)
+    b = bm.BudgetScheduleLR(
+        make_optimizer(), schedule="htd", end=40, warmup_iters=3, by_epoch=False
+    )
     assert run(a, 45) == run(b, 45)
     opt = make_optimizer()
     m = bm.BudgetParamScheduler(
@@ -116,7 +146,7 @@ def test_epoch_based_config_converts_to_iterations():
 @settings(max_examples=40, deadline=None)
 def test_any_budget_matches_the_core(begin, warmup, length, factor, schedule):
     end = begin + warmup + length
-    sched = bm.BudgetLR(
+    sched = bm.BudgetScheduleLR(
         make_optimizer((1.0,)),
         schedule=schedule,
         begin=begin,
@@ -142,11 +172,12 @@ def test_any_budget_matches_the_core(begin, warmup, length, factor, schedule):
         (dict(end=10, warmup_iters=2, power=2), "BudgetLinearLR: schedule 'linear' has no param"),
         (dict(end=10, warmup_iters=2, warmup_factor=0), "BudgetLinearLR: warmup_factor=0"),
         (dict(end=10, warmup_iters=2, schedule="step"), "always uses the 'linear' schedule"),
+        (dict(end=10, warmup_iters=2, schedule="step"), "use BudgetScheduleLR(schedule='step')"),
     ],
 )
 def test_bad_arguments_fail_with_one_clear_line(kwargs, message):
     kwargs.setdefault("by_epoch", False)
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("+", r"\+")) as err:
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
         bm.BudgetLinearLR(make_optimizer(), **kwargs)
     assert "\n" not in str(err.value)
 
@@ -168,7 +199,11 @@ def test_state_dict_holds_plain_values_and_resumes_exactly():
     run(first, 12)
     state = first.state_dict()
     assert "_plan" not in state and "optimizer" not in state
-    assert state["end"] == 30 and state["schedule"] == "step"
+    assert state["end"] == 30
+    assert state["budget"] == {
+        "begin": 0,
+        **BudgetSchedule("step", 30, 4, params={"milestones": [0.5], "gamma": 0.5}).state(),
+    }
     assert all(isinstance(v, (int, float, str, bool, list, dict, tuple)) for v in state.values())
     second = build()
     second.optimizer.load_state_dict(first.optimizer.state_dict())
@@ -179,21 +214,30 @@ def test_state_dict_holds_plain_values_and_resumes_exactly():
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (dict(end=40), "iterations [0, 30)"),
-        (dict(warmup_iters=5), "warmup 4"),
-        (dict(schedule="cosine"), "linear"),
+        (
+            dict(end=40),
+            "the checkpoint's budget has train_cfg.max_iters (end - begin)=30, the config's "
+            "train_cfg.max_iters (end - begin)=40; to resume, keep the checkpoint's budget "
+            "(train_cfg.max_iters=30)",
+        ),
+        (dict(warmup_iters=5), "has warmup_iters=4, the config's warmup_iters=5"),
+        (dict(schedule="cosine"), "has schedule='linear', the config's schedule='cosine'"),
+        (dict(begin=2, end=32), "has begin=0, the config's begin=2"),
     ],
 )
 def test_resume_with_another_budget_is_refused(change, expected):
-    saved = bm.BudgetLR(make_optimizer(), end=30, warmup_iters=4, by_epoch=False)
+    saved = bm.BudgetScheduleLR(make_optimizer(), end=30, warmup_iters=4, by_epoch=False)
     run(saved, 5)
     kwargs = dict(end=30, warmup_iters=4, by_epoch=False) | change
-    other = bm.BudgetLR(make_optimizer(), **kwargs)
-    with pytest.raises(bm.BudgetMismatchError) as err:
+    other = bm.BudgetScheduleLR(make_optimizer(), **kwargs)
+    before = other.last_step
+    with pytest.raises(BudgetMismatchError) as err:
         other.load_state_dict(saved.state_dict())
     message = str(err.value)
-    assert expected in message and "load_from" in message and "\n" not in message
-    assert other.last_step == 0  # nothing was loaded
+    assert message.startswith("cannot resume: ") and expected in message
+    assert "load_from=<checkpoint> and resume=False" in message and "\n" not in message
+    assert other.last_step == before  # nothing was loaded
+    assert bm.BudgetMismatchError is BudgetMismatchError  # the core's, not a second type
 
 
 def test_resume_from_a_non_budget_scheduler_is_refused():
@@ -201,11 +245,56 @@ def test_resume_from_a_non_budget_scheduler_is_refused():
         dict(type="PolyLR", end=30, by_epoch=False), default_args=dict(optimizer=make_optimizer())
     )
     ours = bm.BudgetLinearLR(make_optimizer(), end=30, warmup_iters=4, by_epoch=False)
-    with pytest.raises(bm.BudgetMismatchError, match="not a budget scheduler"):
+    with pytest.raises(BudgetMismatchError, match="budget is missing .its scheduler was not budget-aware"):
         ours.load_state_dict(poly.state_dict())
+
+
+def test_an_end_other_than_the_train_loop_is_refused_in_one_line():
+    bm.schedulers.check_loop_end("BudgetLinearLR", 12, 12)
+    bm.schedulers.check_loop_end("BudgetLinearLR", 12, None)
+    for end, effect in ((20, "be cut short"), (8, "end before training does")):
+        with pytest.raises(bm.BudgetConfigError) as err:
+            bm.schedulers.check_loop_end("BudgetStepLR", end, 12)
+        message = str(err.value)
+        assert f"BudgetStepLR: end={end} differs from the train loop's max_iters=12" in message
+        assert effect in message and f"set train_cfg.max_iters={end}" in message
+        assert "remove end" in message and "\n" not in message
+    # built outside a runner, nothing is compared: the scheduler stands alone
+    bm.BudgetLinearLR(make_optimizer(), end=20, warmup_iters=2, by_epoch=False)
+
+
+def test_the_loop_is_found_from_the_builder_frame_of_a_runner_or_strategy():
+    import mmengine.runner.base_loop  # noqa: F401  (imported whenever a runner exists)
+
+    def _build_param_scheduler(max_iters, end):  # a FlexibleRunner strategy's builder
+        return bm.BudgetLinearLR(make_optimizer(), end=end, warmup_iters=2, by_epoch=False)
+
+    _build_param_scheduler(12, 12)
+    with pytest.raises(bm.BudgetConfigError, match=r"end=20 differs from .* max_iters=12"):
+        _build_param_scheduler(12, 20)
+
+    class Runner:  # a runner whose train loop is not built yet (build_param_scheduler by hand)
+        def __init__(self):
+            self._train_loop = dict(type="IterBasedTrainLoop", max_iters=12)
+
+        def _build_param_scheduler(self, end):
+            return bm.BudgetLinearLR(make_optimizer(), end=end, warmup_iters=2, by_epoch=False)
+
+    Runner()._build_param_scheduler(20)  # no loop to compare with: built as asked
 
 
 def test_multiplier_is_finite_over_the_budget():
     sched = bm.BudgetExpLR(make_optimizer(), end=100, warmup_iters=10, by_epoch=False)
     assert all(math.isfinite(sched.multiplier(t)) for t in range(100))
     assert sched.multiplier(0) == pytest.approx(0.001)
+
+
+def test_docstring_examples_of_the_package_run():
+    import doctest
+
+    from budgeted.mmengine import checkpoint, cli, launch, runs, toy
+
+    for module in (schedulers, checkpoint, cli, launch, runs, toy):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+        assert result.attempted > 0, module.__name__

@@ -1,9 +1,10 @@
-"""tools/train_seg.py: bad input fails with one line (exit 2) before any training starts."""
+"""tools/train_seg.py (budgeted.mmengine.cli): bad input fails with one line (exit 2) before any
+training starts; a shipped config is found by its bare name."""
 
 from __future__ import annotations
 
 import pytest
-from mmseg_testutils import toy_args, toy_config
+from mmseg_testutils import REPO, toy_args, toy_config
 
 
 @pytest.mark.parametrize(
@@ -21,32 +22,47 @@ from mmseg_testutils import toy_args, toy_config
             ["--cfg-options", "param_scheduler.0.gamma=2"],
             "BudgetLinearLR: schedule 'linear' has no",
         ),
+        (
+            ["--cfg-options", "param_scheduler.0.end=20"],
+            "BudgetLinearLR: end=20 differs from the train loop's max_iters=12",
+        ),
     ],
 )
-def test_bad_input_is_one_line_before_training(
-    options, message, tmp_path, toy_root, train_seg, capsys
-):
+def test_bad_input_is_one_line_before_training(options, message, tmp_path, toy_root, cli, capsys):
     work_dir = tmp_path / "work"
     args = toy_args(toy_config(tmp_path), work_dir, toy_root)
     if options[0] == "--cfg-options":
         args += options[1:]
     else:
         args += options
-    assert train_seg.main(args) == 2
+    assert cli.main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("train_seg: error:") and message in err and "\n" not in err
     assert not work_dir.exists()
 
 
-def test_work_dir_holding_a_run_is_not_overwritten(tmp_path, toy_root, train_seg, capsys):
+def test_work_dir_holding_a_run_is_not_overwritten(tmp_path, toy_root, cli, capsys):
     work_dir = tmp_path / "work"
     work_dir.mkdir()
     (work_dir / "iter_6.pth").write_bytes(b"weights")
-    assert train_seg.main(toy_args(toy_config(tmp_path), work_dir, toy_root)) == 2
+    assert cli.main(toy_args(toy_config(tmp_path), work_dir, toy_root)) == 2
     assert "already holds a run" in capsys.readouterr().err
     assert (work_dir / "iter_6.pth").read_bytes() == b"weights"
 
 
-def test_missing_config_is_one_line(tmp_path, train_seg, capsys):
-    assert train_seg.main([str(tmp_path / "nope.py")]) == 2
+def test_a_shipped_config_is_found_by_its_bare_name(tmp_path, toy_root, cli):
+    for name in ("pspnet_r18-toy_cityscapes_budget10", "pspnet_r18-toy_cityscapes_budget10.py"):
+        args = cli.parse_args([name, *toy_args(REPO, tmp_path / "work", toy_root, iters=40)[1:]])
+        cfg = cli.preflight(args)
+        assert cfg.filename == str(REPO / "configs/mmseg/toy" / f"{name.removesuffix('.py')}.py")
+        assert cfg.train_cfg.max_iters == 40 and cfg.budget_fraction == 0.1
+
+
+def test_an_unknown_config_name_lists_candidates_in_one_line(tmp_path, cli, capsys):
+    assert cli.main(["pspnet_r18-toy_cityscapes_budget11"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("train_seg: error: config 'pspnet_r18-toy_cityscapes_budget11' does not")
+    assert "candidates: " in err and "pspnet_r18-toy_cityscapes_budget1.py" in err
+    assert "\n" not in err
+    assert cli.main([str(tmp_path / "nope.py")]) == 2
     assert "does not exist" in capsys.readouterr().err

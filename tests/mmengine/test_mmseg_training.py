@@ -1,9 +1,15 @@
-"""Real MMEngine Runner on CPU, toy PSPNet: logged LR, resume, refusals, metrics, 2 ranks."""
+"""Real MMEngine Runner on CPU, toy PSPNet: logged LR, resume, refusals, metrics, 2 ranks.
+
+Two routes: ``tools/train_seg.py`` (``budgeted.mmengine.cli``), and the stock one that
+MMSegmentation's own ``tools/train.py`` takes: ``Runner.from_cfg(Config.fromfile(...)).train()``
+with nothing of ours but the config's ``custom_imports``.
+"""
 
 from __future__ import annotations
 
 import fractions
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -11,12 +17,25 @@ import sys
 
 import pytest
 import torch
-from mmseg_testutils import HERE, REPO, logged, recorded_lrs, toy_args, toy_config
+from mmengine.runner import Runner
+from mmseg_testutils import (
+    HERE,
+    REPO,
+    logged,
+    recorded_lrs,
+    stock_config,
+    toy_args,
+    toy_config,
+)
 
-from budgeted.core import BudgetSchedule
+from budgeted.core import BudgetMismatchError, BudgetSchedule
+from budgeted.mmengine import BudgetConfigError
+from budgeted.mmengine.runs import final_metrics, holds_run
 
 pytestmark = pytest.mark.slow
 ITERS, WARMUP, BASE_LR = 12, 4, 0.01
+SAFE = ("budgeted.mmengine", "budgeted.mmengine.safe_checkpoints")
+"""The custom_imports of a config that opts in to loading MMEngine checkpoints."""
 
 
 def core_lr(it: int, total: int = ITERS, warmup: int = WARMUP) -> float:
@@ -24,11 +43,11 @@ def core_lr(it: int, total: int = ITERS, warmup: int = WARMUP) -> float:
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory, toy_root, train_seg):
-    """One uninterrupted toy run of 12 iterations (checkpoints at 6 and 12)."""
+def first_run(tmp_path_factory, toy_root, cli):
+    """One uninterrupted toy run of 12 iterations (checkpoints at 6 and 12), with our tool."""
     tmp = tmp_path_factory.mktemp("first")
     work_dir = tmp / "work"
-    assert train_seg.main(toy_args(toy_config(tmp), work_dir, toy_root)) == 0
+    assert cli.main(toy_args(toy_config(tmp), work_dir, toy_root)) == 0
     return tmp, work_dir
 
 
@@ -42,6 +61,9 @@ def test_logged_lr_equals_the_core_and_mmseg_computes_miou(first_run):
     miou = logged(work_dir, "mIoU")
     assert list(miou) == [ITERS] and 0.0 <= miou[ITERS] <= 100.0
     assert (work_dir / "iter_6.pth").is_file() and (work_dir / f"iter_{ITERS}.pth").is_file()
+    metrics = final_metrics(work_dir)  # what sweeps and reports read
+    assert metrics is not None and metrics["mIoU"] == miou[ITERS]
+    assert set(metrics) == {"aAcc", "mIoU", "mAcc"} and holds_run(work_dir)
 
 
 def resume_dir(first_run, tmp_path):
@@ -52,11 +74,18 @@ def resume_dir(first_run, tmp_path):
     return resumed
 
 
-def test_resume_from_mid_budget_reproduces_the_lr(first_run, tmp_path, toy_root, train_seg):
+def test_stock_runner_resumes_exactly_with_the_config_opt_in(
+    first_run, tmp_path, toy_root, fresh_allow_list
+):
     resumed = resume_dir(first_run, tmp_path)
     ckpt = resumed / "iter_6.pth"
-    args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}")
-    assert train_seg.main([*args, "--resume"]) == 0
+    import budgeted.mmengine  # noqa: F401  (registers; does not open torch's allow-list)
+
+    with pytest.raises(pickle.UnpicklingError, match="HistoryBuffer"):
+        torch.load(ckpt)  # without the opt-in, torch >= 2.6 refuses MMEngine's checkpoints
+    cfg = stock_config(tmp_path, toy_root, imports=SAFE, resume=True, load_from=str(ckpt))
+    cfg.work_dir = str(resumed)
+    Runner.from_cfg(cfg).train()
     first = recorded_lrs(first_run[0])
     after = recorded_lrs(tmp_path)
     assert sorted(after) == list(range(6, ITERS))
@@ -64,38 +93,161 @@ def test_resume_from_mid_budget_reproduces_the_lr(first_run, tmp_path, toy_root,
     first_logged = logged(first_run[1], "lr")
     assert logged(resumed, "lr") == {it: first_logged[it] for it in range(7, ITERS + 1)}
 
+    foreign = tmp_path / "foreign" / "iter_6.pth"
+    foreign.parent.mkdir()
+    checkpoint = torch.load(ckpt)  # weights_only, through the allow-list
+    checkpoint["meta"]["note"] = fractions.Fraction(1, 3)
+    torch.save(checkpoint, foreign)
+    cfg = stock_config(tmp_path, toy_root, imports=SAFE, resume=True, load_from=str(foreign))
+    with pytest.raises(pickle.UnpicklingError, match=r"fractions\.Fraction"):
+        Runner.from_cfg(cfg).train()  # the opt-in allows MMEngine's globals, nothing else
 
-def test_resume_with_a_changed_budget_is_refused(first_run, tmp_path, toy_root, train_seg, capsys):
+
+def test_importing_the_package_leaves_torch_allow_list_alone():
+    code = (
+        "import torch, budgeted.mmengine\n"
+        "names = {e[1] for e in torch.serialization.get_safe_globals() if isinstance(e, tuple)}\n"
+        "assert 'mmengine.logging.history_buffer.HistoryBuffer' not in names, names\n"
+        "import budgeted.mmengine.safe_checkpoints\n"
+        "names = {e[1] for e in torch.serialization.get_safe_globals() if isinstance(e, tuple)}\n"
+        "assert 'mmengine.logging.history_buffer.HistoryBuffer' in names, names\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_stock_runner_refuses_a_resume_with_another_budget_in_one_line(
+    first_run, tmp_path, toy_root
+):
     resumed = resume_dir(first_run, tmp_path)
     ckpt = resumed / "iter_6.pth"
-    args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}", iters=20)
-    assert train_seg.main([*args, "--resume"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("train_seg: error: cannot resume")
-    assert "[0, 12)" in err and "[0, 20)" in err and "max_iters=12" in err and "load_from" in err
+    cfg = stock_config(tmp_path, toy_root, iters=20, resume=True, load_from=str(ckpt))
+    cfg.work_dir = str(resumed)
+    with pytest.raises(BudgetMismatchError) as err:
+        Runner.from_cfg(cfg).train()
+    message = str(err.value)  # what MMSeg's tools/train.py prints last, alone
+    assert message == (
+        "cannot resume: the checkpoint's budget has train_cfg.max_iters (end - begin)=12, the "
+        "config's train_cfg.max_iters (end - begin)=20; to resume, keep the checkpoint's budget "
+        "(train_cfg.max_iters=12); to train another budget, start a new run from its weights "
+        "with load_from=<checkpoint> and resume=False"
+    )
     assert sorted(p.name for p in resumed.glob("*.pth")) == ["iter_6.pth"]  # nothing trained
     assert not (tmp_path / "lr_rank0.json").exists()
 
 
-def test_checkpoint_with_a_foreign_global_is_refused(
-    first_run, tmp_path, toy_root, train_seg, capsys
-):
+def test_our_tool_refuses_a_resume_with_another_budget(first_run, tmp_path, toy_root, cli, capsys):
+    resumed = resume_dir(first_run, tmp_path)
+    ckpt = resumed / "iter_6.pth"
+    args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}", iters=20)
+    assert cli.main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("train_seg: error: cannot resume: the checkpoint's budget has ")
+    assert "(end - begin)=12" in err and "(end - begin)=20" in err
+    assert "train_cfg.max_iters=12" in err and "load_from" in err
+    assert sorted(p.name for p in resumed.glob("*.pth")) == ["iter_6.pth"]  # nothing trained
+    assert not (tmp_path / "lr_rank0.json").exists()
+
+
+def test_checkpoint_with_a_foreign_global_is_refused(first_run, tmp_path, toy_root, cli, capsys):
     resumed = resume_dir(first_run, tmp_path)
     ckpt = resumed / "iter_6.pth"
     checkpoint = torch.load(ckpt)  # weights_only, through the allow-list
     checkpoint["meta"]["note"] = fractions.Fraction(1, 3)
     torch.save(checkpoint, ckpt)
     args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}")
-    assert train_seg.main([*args, "--resume"]) == 2
+    assert cli.main([*args, "--resume"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "refusing to load checkpoint" in err and "fractions.Fraction" in err
 
 
-def test_test_split_metrics_iou_and_cityscapes(first_run, tmp_path, toy_root, train_seg):
-    from mmengine.runner import Runner
+EPOCHS = dict(  # 8 toy train images at batch 2: 4 iterations an epoch
+    train_cfg=dict(_delete_=True, type="EpochBasedTrainLoop", max_epochs=3, val_interval=10),
+    train_dataloader=dict(sampler=dict(type="DefaultSampler", shuffle=True)),
+)
 
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"param_scheduler.0.end": 20},
+            "BudgetLinearLR: end=20 differs from the train loop's max_iters=12: the budget would "
+            "be cut short",
+        ),
+        (  # an epoch-based entry in an iteration-based loop: end = 1 epoch of 4 iterations
+            {"param_scheduler.0.by_epoch": True, "param_scheduler.0.convert_to_iter_based": True},
+            "BudgetLinearLR: end=4 differs from the train loop's max_iters=12",
+        ),
+        (  # epoch-based, converted: end=2 epochs is 8 iterations of 12
+            {
+                **EPOCHS,
+                "param_scheduler": [
+                    dict(type="BudgetStepLR", end=2, by_epoch=True, convert_to_iter_based=True)
+                ],
+            },
+            "BudgetStepLR: end=8 differs from the train loop's max_iters=12: the budget would end "
+            "before training does",
+        ),
+    ],
+)
+def test_stock_runner_refuses_an_end_other_than_the_train_loop(
+    options, message, tmp_path, toy_root
+):
+    cfg = stock_config(tmp_path, toy_root, validate=False, **options)
+    with pytest.raises(BudgetConfigError) as err:
+        Runner.from_cfg(cfg).train()
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+    assert logged(tmp_path / "work", "lr") == {}  # refused before the first iteration
+    assert not list((tmp_path / "work").glob("*.pth"))
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (  # a stock warmup, then the budget over the rest: begin offsets the budget
+            {
+                "param_scheduler": [
+                    dict(type="LinearLR", start_factor=0.5, begin=0, end=4, by_epoch=False),
+                    dict(type="BudgetLinearLR", begin=4, warmup_iters=0, by_epoch=False),
+                ]
+            },
+            {it: BASE_LR * BudgetSchedule("linear", 8, 0)(it - 4) for it in range(4, ITERS)},
+        ),
+        (  # epoch-based loop: end filled with max_epochs, converted to 3 x 4 iterations
+            {
+                **EPOCHS,
+                "param_scheduler": [
+                    dict(type="BudgetLinearLR", warmup_iters=4, convert_to_iter_based=True)
+                ],
+            },
+            {it: core_lr(it) for it in range(ITERS)},
+        ),
+    ],
+)
+def test_stock_runner_trains_offset_and_epoch_based_budgets(options, expected, tmp_path, toy_root):
+    cfg = stock_config(tmp_path, toy_root, validate=False, **options)
+    Runner.from_cfg(cfg).train()
+    lrs = recorded_lrs(tmp_path)
+    assert sorted(lrs) == list(range(ITERS))
+    assert {it: lrs[it] for it in expected} == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_schedule_registered_later_trains_with_the_runner(sqrt_schedule, tmp_path, toy_root):
+    iters, warmup = 6, 2
+    scheduler = dict(type="BudgetSqrtLR", floor=0.2, warmup_iters=warmup, by_epoch=False)
+    cfg = stock_config(tmp_path, toy_root, iters=iters, validate=False, param_scheduler=[scheduler])
+    Runner.from_cfg(cfg).train()
+    core = BudgetSchedule(sqrt_schedule, iters, warmup, params={"floor": 0.2})
+    expected = {it: BASE_LR * core(it) for it in range(iters)}
+    assert recorded_lrs(tmp_path) == pytest.approx(expected, rel=1e-12)
+    assert expected[iters - 1] < expected[warmup]  # it decays ...
+    assert expected[iters - 1] > BASE_LR * 0.2  # ... towards its floor
+
+
+def test_test_split_metrics_iou_and_cityscapes(first_run, tmp_path, toy_root, cli):
     _, work_dir = first_run
-    args = train_seg.parse_args(
+    args = cli.parse_args(
         toy_args(
             toy_config(tmp_path),
             tmp_path / "test",
@@ -104,7 +256,7 @@ def test_test_split_metrics_iou_and_cityscapes(first_run, tmp_path, toy_root, tr
             f"test_evaluator.1.output_dir={tmp_path / 'cityscapes_results'}",
         )
     )
-    runner = Runner.from_cfg(train_seg.build_config(args))
+    runner = Runner.from_cfg(cli.preflight(args))
     metrics = runner.test()
     assert 0.0 <= metrics["mIoU"] <= 100.0
     assert 0.0 <= metrics["averageScoreCategories"] <= 1.0  # cityscapesscripts' evaluator
@@ -117,7 +269,8 @@ def free_port() -> int:
 
 
 def test_two_cpu_processes_with_torchrun_see_the_same_lr(tmp_path, toy_root):
-    """tools/dist_train.sh: 2 gloo processes on CPU; every rank trains with the core's LR."""
+    """tools/dist_train.sh -> tools/train_seg.py: 2 gloo processes on CPU; every rank trains with
+    the core's LR."""
     iters = 6
     args = toy_args(toy_config(tmp_path), tmp_path / "work", toy_root, iters=iters, warmup=2)
     env = {

@@ -1,4 +1,5 @@
-"""tools/make_toy_cityscapes.py: a deterministic synthetic set in the real Cityscapes layout."""
+"""budgeted.mmengine.toy (tools/make_toy_cityscapes.py): a deterministic synthetic set in the
+real Cityscapes layout."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import pytest
 from PIL import Image
 from test_prepare_cityscapes import load
 
+from budgeted.mmengine import toy
+
 make = load("make_toy_cityscapes")
 
 
 def test_layout_labels_and_determinism(tmp_path):
-    a = make.make_toy_cityscapes(tmp_path / "a", train_per_city=2, val_per_city=2)
-    b = make.make_toy_cityscapes(tmp_path / "b", train_per_city=2, val_per_city=2)
+    a = toy.make_toy_cityscapes(tmp_path / "a", train_per_city=2, val_per_city=2)
+    b = toy.make_toy_cityscapes(tmp_path / "b", train_per_city=2, val_per_city=2)
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
@@ -35,12 +38,20 @@ def test_layout_labels_and_determinism(tmp_path):
 
 
 def test_existing_set_is_not_overwritten_silently(tmp_path, capsys):
-    make.make_toy_cityscapes(tmp_path, train_per_city=1, val_per_city=1)
+    toy.make_toy_cityscapes(tmp_path, train_per_city=1, val_per_city=1)
     assert make.main([str(tmp_path), "--train-per-city", "1"]) == 2
-    assert "already holds a dataset; pass --overwrite" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("make_toy_cityscapes: error:") and "\n" not in err
+    assert "already holds a dataset; pass --overwrite" in err
     assert make.main([str(tmp_path), "--train-per-city", "1", "--overwrite"]) == 0
 
 
 def test_bad_counts_are_one_line(tmp_path):
     with pytest.raises(ValueError, match="train_per_city=0 is invalid"):
-        make.make_toy_cityscapes(tmp_path, train_per_city=0)
+        toy.make_toy_cityscapes(tmp_path, train_per_city=0)
+    with pytest.raises(ValueError, match="val_per_city=True is invalid"):
+        toy.make_toy_cityscapes(tmp_path, val_per_city=True)
+
+
+def test_the_tool_is_the_package_writer():
+    assert make.make_toy_cityscapes is toy.make_toy_cityscapes

@@ -1,4 +1,5 @@
-"""tools/prepare_cityscapes.py: Cityscapes polygons -> the label PNGs MMSegmentation reads."""
+"""budgeted.mmengine.cityscapes (tools/prepare_cityscapes.py): Cityscapes polygons -> the label
+PNGs MMSegmentation reads."""
 
 from __future__ import annotations
 
@@ -87,3 +88,11 @@ def test_missing_gtfine_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("prepare_cityscapes: error:") and "gtFine does not exist" in err
     assert "\n" not in err
+
+
+def test_the_tool_is_the_package_conversion(tmp_path):
+    from budgeted.mmengine import cityscapes
+
+    assert prepare.convert is cityscapes.convert
+    with pytest.raises(ValueError, match="nproc=0 is invalid; allowed: an integer >= 1"):
+        cityscapes.convert(tmp_path, nproc=0)

@@ -4,7 +4,10 @@
 # The budget configs in the folder above set the budget (train_cfg.max_iters);
 # the scheduler's end follows it.
 _base_ = "mmseg::pspnet/pspnet_r50-d8_4xb2-80k_cityscapes-512x1024.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+custom_imports = dict(
+    imports=["budgeted.mmengine", "budgeted.mmengine.safe_checkpoints"],
+    allow_failed_imports=False,
+)
 full_schedule_iters = 80000
 param_scheduler = [
     dict(

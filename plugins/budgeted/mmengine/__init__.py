@@ -1,55 +1,71 @@
-"""MMEngine / MMSegmentation integration: ``import budgeted.mmengine`` registers everything.
+"""MMEngine / MMSegmentation integration: ``import budgeted.mmengine`` registers the schedulers.
 
-- :mod:`.schedulers`: ``BudgetLinearLR``, ``BudgetCosineLR``, ``BudgetPolyLR``, ``BudgetHTDLR``,
-  ``BudgetStepLR``, ``BudgetExpLR``, ``BudgetConstantLR``, the generic ``BudgetLR`` and
-  ``BudgetParamScheduler`` in MMEngine's ``PARAM_SCHEDULERS``;
-- :mod:`.checkpoint`: allow-lists exactly the globals MMEngine checkpoints carry, so that
-  ``torch.load(weights_only=True)`` (torch >= 2.6's default) resumes them; anything else is refused;
-- :mod:`.launch`: CPU-distributed (gloo) helpers and config checks for ``tools/train_seg.py``.
+- :mod:`.schedulers`: ``Budget<Label>LR`` for every schedule registered in the core
+  (``BudgetLinearLR``, ``BudgetCosineLR``, ``BudgetPolyLR``, ``BudgetHTDLR``, ``BudgetStepLR``,
+  ``BudgetExpLR``, ``BudgetConstantLR``, and any registered later), the generic
+  ``BudgetScheduleLR(schedule=...)`` and ``BudgetParamScheduler`` (any optimizer parameter), in
+  MMEngine's ``PARAM_SCHEDULERS``;
+- :mod:`.checkpoint`: the allow-list of exactly the globals MMEngine checkpoints carry, for
+  ``torch.load(weights_only=True)`` (torch >= 2.6's default). Importing this package does not
+  apply it: our tools call :func:`allow_mmengine_checkpoints`, a config imports
+  :mod:`budgeted.mmengine.safe_checkpoints`;
+- :mod:`.cli` (``tools/train_seg.py``), :mod:`.runs` (what a work dir holds), :mod:`.toy` (the
+  toy Cityscapes set), :mod:`.cityscapes` (label conversion), :mod:`.launch` (CPU launchers).
 
-In a config: ``custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)``.
+In a config::
+
+    custom_imports = dict(
+        imports=["budgeted.mmengine", "budgeted.mmengine.safe_checkpoints"],
+        allow_failed_imports=False,
+    )
 """
 
 from __future__ import annotations
 
-from .checkpoint import (
+from .._require import require
+
+require("budgeted.mmengine", "mmengine", "numpy")
+
+from typing import Any  # noqa: E402
+
+from ..core import BudgetMismatchError  # noqa: E402
+from .checkpoint import (  # noqa: E402
     MMENGINE_CHECKPOINT_GLOBALS,
     UnsafeCheckpointError,
     allow_mmengine_checkpoints,
     check_checkpoint,
 )
-from .schedulers import (
+from .schedulers import (  # noqa: E402
     NAMED_SCHEDULERS,
-    SCHEDULER_TYPES,
-    BudgetConstantLR,
-    BudgetCosineLR,
-    BudgetExpLR,
-    BudgetHTDLR,
-    BudgetLinearLR,
-    BudgetLR,
-    BudgetMismatchError,
+    BudgetConfigError,
     BudgetParamScheduler,
-    BudgetPolyLR,
-    BudgetStepLR,
+    BudgetScheduleLR,
+    scheduler_types,
 )
-
-allow_mmengine_checkpoints()
 
 __all__ = [
     "MMENGINE_CHECKPOINT_GLOBALS",
     "NAMED_SCHEDULERS",
-    "SCHEDULER_TYPES",
-    "BudgetConstantLR",
-    "BudgetCosineLR",
-    "BudgetExpLR",
-    "BudgetHTDLR",
-    "BudgetLR",
-    "BudgetLinearLR",
+    "BudgetConfigError",
     "BudgetMismatchError",
     "BudgetParamScheduler",
-    "BudgetPolyLR",
-    "BudgetStepLR",
+    "BudgetScheduleLR",
     "UnsafeCheckpointError",
     "allow_mmengine_checkpoints",
     "check_checkpoint",
+    "scheduler_types",
+    # and Budget<Label>LR of every registered schedule (BudgetLinearLR, ...), see __getattr__
+    *(cls.__name__ for cls in NAMED_SCHEDULERS.values()),
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Budget<Label>LR`` of any schedule registered in the core, also those registered later."""
+    found = next((c for c in NAMED_SCHEDULERS.values() if c.__name__ == name), None)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {c.__name__ for c in NAMED_SCHEDULERS.values()})

@@ -6,6 +6,10 @@ methods pickle as ``getattr(HistoryBuffer, "min")``) and numpy arrays and scalar
 :func:`allow_mmengine_checkpoints` allow-lists exactly those globals; a checkpoint naming any other
 global is still refused by torch, and :func:`check_checkpoint` says so in one line before training.
 A checkpoint is untrusted input: unpickling arbitrary globals would run code from the file.
+
+Importing :mod:`budgeted.mmengine` does not change torch's allow-list: our tools call
+:func:`allow_mmengine_checkpoints`, and a config opts in by importing
+:mod:`budgeted.mmengine.safe_checkpoints` (``custom_imports``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,20 @@ _STATISTICS = ("min", "max", "current", "mean")
 
 
 def history_buffer_getattr(owner: Any, name: str) -> Any:
-    """What ``builtins.getattr`` resolves to in a checkpoint: HistoryBuffer's statistics only."""
+    """What ``builtins.getattr`` resolves to in a checkpoint: HistoryBuffer's statistics only.
+
+    Args:
+        owner: the object the checkpoint asks an attribute of.
+        name (str): the attribute.
+
+    Raises:
+        pickle.UnpicklingError: for anything but HistoryBuffer's ``min``, ``max``, ``current``,
+            ``mean``.
+
+    Example:
+        >>> history_buffer_getattr(HistoryBuffer, "mean") is HistoryBuffer.mean
+        True
+    """
     if owner is HistoryBuffer and name in _STATISTICS:
         return getattr(HistoryBuffer, name)
     raise pickle.UnpicklingError(
@@ -59,7 +76,17 @@ MMENGINE_CHECKPOINT_GLOBALS: tuple[tuple[Any, str], ...] = (
 
 
 def allow_mmengine_checkpoints() -> None:
-    """Allow-list :data:`MMENGINE_CHECKPOINT_GLOBALS` for ``weights_only`` loading (idempotent)."""
+    """Allow-list :data:`MMENGINE_CHECKPOINT_GLOBALS` for ``weights_only`` loading (idempotent).
+
+    Process-wide (``torch.serialization.add_safe_globals``); ``tools/train_seg.py`` calls it, a
+    config gets it by importing :mod:`budgeted.mmengine.safe_checkpoints`.
+
+    Example:
+        >>> allow_mmengine_checkpoints()
+        >>> import torch
+        >>> (HistoryBuffer, _name(HistoryBuffer)) in torch.serialization.get_safe_globals()
+        True
+    """
     add: Callable[[list[Any]], None] | None = getattr(torch.serialization, "add_safe_globals", None)
     if add is not None:  # torch < 2.4 has no weights_only default to satisfy
         add(list(MMENGINE_CHECKPOINT_GLOBALS))
@@ -70,7 +97,21 @@ class UnsafeCheckpointError(ValueError):
 
 
 def unsafe_globals(path: str | os.PathLike[str]) -> list[str]:
-    """The globals a checkpoint file needs that ``weights_only`` loading would refuse."""
+    """The globals a checkpoint file needs that ``weights_only`` loading would refuse.
+
+    Args:
+        path (str or PathLike): the checkpoint file.
+
+    Returns:
+        list[str]: the refused globals' names, sorted; empty for an MMEngine checkpoint.
+
+    Example:
+        >>> import tempfile, torch
+        >>> path = tempfile.mkdtemp() + "/w.pth"
+        >>> torch.save({"w": torch.ones(1)}, path)
+        >>> unsafe_globals(path)
+        []
+    """
     get = torch.serialization.get_unsafe_globals_in_checkpoint
     allowed = {name for _, name in MMENGINE_CHECKPOINT_GLOBALS}
     for entry in torch.serialization.get_safe_globals():
@@ -79,7 +120,21 @@ def unsafe_globals(path: str | os.PathLike[str]) -> list[str]:
 
 
 def check_checkpoint(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`UnsafeCheckpointError` (one line) if ``path`` carries a non-allowed global."""
+    """Raise :class:`UnsafeCheckpointError` (one line) if ``path`` carries a non-allowed global.
+
+    Args:
+        path (str or PathLike): the checkpoint file.
+
+    Raises:
+        UnsafeCheckpointError: the file names a global outside the allow-list.
+        ValueError: the file does not exist.
+
+    Example:
+        >>> import tempfile, torch
+        >>> path = tempfile.mkdtemp() + "/w.pth"
+        >>> torch.save({"w": torch.ones(1)}, path)
+        >>> check_checkpoint(path)
+    """
     if not os.path.isfile(path):
         raise ValueError(f"checkpoint {os.fspath(path)!r} does not exist")
     bad = unsafe_globals(path)

@@ -1,159 +1,31 @@
-"""Config checks and CPU-distributed set-up for ``tools/train_seg.py`` (no MMEngine edits).
+"""CPU-distributed (gloo) set-up for ``tools/train_seg.py``, with no MMEngine edits.
 
+MMEngine's ``init_dist`` calls ``torch.cuda.set_device`` unconditionally, its DDP wrapper passes
+``device_ids`` and SyncBN needs GPUs: on a machine without GPUs ``--launcher`` would fail. These
+helpers start gloo themselves and adapt the config; with GPUs MMEngine does it all as usual.
 Every check raises a one-line ``ValueError`` before any training starts.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import os
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from mmengine.config import Config
-from mmengine.registry import PARAM_SCHEDULERS, Registry
 
-from ..budget import budget_iters
-from .schedulers import SCHEDULER_TYPES
+__all__ = [
+    "LAUNCHERS",
+    "destroy_process_group",
+    "init_cpu_distributed",
+    "needs_cpu_distributed",
+    "prepare_cpu_distributed",
+]
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
-
-
-def _scheduler_entries(cfg: Config) -> list[dict]:
-    entries = cfg.get("param_scheduler") or []
-    if isinstance(entries, dict):
-        if "type" in entries:
-            return [entries]
-        return [
-            e for group in entries.values() for e in (group if isinstance(group, list) else [group])
-        ]
-    return list(entries)
-
-
-def _scope_registry(cfg: Config) -> Registry:
-    """``PARAM_SCHEDULERS`` of the config's default scope (``mmseg.registry``'s for MMSeg)."""
-    scope = cfg.get("default_scope") or "mmengine"
-    try:
-        module = importlib.import_module(f"{scope}.registry")
-        return module.PARAM_SCHEDULERS
-    except (ImportError, AttributeError):
-        return PARAM_SCHEDULERS
-
-
-def check_scheduler_types(cfg: Config) -> None:
-    """Every ``param_scheduler`` type must be registered; name ours and the closest match if not."""
-    registry = _scope_registry(cfg)
-    for entry in _scheduler_entries(cfg):
-        kind = entry.get("type")
-        if not isinstance(kind, str) or registry.get(kind) is not None:
-            continue
-        known = set(registry.module_dict) | set(PARAM_SCHEDULERS.module_dict)
-        close = difflib.get_close_matches(kind, sorted(known), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
-            f"unknown param_scheduler type {kind!r}; {hint}budget-aware types: "
-            f"{', '.join(SCHEDULER_TYPES)} (with custom_imports=dict(imports="
-            "['budgeted.mmengine'])); MMEngine's own: LinearLR, PolyLR, ..."
-        )
-
-
-def check_budget_schedulers(cfg: Config) -> None:
-    """Build each iteration-based ``Budget*`` entry on a dummy optimizer: bad arguments fail now.
-
-    ``end`` defaults to ``train_cfg.max_iters`` as in the runner. Epoch-based entries are checked
-    by the runner (their length in iterations needs the dataloader).
-    """
-    max_iters = (cfg.get("train_cfg") or {}).get("max_iters")
-    registry = _scope_registry(cfg)
-    for entry in _scheduler_entries(cfg):
-        kind = str(entry.get("type", ""))
-        if not kind.startswith("Budget") or entry.get("by_epoch", True):
-            continue
-        args = dict(entry)
-        if max_iters is not None:
-            args.setdefault("end", max_iters)
-        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-        registry.build(args, default_args=dict(optimizer=optimizer))
-
-
-def fill_budget_scheduler_defaults(cfg: Config) -> None:
-    """Complete ``Budget*`` entries that leave ``by_epoch`` unset, from the train loop.
-
-    Iteration-based loop: ``by_epoch=False``; epoch-based: ``by_epoch=True`` and
-    ``convert_to_iter_based=True``. (A bare MMEngine runner reads a missing ``by_epoch`` as True.)
-    """
-    loop = (cfg.get("train_cfg") or {}).get("type", "")
-    by_epoch = "max_epochs" in (cfg.get("train_cfg") or {}) or loop == "EpochBasedTrainLoop"
-    for entry in _scheduler_entries(cfg):
-        if str(entry.get("type", "")).startswith("Budget") and "by_epoch" not in entry:
-            entry["by_epoch"] = by_epoch
-            if by_epoch:
-                entry.setdefault("convert_to_iter_based", True)
-
-
-def apply_budget_fraction(cfg: Config, fraction: float) -> int:
-    """Train ``fraction`` of the full schedule; return the iterations.
-
-    The full schedule is ``cfg.full_schedule_iters`` (our configs) or ``train_cfg.max_iters``.
-    ``max_iters`` and ``val_interval`` become the budget; schedulers without ``end`` follow it.
-    """
-    train_cfg = cfg.get("train_cfg") or {}
-    full = cfg.get("full_schedule_iters", train_cfg.get("max_iters"))
-    if full is None:
-        raise ValueError("--budget needs train_cfg.max_iters (an iteration-based config)")
-    iters = budget_iters(fraction=fraction, full_iters=full)
-    cfg.train_cfg.max_iters = iters
-    cfg.train_cfg.val_interval = iters
-    cfg.budget_fraction = fraction
-    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
-    if checkpoint and checkpoint.get("interval", 0) > iters:
-        checkpoint["interval"] = iters
-    for entry in _scheduler_entries(cfg):
-        end = entry.get("end")
-        if end is not None and (str(entry.get("type", "")).startswith("Budget") or end > iters):
-            raise ValueError(
-                f"--budget {fraction}: the {entry.get('type')} scheduler sets end={end} but the "
-                f"budget is {iters} iterations; remove its end so that it follows "
-                "train_cfg.max_iters"
-            )
-    return iters
-
-
-def check_data_roots(cfg: Config) -> None:
-    """Each train/val/test dataset's image and label folders must exist."""
-    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
-        dataset = (cfg.get(loader) or {}).get("dataset") or {}
-        root = dataset.get("data_root")
-        if root is None:
-            continue
-        folders = [Path(root)]
-        folders += [Path(root) / p for p in (dataset.get("data_prefix") or {}).values() if p]
-        for folder in folders:
-            if not folder.is_dir():
-                raise ValueError(
-                    f"{loader}: {folder} does not exist; set {loader}.dataset.data_root "
-                    "(--cfg-options) or create the data (tools/make_toy_cityscapes.py for the toy "
-                    "set, tools/prepare_cityscapes.py for Cityscapes)"
-                )
-
-
-def check_work_dir(work_dir: str | Path, resume: bool) -> None:
-    """Refuse to train a new run over a work dir that already holds checkpoints."""
-    work_dir = Path(work_dir)
-    if resume or not work_dir.is_dir():
-        return
-    held = sorted(p.name for p in work_dir.glob("*.pth")) + (
-        ["last_checkpoint"] if (work_dir / "last_checkpoint").exists() else []
-    )
-    if held:
-        raise ValueError(
-            f"work dir {work_dir} already holds a run ({', '.join(held[:3])}); pass --resume to "
-            "continue it, or choose another --work-dir (nothing is overwritten)"
-        )
+"""``--launcher`` choices, as in MMSegmentation's ``tools/train.py``."""
 
 
 def _replace_sync_bn(node: Any) -> int:
@@ -173,7 +45,16 @@ def _replace_sync_bn(node: Any) -> int:
 def prepare_cpu_distributed(cfg: Config) -> int:
     """Adapt ``cfg`` to gloo on CPUs: DDP with ``device_ids=None``, BN instead of SyncBN.
 
-    Returns how many SyncBN layers were replaced (SyncBN needs GPUs).
+    Args:
+        cfg (Config): the training config (changed in place).
+
+    Returns:
+        int: how many SyncBN norm configs were replaced by BN (SyncBN needs GPUs).
+
+    Example:
+        >>> cfg = Config(dict(model=dict(backbone=dict(norm_cfg=dict(type="SyncBN")))))
+        >>> prepare_cpu_distributed(cfg), cfg.model_wrapper_cfg.device_ids
+        (1, None)
     """
     cfg.env_cfg = cfg.get("env_cfg") or {}
     cfg.env_cfg.dist_cfg = {**(cfg.env_cfg.get("dist_cfg") or {}), "backend": "gloo"}
@@ -181,7 +62,7 @@ def prepare_cpu_distributed(cfg: Config) -> int:
     wrapper["device_ids"] = None
     cfg.model_wrapper_cfg = wrapper
     cfg.pop("sync_bn", None)
-    return _replace_sync_bn(cfg.model)
+    return _replace_sync_bn(cfg.get("model"))
 
 
 def _slurm_env() -> None:
@@ -204,7 +85,17 @@ def _mpi_env() -> None:
 
 
 def init_cpu_distributed(launcher: str) -> None:
-    """Start a gloo process group for ``launcher`` (MMEngine's ``init_dist`` needs CUDA)."""
+    """Start a gloo process group for ``launcher`` (MMEngine's ``init_dist`` needs CUDA).
+
+    Args:
+        launcher (str): ``"pytorch"`` (torchrun), ``"slurm"`` or ``"mpi"``.
+
+    Raises:
+        ValueError: one line for another launcher or a missing environment variable.
+
+    Example:
+        ``init_cpu_distributed("pytorch")`` in each process ``tools/dist_train.sh`` starts.
+    """
     if launcher not in LAUNCHERS or launcher == "none":
         raise ValueError(f"launcher={launcher!r} is invalid here; allowed: pytorch, slurm, mpi")
     if dist.is_initialized():
@@ -225,5 +116,16 @@ def init_cpu_distributed(launcher: str) -> None:
 
 
 def needs_cpu_distributed(launcher: str) -> bool:
-    """True when ``launcher`` asks for several processes and there is no GPU."""
+    """True when ``launcher`` asks for several processes and there is no GPU.
+
+    Example:
+        >>> needs_cpu_distributed("none")
+        False
+    """
     return launcher != "none" and not torch.cuda.is_available()
+
+
+def destroy_process_group() -> None:
+    """Destroy the default process group if one is up (a rank may abort at exit without it)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

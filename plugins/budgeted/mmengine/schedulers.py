@@ -5,45 +5,142 @@ count since ``begin`` (MMEngine's ``last_step``), a budget of ``end - begin`` st
 ``warmup_iters`` steps and the decay over ``[begin + warmup_iters, end)``. The value is computed in
 closed form from the initial value, so these schedulers are not meant to be chained with another
 scheduler of the same parameter.
+
+Every schedule registered in the core (:func:`budgeted.register_schedule`, built-in or later)
+becomes ``Budget<Label>LR`` here, in MMEngine's ``PARAM_SCHEDULERS`` and as an attribute of this
+module (``linear`` -> ``BudgetLinearLR``, ``htd`` -> ``BudgetHTDLR``, a later ``sqrt`` ->
+``BudgetSqrtLR``), through :func:`budgeted.core.on_schedule_registered`.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
 from mmengine.registry import PARAM_SCHEDULERS
 
-from ..core import BudgetSchedule
+from ..core import BudgetMismatchError, BudgetSchedule, ScheduleInfo, on_schedule_registered
 
-# What makes two budget plans the same; saved in checkpoints and compared on resume.
-PLAN_KEYS = ("schedule", "params", "begin", "end", "warmup_iters", "warmup_factor", "warmup_method")
+__all__ = [
+    "NAMED_SCHEDULERS",
+    "RESUME_NAMES",
+    "BudgetConfigError",
+    "BudgetMismatchError",
+    "BudgetParamScheduler",
+    "BudgetScheduleLR",
+    "check_loop_end",
+    "scheduler_types",
+]
 
 
-class BudgetMismatchError(ValueError):
-    """A checkpoint's budget plan differs from the configured one (resume is refused)."""
+class BudgetConfigError(ValueError):
+    """A budget scheduler's arguments are invalid or disagree with the train loop (one line)."""
+
+
+RESUME_NAMES = {"total": "train_cfg.max_iters (end - begin)", "warmup": "warmup_iters"}
+"""How the core's budget keys read in a refused resume's message (MMEngine's names)."""
+
+_STACK_DEPTH = 16
+"""How many calling frames :func:`_building_loop_max_iters` looks through."""
+
+
+def check_loop_end(name: str, end: int, max_iters: int | None) -> None:
+    """Refuse a budget scheduler whose ``end`` is not the train loop's ``max_iters``.
+
+    A budget that ends before the loop trains on at the last value; one that ends after it is
+    cut short and never decays to its end. Either way the run would not train the budget the
+    config states.
+
+    Args:
+        name (str): The scheduler's type name, for the message.
+        end (int): The scheduler's ``end`` in iterations.
+        max_iters (int, optional): The train loop's length in iterations; None skips the check.
+
+    Raises:
+        BudgetConfigError: one line naming both values and the fix.
+
+    Example:
+        >>> check_loop_end("BudgetLinearLR", 8000, 8000)
+        >>> check_loop_end("BudgetLinearLR", 8000, None)  # no train loop: nothing to compare
+    """
+    if max_iters is None or end == max_iters:
+        return
+    effect = "be cut short" if end > max_iters else "end before training does"
+    raise BudgetConfigError(
+        f"{name}: end={end} differs from the train loop's max_iters={max_iters}: the budget "
+        f"would {effect}; remove end so that the runner fills it from train_cfg (max_iters, or "
+        f"max_epochs with convert_to_iter_based=True), or set train_cfg.max_iters={end}"
+    )
+
+
+def _building_loop_max_iters() -> int | None:
+    """``max_iters`` of the train loop whose runner is building this scheduler, else None.
+
+    MMEngine's ``Runner._build_param_scheduler`` (and the strategies of ``FlexibleRunner``) fill
+    a missing ``end`` and build the scheduler, but never pass the runner or the loop to it; so
+    the builder is found on the call stack. A scheduler built anywhere else (a script, a test,
+    a scheduler object passed to the runner) has nothing to be compared with.
+    """
+    base_loop = sys.modules.get("mmengine.runner.base_loop")
+    if base_loop is None:  # no runner was ever imported, so none is building
+        return None
+    frame = sys._getframe(1)
+    for _ in range(_STACK_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_build_param_scheduler":
+            loop = getattr(frame.f_locals.get("self"), "_train_loop", None)
+            if isinstance(loop, base_loop.BaseLoop):  # Runner, once train() built the loop
+                return int(loop.max_iters)
+            max_iters = frame.f_locals.get("max_iters")  # a FlexibleRunner strategy
+            return max_iters if isinstance(max_iters, int) else None
+        frame = frame.f_back
+    return None
 
 
 @PARAM_SCHEDULERS.register_module()
 class BudgetParamScheduler(_ParamScheduler):
     """Budget-aware schedule of any optimizer parameter ``param_name`` (``lr``, ``momentum``...).
 
+    The value at step ``begin + t`` is ``initial_value * m(t)`` with ``m`` the core's
+    :class:`~budgeted.core.BudgetSchedule` over ``end - begin`` steps. Built by MMEngine's runner
+    from a config, ``end`` must be the train loop's ``max_iters`` (leave it out and the runner
+    fills it); a resumed checkpoint must hold the same budget (:meth:`check_resume`).
+
     Args:
-        optimizer: the (wrapped) optimizer.
-        param_name: the ``param_groups`` key to schedule.
-        schedule: a :func:`budgeted.core.schedule_names` entry (fixed in the named subclasses).
-        warmup_iters: warmup length in iterations (kept in iterations when converting from epochs).
-        warmup_factor: the multiplier at the first iteration of the warmup.
-        warmup_method: ``"linear"`` or ``"constant"`` warmup.
-        begin, end: the budget is ``[begin, end)``; the runner fills a missing ``end`` with
+        optimizer (OptimWrapper or Optimizer): the (wrapped) optimizer.
+        param_name (str): the ``param_groups`` key to schedule.
+        schedule (str, optional): a registered schedule name (fixed in the ``Budget<Label>LR``
+            classes); default ``"linear"``.
+        warmup_iters (int): warmup length in iterations (kept in iterations when converting from
+            epochs). Defaults to 500.
+        warmup_factor (float): the multiplier at the first iteration of the warmup, in (0, 1].
+            Defaults to 0.001.
+        warmup_method (str): ``"linear"`` or ``"constant"`` warmup. Defaults to ``"linear"``.
+        begin (int): the first iteration of the budget. Defaults to 0.
+        end (int): the iteration after the budget; the runner fills a missing ``end`` with
             ``train_cfg.max_iters``.
-        last_step, by_epoch, verbose: as in MMEngine; ``by_epoch=True`` needs
-            ``convert_to_iter_based=True`` (the budget is planned in iterations).
+        last_step (int): as in MMEngine. Defaults to -1.
+        by_epoch (bool): must be False, or True with ``convert_to_iter_based=True`` (the budget
+            is planned in iterations). Defaults to True, as in MMEngine.
+        verbose (bool): as in MMEngine. Defaults to False.
         **params: the schedule's parameters (``power``, ``eta``, ``milestones``, ``gamma``...).
+
+    Example:
+        >>> import torch
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1, momentum=0.9)
+        >>> sched = BudgetParamScheduler(
+        ...     opt, "momentum", schedule="cosine", end=100, warmup_iters=0, by_epoch=False
+        ... )
+        >>> opt.param_groups[0]["momentum"]
+        0.9
     """
 
     fixed_schedule: ClassVar[str | None] = None
+    """The schedule of a ``Budget<Label>LR`` class; None where ``schedule=`` chooses."""
 
     def __init__(
         self,
@@ -63,29 +160,32 @@ class BudgetParamScheduler(_ParamScheduler):
         name = type(self).__name__
         if self.fixed_schedule is not None:
             if schedule not in (None, self.fixed_schedule):
-                raise ValueError(
+                raise BudgetConfigError(
                     f"{name} always uses the {self.fixed_schedule!r} schedule, got "
-                    f"schedule={schedule!r}; use BudgetLR(schedule={schedule!r}) instead"
+                    f"schedule={schedule!r}; use BudgetScheduleLR(schedule={schedule!r}) instead"
                 )
             schedule = self.fixed_schedule
         elif schedule is None:
             schedule = "linear"
         if by_epoch:
-            raise ValueError(
+            raise BudgetConfigError(
                 f"{name}: by_epoch=True without convert_to_iter_based=True; the budget is planned "
                 "in iterations: set by_epoch=False in an iteration-based config "
                 "(IterBasedTrainLoop) or convert_to_iter_based=True in an epoch-based one"
             )
         if end >= INF:
-            raise ValueError(
+            raise BudgetConfigError(
                 f"{name}: end is not set; pass end=<last iteration + 1> or let the runner fill it "
                 "from train_cfg.max_iters"
             )
         for key, value in (("begin", begin), ("end", end), ("warmup_iters", warmup_iters)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0")
+                raise BudgetConfigError(
+                    f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0"
+                )
+        check_loop_end(name, end, _building_loop_max_iters())
         if end <= begin + warmup_iters:
-            raise ValueError(
+            raise BudgetConfigError(
                 f"{name}: end={end} <= begin + warmup_iters = {begin} + {warmup_iters}: the decay "
                 "phase would be empty; allowed: end > begin + warmup_iters (end defaults to "
                 "train_cfg.max_iters)"
@@ -95,13 +195,10 @@ class BudgetParamScheduler(_ParamScheduler):
                 schedule, end - begin, warmup_iters, warmup_factor, warmup_method, params
             )
         except ValueError as err:
-            raise ValueError(f"{name}: {err}") from None
-        self.schedule = schedule
-        self.params = dict(plan.params)
-        self.warmup_iters = warmup_iters
-        self.warmup_factor = warmup_factor
-        self.warmup_method = warmup_method
+            raise BudgetConfigError(f"{name}: {err}") from None
         self._plan = plan
+        # What defines this budget, saved in checkpoints: the core's state plus ``begin``.
+        self.budget = {"begin": begin, **plan.state()}
         super().__init__(
             optimizer,
             param_name=param_name,
@@ -111,6 +208,31 @@ class BudgetParamScheduler(_ParamScheduler):
             by_epoch=by_epoch,
             verbose=verbose,
         )
+
+    @property
+    def schedule(self) -> str:
+        """The schedule's registered name."""
+        return self._plan.schedule
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The schedule's parameters (validated; milestones as a tuple)."""
+        return dict(self._plan.params)
+
+    @property
+    def warmup_iters(self) -> int:
+        """The warmup length in iterations."""
+        return int(self._plan.warmup)
+
+    @property
+    def warmup_factor(self) -> float:
+        """The multiplier at the first warmup iteration."""
+        return self._plan.warmup_factor
+
+    @property
+    def warmup_method(self) -> str:
+        """``"linear"`` or ``"constant"``."""
+        return self._plan.warmup_method
 
     @classmethod
     def build_iter_from_epoch(
@@ -122,126 +244,172 @@ class BudgetParamScheduler(_ParamScheduler):
         epoch_length: int | None = None,
         **kwargs: Any,
     ) -> BudgetParamScheduler:
-        """Build from an epoch-based config: ``begin``/``end`` become iterations."""
+        """Build from an epoch-based config: ``begin``/``end`` (epochs) become iterations.
+
+        MMEngine calls it for ``convert_to_iter_based=True``; ``warmup_iters`` stays as given.
+
+        Args:
+            *args: the positional arguments of the class.
+            begin (int): first epoch of the budget. Defaults to 0.
+            end (int): the epoch after the budget (the runner fills ``train_cfg.max_epochs``).
+            by_epoch (bool): must be True (an epoch-based entry).
+            epoch_length (int): iterations per epoch (the runner passes the dataloader's length).
+            **kwargs: the other arguments of the class.
+
+        Example:
+            >>> import torch
+            >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+            >>> sched = BudgetScheduleLR.build_iter_from_epoch(
+            ...     opt, begin=1, end=4, warmup_iters=5, epoch_length=10
+            ... )
+            >>> sched.begin, sched.end
+            (10, 40)
+        """
         if not by_epoch:
-            raise ValueError(f"{cls.__name__}: convert_to_iter_based=True needs by_epoch=True")
+            raise BudgetConfigError(
+                f"{cls.__name__}: convert_to_iter_based=True needs by_epoch=True"
+            )
         if not isinstance(epoch_length, int) or epoch_length <= 0:
-            raise ValueError(f"{cls.__name__}: epoch_length={epoch_length!r}; allowed: an int > 0")
+            raise BudgetConfigError(
+                f"{cls.__name__}: epoch_length={epoch_length!r} is invalid; allowed: an int > 0"
+            )
         end = end if end >= INF else int(end * epoch_length)
         return cls(*args, begin=int(begin * epoch_length), end=end, by_epoch=False, **kwargs)
 
     def multiplier(self, step: int | None = None) -> float:
-        """The multiplier of the initial value at ``step`` steps since ``begin`` (default: now)."""
+        """The multiplier of the initial value ``step`` steps after ``begin`` (default: now).
+
+        Args:
+            step (int, optional): steps since ``begin``; default the scheduler's ``last_step``.
+
+        Example:
+            >>> import torch
+            >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+            >>> BudgetScheduleLR(opt, end=900, warmup_iters=100, by_epoch=False).multiplier(500)
+            0.5
+        """
         return self._plan(self.last_step if step is None else step)
 
     def _get_value(self) -> list[float]:
         factor = self._plan(self.last_step)
         return [base * factor for base in self.base_values]
 
-    def plan(self) -> dict[str, Any]:
-        """What defines this budget: schedule, params, begin, end and the warmup."""
-        return {key: getattr(self, key) for key in PLAN_KEYS}
+    def check_resume(self, saved: Mapping[str, Any] | None) -> None:
+        """Refuse to resume from a checkpoint whose budget differs from this scheduler's.
+
+        Args:
+            saved (dict, optional): the ``budget`` of the checkpoint's scheduler state; None for a
+                scheduler that is not budget-aware.
+
+        Raises:
+            budgeted.core.BudgetMismatchError: one line naming what differs and what to do.
+
+        Example:
+            >>> import torch
+            >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+            >>> sched = BudgetLinearLR(opt, end=900, warmup_iters=100, by_epoch=False)
+            >>> sched.check_resume(dict(sched.budget))  # the same budget: resumes
+        """
+        if saved is not None and not isinstance(saved, Mapping):
+            saved = None
+        old_end = None
+        if saved is not None and isinstance(saved.get("total"), (int, float)):
+            old_end = int(saved.get("begin", 0) + saved["total"])
+        fix = (
+            "to resume, keep the checkpoint's budget"
+            + (f" (train_cfg.max_iters={old_end})" if old_end is not None else "")
+            + "; to train another budget, start a new run from its weights with "
+            "load_from=<checkpoint> and resume=False"
+        )
+        if saved is not None and saved.get("begin") != self.begin:
+            raise BudgetMismatchError(
+                f"cannot resume: the checkpoint's budget has begin={saved.get('begin')!r}, the "
+                f"config's begin={self.begin!r}; {fix}"
+            )
+        state = None if saved is None else {k: v for k, v in saved.items() if k != "begin"}
+        self._plan.check_resume(state, names=RESUME_NAMES, fix=fix)
 
     def state_dict(self) -> dict[str, Any]:
         """MMEngine's state (plain values only, safe for ``weights_only`` loading)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_plan")}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume; refuse a checkpoint whose budget plan differs from this scheduler's."""
-        saved = {key: state_dict.get(key) for key in PLAN_KEYS}
-        if saved["params"] is not None:
-            saved["params"] = dict(saved["params"])
-        if saved != self.plan():
-            raise BudgetMismatchError(
-                f"cannot resume: the checkpoint's budget ({_describe(saved)}) differs from the "
-                f"config's ({_describe(self.plan())}); keep the checkpoint's budget (e.g. "
-                f"train_cfg.max_iters={saved['end']}) to resume, or start a new run from the "
-                "checkpoint's weights with load_from=<checkpoint> and resume=False"
-            )
+        """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget."""
+        self.check_resume(state_dict.get("budget"))
         self.__dict__.update({k: v for k, v in state_dict.items() if k != "_plan"})
 
 
-def _describe(plan: dict[str, Any]) -> str:
-    if plan["schedule"] is None:
-        return "not a budget scheduler"
-    params = "".join(f", {k}={v}" for k, v in sorted(plan["params"].items()))
+@PARAM_SCHEDULERS.register_module()
+class BudgetScheduleLR(LRSchedulerMixin, BudgetParamScheduler):
+    """Budget-aware learning rate with any registered schedule, chosen by ``schedule=``.
+
+    The same arguments as :class:`BudgetParamScheduler`, without ``param_name``.
+
+    Example:
+        >>> import torch
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> sched = BudgetScheduleLR(
+        ...     opt, schedule="poly", power=2.0, end=1000, warmup_iters=0, by_epoch=False
+        ... )
+        >>> sched.schedule, sched.params
+        ('poly', {'power': 2.0})
+
+    In a config: ``dict(type="BudgetScheduleLR", schedule="htd", lower=-4.0, by_epoch=False)``.
+    """
+
+
+NAMED_SCHEDULERS: dict[str, type[BudgetScheduleLR]] = {}
+"""Schedule name -> its ``Budget<Label>LR`` class; grows as schedules are registered."""
+
+
+def _named_scheduler_doc(info: ScheduleInfo) -> str:
+    summary = (info.fn.__doc__ or "").strip().splitlines()
+    params = ", ".join(f"{k}={v!r}" for k, v in info.defaults.items())
     return (
-        f"{plan['schedule']}{params}, iterations [{plan['begin']}, {plan['end']}), "
-        f"warmup {plan['warmup_iters']} x{plan['warmup_factor']} {plan['warmup_method']}"
+        f"Budget-aware learning rate with the core's {info.name!r} schedule"
+        + (f": {summary[0].rstrip('.')}" if summary else "")
+        + f".\n\nParameters (defaults): {params or 'none'}; the other arguments are "
+        "BudgetParamScheduler's, without param_name.\n\nExample:\n"
+        f'    ``param_scheduler = [dict(type="Budget{info.label}LR", warmup_iters=500, '
+        "by_epoch=False)]``\n"
     )
 
 
-@PARAM_SCHEDULERS.register_module()
-class BudgetLR(LRSchedulerMixin, BudgetParamScheduler):
-    """Budget-aware learning rate with any schedule: ``dict(type='BudgetLR', schedule='htd')``."""
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetLinearLR(BudgetLR):
-    """Linear decay to 0 over the budget (the paper's recommendation)."""
-
-    fixed_schedule = "linear"
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetCosineLR(BudgetLR):
-    """Cosine decay to ``eta`` (default 0) of the initial LR."""
-
-    fixed_schedule = "cosine"
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetPolyLR(BudgetLR):
-    """``(1 - p) ** power`` (default 0.9)."""
-
-    fixed_schedule = "poly"
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetHTDLR(BudgetLR):
-    """Hyperbolic-tangent decay (``lower``, ``upper``, ``eta``)."""
-
-    fixed_schedule = "htd"
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetStepLR(BudgetLR):
-    """Step decay by ``gamma`` at budget fractions ``milestones`` (default 2/3, 8/9)."""
-
-    fixed_schedule = "step"
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetExpLR(BudgetLR):
-    """Exponential decay to ``end_factor`` (default 0.01) at the end of the budget."""
-
-    fixed_schedule = "exp"
-
-
-@PARAM_SCHEDULERS.register_module()
-class BudgetConstantLR(BudgetLR):
-    """No decay after the warmup."""
-
-    fixed_schedule = "constant"
-
-
-NAMED_SCHEDULERS: dict[str, type[BudgetLR]] = {
-    cls.fixed_schedule: cls  # type: ignore[misc]
-    for cls in (
-        BudgetLinearLR,
-        BudgetCosineLR,
-        BudgetPolyLR,
-        BudgetHTDLR,
-        BudgetStepLR,
-        BudgetExpLR,
-        BudgetConstantLR,
+def _add_named_scheduler(info: ScheduleInfo) -> None:
+    """Create, register and expose ``Budget<Label>LR`` for a core schedule."""
+    name = f"Budget{info.label}LR"
+    if name in PARAM_SCHEDULERS.module_dict:
+        raise ValueError(
+            f"schedule {info.name!r} would be MMEngine's {name}, which is already registered; "
+            "allowed: register the schedule with another label"
+        )
+    cls = type(
+        name,
+        (BudgetScheduleLR,),
+        {
+            "fixed_schedule": info.name,
+            "__doc__": _named_scheduler_doc(info),
+            "__module__": __name__,
+            "__qualname__": name,
+        },
     )
-}
-"""The named LR scheduler of each built-in schedule."""
+    PARAM_SCHEDULERS.register_module(name=name, module=cls)
+    setattr(sys.modules[__name__], name, cls)
+    NAMED_SCHEDULERS[info.name] = cls
 
-SCHEDULER_TYPES: tuple[str, ...] = (
-    "BudgetParamScheduler",
-    "BudgetLR",
-    *(cls.__name__ for cls in NAMED_SCHEDULERS.values()),
-)
-"""Every type name this module registers in ``PARAM_SCHEDULERS``."""
+
+on_schedule_registered(_add_named_scheduler)
+
+
+def scheduler_types() -> tuple[str, ...]:
+    """Every type name this module has registered in ``PARAM_SCHEDULERS``, so far.
+
+    Example:
+        >>> scheduler_types()[:3]
+        ('BudgetParamScheduler', 'BudgetScheduleLR', 'BudgetLinearLR')
+    """
+    return (
+        "BudgetParamScheduler",
+        "BudgetScheduleLR",
+        *(cls.__name__ for cls in NAMED_SCHEDULERS.values()),
+    )

@@ -4,7 +4,10 @@
 # The budget configs in the folder above set the budget (train_cfg.max_iters);
 # the scheduler's end follows it.
 _base_ = "../pspnet_r18-toy_cityscapes_base.py"
-custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+custom_imports = dict(
+    imports=["budgeted.mmengine", "budgeted.mmengine.safe_checkpoints"],
+    allow_failed_imports=False,
+)
 full_schedule_iters = 3200
 param_scheduler = [
     dict(

@@ -1,0 +1,148 @@
+"""What a work dir of an MMEngine / MMSegmentation run holds: started, finished, its metrics.
+
+The one "already holds a run" rule of ``tools/train_seg.py`` (:func:`check_new_run_folder`), and
+the final validation metrics of a finished run (:func:`final_metrics`) for sweeps and reports.
+MMEngine writes, in a work dir: checkpoints (``iter_<N>.pth``, ``epoch_<N>.pth``) and
+``last_checkpoint``, the config it ran (``<config name>.py``) and, per launch,
+``<timestamp>/vis_data/scalars.json`` (one JSON record a line: training iterations and
+validations).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["check_new_run_folder", "final_metrics", "holds_run", "run_files"]
+
+_NOT_METRICS = frozenset({"step", "iter", "epoch", "time", "data_time"})
+"""Keys of a validation record in ``scalars.json`` that are bookkeeping, not metrics."""
+
+
+def run_files(folder: str | os.PathLike[str]) -> list[str]:
+    """The files in ``folder`` that show a run was started there, sorted (relative names).
+
+    Args:
+        folder (str or PathLike): an MMEngine work dir.
+
+    Returns:
+        list[str]: checkpoints, ``last_checkpoint`` and training logs (``*/vis_data/scalars.json``).
+
+    Example:
+        >>> import tempfile
+        >>> run_files(tempfile.mkdtemp())
+        []
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.glob("*.pth") if p.is_file()]
+    found += [root / "last_checkpoint"] if (root / "last_checkpoint").exists() else []
+    found += list(root.glob("*/vis_data/scalars.json"))
+    return sorted(p.relative_to(root).as_posix() for p in found)
+
+
+def holds_run(folder: str | os.PathLike[str]) -> bool:
+    """Whether an MMEngine run was started in ``folder`` (checkpoints or training logs).
+
+    Args:
+        folder (str or PathLike): an MMEngine work dir (need not exist).
+
+    Example:
+        >>> import tempfile
+        >>> holds_run(tempfile.mkdtemp())
+        False
+    """
+    return bool(run_files(folder))
+
+
+def check_new_run_folder(folder: str | os.PathLike[str], resume: bool) -> None:
+    """Refuse to start a new run in a work dir that already holds one (nothing is overwritten).
+
+    Args:
+        folder (str or PathLike): the run's work dir.
+        resume (bool): the run continues the one in ``folder`` (``--resume``): always allowed.
+
+    Raises:
+        ValueError: one line naming the folder, what it holds and the two ways on.
+
+    Example:
+        >>> import tempfile
+        >>> check_new_run_folder(tempfile.mkdtemp(), resume=False)  # empty: a new run may start
+    """
+    held = run_files(folder)
+    if resume or not held:
+        return
+    shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+    raise ValueError(
+        f"work dir {os.fspath(folder)} already holds a run ({shown}); pass --resume to continue "
+        "it, or choose another --work-dir (nothing is overwritten)"
+    )
+
+
+def _json_lines(path: Path) -> list[dict]:
+    """The JSON records of a JSON-lines log; a line cut short by a crash is left out."""
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def _train_length(folder: Path) -> int | None:
+    """``train_cfg.max_iters`` of the config MMEngine last dumped into ``folder``."""
+    dumps = sorted(folder.glob("*.py"), key=lambda p: p.stat().st_mtime)
+    if not dumps:
+        return None
+    from mmengine.config import Config
+
+    train_cfg = Config.fromfile(str(dumps[-1]), import_custom_modules=False).get("train_cfg")
+    max_iters = (train_cfg or {}).get("max_iters")
+    return int(max_iters) if isinstance(max_iters, int) else None
+
+
+def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
+    """The validation metrics at the end of a finished run, or None if it did not get there.
+
+    The end is ``train_cfg.max_iters`` of the config MMEngine dumped into the work dir; the
+    metrics are those of the last validation logged at that iteration in
+    ``<folder>/<timestamp>/vis_data/scalars.json`` (for MMSegmentation's ``IoUMetric``:
+    ``aAcc``, ``mIoU``, ``mAcc``, in percent).
+
+    Args:
+        folder (str or PathLike): an MMEngine work dir.
+
+    Returns:
+        dict[str, float] or None: metric name -> value; None for a run that is missing, still
+        running, stopped early or epoch-based.
+
+    Example:
+        >>> import tempfile
+        >>> final_metrics(tempfile.mkdtemp()) is None
+        True
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return None
+    max_iters = _train_length(root)
+    if max_iters is None:
+        return None
+    finals = [
+        record
+        for path in sorted(root.glob("*/vis_data/scalars.json"))
+        for record in _json_lines(path)
+        if record.get("step") == max_iters and "lr" not in record and "loss" not in record
+    ]
+    metrics = {
+        key: float(value)
+        for key, value in (finals[-1].items() if finals else ())
+        if key not in _NOT_METRICS
+        and isinstance(value, (int, float))
+        and not isinstance(value, bool)
+    }
+    return metrics or None

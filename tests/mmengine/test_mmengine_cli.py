@@ -1,0 +1,97 @@
+"""budgeted.mmengine.cli: the checks tools/train_seg.py runs on a config before training."""
+
+from __future__ import annotations
+
+import pytest
+from mmengine.config import Config
+
+from budgeted.mmengine.cli import (
+    apply_budget_fraction,
+    check_budget_schedulers,
+    check_data_roots,
+    check_scheduler_types,
+    fill_budget_scheduler_defaults,
+)
+
+
+def cfg_with(**kwargs) -> Config:
+    base = dict(
+        default_scope="mmseg",
+        train_cfg=dict(type="IterBasedTrainLoop", max_iters=800, val_interval=800),
+        param_scheduler=[dict(type="BudgetLinearLR", warmup_iters=5)],
+        default_hooks=dict(checkpoint=dict(type="CheckpointHook", interval=8000)),
+    )
+    return Config({**base, **kwargs})
+
+
+def test_unknown_scheduler_type_names_ours_and_the_closest():
+    cfg = cfg_with(param_scheduler=[dict(type="BudgetLinerLR")])
+    with pytest.raises(ValueError) as err:
+        check_scheduler_types(cfg)
+    message = str(err.value)
+    assert "'BudgetLinerLR'" in message and "did you mean 'BudgetLinearLR'" in message
+    assert "BudgetStepLR" in message and "BudgetScheduleLR" in message and "\n" not in message
+    ok = [dict(type="PolyLR"), dict(type="BudgetScheduleLR"), dict(type="PolyLRRatio")]
+    check_scheduler_types(cfg_with(param_scheduler=ok))
+    with pytest.raises(ValueError, match="did you mean 'BudgetScheduleLR'"):
+        check_scheduler_types(cfg_with(param_scheduler=[dict(type="BudgetLR")]))  # the old name
+
+
+def test_budget_schedulers_follow_the_train_loop():
+    cfg = cfg_with()
+    fill_budget_scheduler_defaults(cfg)
+    assert cfg.param_scheduler[0].by_epoch is False
+    epochs = cfg_with(train_cfg=dict(type="EpochBasedTrainLoop", max_epochs=12))
+    fill_budget_scheduler_defaults(epochs)
+    assert epochs.param_scheduler[0].by_epoch is True
+    assert epochs.param_scheduler[0].convert_to_iter_based is True
+    explicit = cfg_with(param_scheduler=[dict(type="BudgetLinearLR", by_epoch=True)])
+    fill_budget_scheduler_defaults(explicit)
+    assert explicit.param_scheduler[0].by_epoch is True  # never overrides what is written
+    stock = cfg_with(param_scheduler=[dict(type="PolyLR")])
+    fill_budget_scheduler_defaults(stock)
+    assert "by_epoch" not in stock.param_scheduler[0]  # only ours
+
+
+def test_a_scheduler_end_other_than_max_iters_is_refused_before_training():
+    check_budget_schedulers(cfg_with(param_scheduler=[dict(type="BudgetLinearLR", by_epoch=False)]))
+    fixed = [dict(type="BudgetStepLR", end=800, warmup_iters=5, by_epoch=False)]
+    check_budget_schedulers(cfg_with(param_scheduler=fixed))  # end = max_iters: fine
+    fixed[0]["end"] = 8000
+    with pytest.raises(ValueError) as err:
+        check_budget_schedulers(cfg_with(param_scheduler=fixed))
+    message = str(err.value)
+    assert "BudgetStepLR: end=8000 differs from the train loop's max_iters=800" in message
+    assert "\n" not in message
+
+
+def test_budget_fraction_sets_the_budget():
+    cfg = cfg_with(full_schedule_iters=80000)
+    assert apply_budget_fraction(cfg, 0.05) == 4000
+    assert cfg.train_cfg.max_iters == 4000 and cfg.train_cfg.val_interval == 4000
+    assert cfg.default_hooks.checkpoint.interval == 4000
+    assert apply_budget_fraction(cfg_with(), 0.5) == 400  # full = max_iters without the key
+
+
+@pytest.mark.parametrize("fraction", [0, -0.1, float("nan")])
+def test_bad_budget_fraction_is_one_line(fraction):
+    with pytest.raises(ValueError, match=r"budget fraction=.* is invalid; allowed: a number > 0"):
+        apply_budget_fraction(cfg_with(), fraction)
+
+
+def test_budget_fraction_refuses_a_scheduler_with_a_fixed_end():
+    cfg = cfg_with(param_scheduler=[dict(type="PolyLR", end=80000, by_epoch=False)])
+    with pytest.raises(ValueError, match="PolyLR scheduler sets end=80000 but the budget is 400"):
+        apply_budget_fraction(cfg, 0.5)
+
+
+def test_missing_data_root_is_one_line(tmp_path):
+    (tmp_path / "leftImg8bit/train").mkdir(parents=True)
+    dataset = dict(
+        data_root=str(tmp_path),
+        data_prefix=dict(img_path="leftImg8bit/train", seg_map_path="gtFine/train"),
+    )
+    with pytest.raises(ValueError, match=r"train_dataloader: .*gtFine/train does not exist"):
+        check_data_roots(cfg_with(train_dataloader=dict(dataset=dataset)))
+    (tmp_path / "gtFine/train").mkdir(parents=True)
+    check_data_roots(cfg_with(train_dataloader=dict(dataset=dataset)))

@@ -1,0 +1,64 @@
+"""budgeted.mmengine.runs: what a work dir holds (a finished run's metrics are tested on a real
+run in test_mmseg_training.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from budgeted.mmengine.runs import check_new_run_folder, final_metrics, holds_run, run_files
+
+
+def test_a_folder_holds_a_run_once_it_has_checkpoints_or_logs(tmp_path):
+    assert not holds_run(tmp_path / "missing") and not holds_run(tmp_path)
+    (tmp_path / "20260101_000000").mkdir()  # a launch that never logged
+    (tmp_path / "toy.py").write_text("")  # the config MMEngine dumps
+    assert not holds_run(tmp_path)
+    logs = tmp_path / "20260101_000000/vis_data"
+    logs.mkdir()
+    (logs / "scalars.json").write_text("")
+    assert holds_run(tmp_path)
+    (tmp_path / "iter_6.pth").write_bytes(b"")
+    (tmp_path / "last_checkpoint").write_text("iter_6.pth")
+    assert run_files(tmp_path) == [
+        "20260101_000000/vis_data/scalars.json",
+        "iter_6.pth",
+        "last_checkpoint",
+    ]
+
+
+def test_a_new_run_is_refused_in_a_folder_that_holds_one(tmp_path):
+    check_new_run_folder(tmp_path / "new", resume=False)
+    check_new_run_folder(tmp_path, resume=False)
+    (tmp_path / "iter_8.pth").write_bytes(b"")
+    with pytest.raises(ValueError) as err:
+        check_new_run_folder(tmp_path, resume=False)
+    message = str(err.value)
+    assert f"work dir {tmp_path} already holds a run (iter_8.pth)" in message
+    assert "--resume" in message and "--work-dir" in message and "\n" not in message
+    check_new_run_folder(tmp_path, resume=True)
+
+
+def write_run(folder, max_iters, records):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "toy.py").write_text(f"train_cfg = dict(max_iters={max_iters})\n")
+    logs = folder / "20260101_000000/vis_data"
+    logs.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(r) for r in records]
+    (logs / "scalars.json").write_text("\n".join(lines) + "\n")
+
+
+def test_final_metrics_are_those_of_the_validation_at_the_end(tmp_path):
+    train = {"lr": 0.01, "loss": 1.0, "iter": 4, "step": 4, "time": 0.1, "data_time": 0.0}
+    val = {"aAcc": 80.0, "mIoU": 40.0, "mAcc": 50.0, "data_time": 0.0, "time": 0.1, "step": 4}
+    write_run(tmp_path / "done", 4, [{**train, "iter": 2, "step": 2}, train, val])
+    assert final_metrics(tmp_path / "done") == {"aAcc": 80.0, "mIoU": 40.0, "mAcc": 50.0}
+    write_run(tmp_path / "early", 8, [train, val])  # validated at 4 of 8: not finished
+    assert final_metrics(tmp_path / "early") is None
+    write_run(tmp_path / "crashed", 4, [train])
+    (tmp_path / "crashed/20260101_000000/vis_data/scalars.json").write_text(
+        json.dumps(train) + '\n{"mIoU": 4'  # a line cut short
+    )
+    assert final_metrics(tmp_path / "crashed") is None
+    assert final_metrics(tmp_path / "missing") is None
