@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
-SETUP_INPUTS := tools/setup_env.sh setup.py $(wildcard requirements/*.txt tools/detectron2_lite/*.py)
+SETUP_INPUTS := tools/setup_env.sh setup.py pyproject.toml $(wildcard requirements/*.txt tools/detectron2_lite/*.py)
 
 # Bytecode caching makes importing mmcv/mmseg/detectron2 several seconds faster per process.
 unexport PYTHONDONTWRITEBYTECODE

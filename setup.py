@@ -1,26 +1,110 @@
-"""budgeted-training: budget-aware learning-rate schedules for Detectron2, MMEngine and PyTorch."""
+"""budgeted-training: budget-aware learning-rate schedules for Detectron2, MMEngine and PyTorch.
 
+``pip install .`` installs the package from ``plugins/budgeted``, every file under ``configs/`` as
+package data in ``budgeted/configs/`` (same folder layout; ``budgeted.config_files.config_root()``
+finds them there when there is no checkout), ``LICENSE``, and the console scripts. An editable
+install (``pip install -e .``, what ``tools/setup_env.sh`` does) copies no configs: it keeps
+reading the checkout's ``configs/``.
+
+The core (``budgeted``, ``budgeted.core``, ``budgeted.families``, ``budgeted.sweep``,
+``budgeted.report``) imports no framework and not even torch; ``torch`` is required for
+``budgeted.BudgetLR`` and the adapters. The frameworks come with the extras:
+``pip install "budgeted-training[detectron2]"`` (Detectron2 itself is not on PyPI: install it
+first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``.
+"""
+
+import os
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+CONFIGS = "configs"
+"""The shipped configs, relative to this file; installed as ``budgeted/configs/``."""
 
 version = {}
-exec((Path(__file__).parent / "plugins/budgeted/version.py").read_text(), version)
+exec((HERE / "plugins/budgeted/version.py").read_text(), version)
+
+
+def config_files() -> list[str]:
+    """Every file under ``configs/`` (relative to it), bytecode and hidden files left out."""
+    found = []
+    for folder, dirs, files in os.walk(HERE / CONFIGS):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        rel = Path(folder).relative_to(HERE / CONFIGS)
+        found += [
+            (rel / name).as_posix()
+            for name in sorted(files)
+            if not name.startswith(".") and not name.endswith((".pyc", ".pyo"))
+        ]
+    return found
+
+
+class BuildPyWithConfigs(build_py):
+    """``build_py`` that also copies ``configs/`` into ``budgeted/configs/`` of the build.
+
+    Not in an editable install: there the package is read from the checkout, and so are its
+    configs (``config_root()`` prefers the checkout's ``configs/``).
+    """
+
+    def _config_targets(self) -> list[tuple[str, str]]:
+        if getattr(self, "editable_mode", False):
+            return []
+        target = os.path.join(self.build_lib, "budgeted", CONFIGS)
+        return [
+            (str(HERE / CONFIGS / rel), os.path.join(target, *rel.split("/")))
+            for rel in config_files()
+        ]
+
+    def run(self) -> None:
+        super().run()
+        for source, target in self._config_targets():
+            self.mkpath(os.path.dirname(target))
+            self.copy_file(source, target, preserve_mode=False)
+
+    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
+        return super().get_outputs(include_bytecode) + [t for _, t in self._config_targets()]
+
 
 setup(
     name="budgeted-training",
     version=version["__version__"],
     description="Budget-aware learning-rate schedules (Li, Yumer, Ramanan, ICLR 2020) "
     "for Detectron2, MMEngine/MMSegmentation and plain PyTorch",
-    long_description=(Path(__file__).parent / "README.md").read_text(),
+    long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
+    license_files=["LICENSE"],
     python_requires=">=3.9",
     package_dir={"": "plugins"},
     packages=find_packages("plugins"),
+    cmdclass={"build_py": BuildPyWithConfigs},
+    zip_safe=False,  # the configs are read as files
     install_requires=["torch>=1.10"],
     extras_require={
-        "detectron2": ["detectron2>=0.6"],
-        "mmseg": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmsegmentation>=1.0"],
+        # Detectron2 is not on PyPI: install it first (its own instructions, or the README's
+        # `make setup`); the line below then only checks its version.
+        "detectron2": ["detectron2>=0.6", "fvcore>=0.1.5", "PyYAML>=5.1", "numpy", "Pillow"],
+        "mmseg": [
+            "mmengine>=0.10",
+            "mmcv>=2.0.0rc4,<2.2.0",
+            "mmsegmentation>=1.0",
+            "ftfy",  # mmseg.utils imports ftfy and regex, which mmsegmentation does not declare
+            "regex",
+            "numpy",
+            "Pillow",
+            "cityscapesscripts",  # the toy Cityscapes writer and the toy configs' CityscapesMetric
+        ],
+        "plot": ["matplotlib"],  # budgeted-report --plot, tools/plot_schedules.py
+    },
+    entry_points={
+        "console_scripts": [
+            "budgeted-train-net = budgeted.detectron2.cli:run",
+            "budgeted-lazy-train-net = budgeted.detectron2.lazy_cli:run",
+            "budgeted-train-seg = budgeted.mmengine.cli:main",
+            "budgeted-sweep = budgeted.sweep:main",
+            "budgeted-report = budgeted.report:main",
+        ]
     },
 )

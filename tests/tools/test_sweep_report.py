@@ -1,4 +1,5 @@
-"""tools/sweep.py and tools/report.py: real toy sweeps, skipping, resuming, tables vs the logs."""
+"""budgeted.sweep and budgeted.report (``budgeted-sweep``, ``budgeted-report``, tools/sweep.py,
+tools/report.py): real toy sweeps, skipping, resuming, tables vs the logs."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SWEEP = [sys.executable, str(REPO / "tools" / "sweep.py")]
-REPORT = [sys.executable, str(REPO / "tools" / "report.py")]
+SWEEP = [sys.executable, "-m", "budgeted.sweep"]
+REPORT = [sys.executable, "-m", "budgeted.report"]
 
 
 def _d2_tiny() -> list[str]:
@@ -124,7 +125,7 @@ def test_dry_run_lists_commands_and_runs_nothing(mmseg_sweep):
         "linear_budget1: skip (finished: mIoU " + lines[0].split("mIoU ")[1],
         "step_budget1: skip (finished: mIoU " + lines[1].split("mIoU ")[1],
     ]
-    assert lines[2].startswith("linear_budget5: python tools/train_seg.py ")
+    assert lines[2].startswith("linear_budget5: budgeted-train-seg configs/mmseg/toy/")
     assert "toy/pspnet_r18-toy_cityscapes_budget5_step.py --work-dir" in lines[3]
     assert f"data_root={data}" in lines[3] and len(lines) == 4
     assert files_and_mtimes(out) == before
@@ -227,8 +228,8 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
         (["caffe", "--toy"], "unknown framework 'caffe'; allowed: detectron2, mmseg"),
         (
             ["detectron2", "--toy", "--schedules", "poly", "--budgets", "0.1"],
-            "no committed config for schedule 'poly' at budget 0.1 "
-            "(configs/detectron2/toy/mask_rcnn_toy_budget10_poly.yaml does not exist); "
+            "no committed config for schedule 'poly' at budget 0.1 (the mask_rcnn_toy family "
+            "ships no 'poly' configs); "
             "committed: linear (0.01 0.05 0.1 0.25 0.5 1), step (0.01 0.05 0.1 0.25 0.5 1)",
         ),
         (
@@ -271,5 +272,57 @@ def test_report_refuses_a_folder_that_is_not_a_sweep(tmp_path):
     assert run.returncode == 2
     assert run.stderr.strip() == (
         f"report: error: {tmp_path} is not a sweep folder (no sweep.json); allowed: a folder "
-        "written by tools/sweep.py --out"
+        "written by budgeted-sweep --out"
     )
+
+
+def test_tools_wrappers_run_the_package(tmp_path):
+    """tools/sweep.py and tools/report.py are thin wrappers over budgeted.sweep / .report."""
+    for tool, package, args in (
+        ("sweep.py", SWEEP, ["caffe", "--out", str(tmp_path / "new"), "--dry-run"]),
+        ("report.py", REPORT, [str(tmp_path)]),
+    ):
+        wrapped = cli([sys.executable, str(REPO / "tools" / tool)], *args)
+        direct = cli(package, *args)
+        assert wrapped.returncode == direct.returncode == 2
+        assert wrapped.stderr == direct.stderr and wrapped.stderr.count("\n") == 1
+
+
+def test_sweep_and_report_import_no_framework():
+    """``budgeted-sweep --dry-run`` planning and ``budgeted-report --help`` need no framework."""
+    code = (
+        "import sys, budgeted.sweep, budgeted.report\n"
+        "try:\n    budgeted.report.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted({'torch', 'detectron2', 'mmengine', 'mmseg', 'mmcv', 'yaml', 'numpy'}"
+        " & set(sys.modules)))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines()[-1] == "[]"
+    assert "usage: budgeted-report" in run.stdout
+
+
+def test_cells_and_committed_configs_follow_the_families():
+    """Every shipped config of every family is a sweep cell under the families' file-name rule."""
+    from budgeted.config_files import config_root
+    from budgeted.families import FAMILIES
+    from budgeted.report import cell_name, family_label
+    from budgeted.sweep import committed_configs
+
+    for fam in FAMILIES.values():
+        expected = {
+            (schedule, fraction): config_root() / fam.filename(fraction, schedule)
+            for fraction in fam.fractions
+            for schedule in fam.schedules
+        }
+        assert committed_configs(fam) == expected, fam.name
+        assert family_label(fam) == f"configs/{fam.folder}/{fam.prefix}"
+    assert cell_name("linear", 0.05) == "linear_budget5"
+    assert cell_name("step", 0.005) == "step_budget0p5"  # not "0.5": the families' budget tag
+    assert cell_name("poly", 1.0) == "poly_budget100"
+
+
+def test_detectron2_key_value_overrides_are_checked_too(tmp_path):
+    run = cli(SWEEP, "detectron2", "--toy", "--out", tmp_path / "new", "--dry-run", "--",
+              "SOLVER.MAX_ITER=9")  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.startswith("sweep: error: override 'SOLVER.MAX_ITER=9' after -- is set by")

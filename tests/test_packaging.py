@@ -1,0 +1,327 @@
+"""``pip install .`` is a real install: wheel and sdist built from the checkout, installed into a
+fresh venv with no framework (nothing downloaded: ``--no-deps --no-index``).
+
+The build runs on a copy of the build inputs (setup.py, pyproject.toml, MANIFEST.in, README.md,
+LICENSE, plugins/, configs/) in a temporary folder, so that nothing is written into the checkout
+and no stale ``build/`` folder can leak into the wheel. The venv is made with ``python -m venv
+--without-pip`` and the wheel installed into it by this environment's pip (``pip --python``):
+the same install as ``pip install`` inside it, seconds faster.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD_INPUTS = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE")
+SCRIPTS = {
+    "budgeted-train-net": "budgeted.detectron2.cli:run",
+    "budgeted-lazy-train-net": "budgeted.detectron2.lazy_cli:run",
+    "budgeted-train-seg": "budgeted.mmengine.cli:main",
+    "budgeted-sweep": "budgeted.sweep:main",
+    "budgeted-report": "budgeted.report:main",
+}
+CONFIG_FOLDERS = (
+    "detectron2",
+    "detectron2/toy",
+    "detectron2/lazy",
+    "detectron2/_model_zoo",
+    "detectron2/_model_zoo/COCO-InstanceSegmentation",
+    "mmseg",
+    "mmseg/_base_",
+    "mmseg/toy",
+    "mmseg/toy/_base_",
+)
+"""Folders of configs/ that must arrive, with their layout, in the installed package."""
+ADAPTERS = (("budgeted.detectron2", "detectron2", ("detectron2",)),
+            ("budgeted.mmengine", "mmseg", ("mmengine", "mmcv", "mmseg")))  # fmt: skip
+"""(adapter, extra, framework modules one of which the one-line ImportError names)."""
+
+
+def _skip_build_junk(folder: str, names: list[str]) -> set[str]:
+    return {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".egg-info"))}
+
+
+def shipped_configs() -> list[str]:
+    """Every file under the checkout's configs/, relative to it (no bytecode, no hidden files)."""
+    return sorted(
+        p.relative_to(REPO / "configs").as_posix()
+        for p in (REPO / "configs").rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and not p.name.startswith(".")
+        and p.suffix not in (".pyc", ".pyo")
+    )
+
+
+def package_modules() -> list[str]:
+    return sorted(
+        p.relative_to(REPO / "plugins").as_posix()
+        for p in (REPO / "plugins" / "budgeted").rglob("*.py")
+        if "__pycache__" not in p.parts
+    )
+
+
+def run(cmd: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``cmd``; on failure the assertion shows its output."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BUDGETED_CONFIGS")}
+    done = subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, env={**env, **kwargs.pop("env", {})}
+    )
+    if kwargs.get("check", True):
+        assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The wheel (``pip wheel .``), the sdist, the wheel built from that sdist and the editable
+    wheel, all from a copy of the build inputs."""
+    tmp = tmp_path_factory.mktemp("packaging")
+    src = tmp / "src"
+    src.mkdir()
+    for name in BUILD_INPUTS:
+        shutil.copy2(REPO / name, src / name)
+    for folder in ("plugins", "configs"):
+        shutil.copytree(REPO / folder, src / folder, ignore=_skip_build_junk)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    wheel_args = ["wheel", "--no-deps", "--no-build-isolation", "--no-index"]
+    run([*pip, *wheel_args, ".", "-w", str(tmp / "wheel")], cwd=src)
+    hooks = (
+        "import sys, setuptools.build_meta as b; _, sdist, editable = sys.argv; "  # the hooks
+        "print(b.build_sdist(sdist) + ' ' + b.build_editable(editable))"  # rewrite sys.argv
+    )
+    sdist, editable = run(
+        [sys.executable, "-c", hooks, str(tmp / "sdist"), str(tmp / "editable")], cwd=src
+    ).stdout.split()[-2:]
+    run([*pip, *wheel_args, str(tmp / "sdist" / sdist), "-w", str(tmp / "from_sdist")], cwd=tmp)
+    (wheel,) = (tmp / "wheel").glob("*.whl")
+    (from_sdist,) = (tmp / "from_sdist").glob("*.whl")
+    return {
+        "src": src,
+        "wheel": wheel,
+        "sdist": tmp / "sdist" / sdist,
+        "from_sdist": from_sdist,
+        "editable": tmp / "editable" / editable,
+    }
+
+
+@pytest.fixture(scope="module")
+def venv(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv (no system site-packages, no framework, no torch) holding only the wheel."""
+    root = tmp_path_factory.mktemp("venv") / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(root)], cwd=root.parent)
+    python = root / "bin" / "python"
+    run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", str(python),
+         "install", "--no-deps", "--no-index", str(built["wheel"])], cwd=root.parent)  # fmt: skip
+    return root
+
+
+def in_venv(venv: Path, code: str, check: bool = True) -> subprocess.CompletedProcess:
+    return run([str(venv / "bin" / "python"), "-c", code], cwd=venv.parent, check=check)
+
+
+def test_wheel_holds_the_package_the_configs_license_and_scripts(built):
+    with zipfile.ZipFile(built["wheel"]) as whl:
+        names = whl.namelist()
+        dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+        license_text = whl.read(f"{dist_info}/licenses/LICENSE")
+        entry_points = whl.read(f"{dist_info}/entry_points.txt").decode()
+        metadata = whl.read(f"{dist_info}/METADATA").decode()
+    print("\n".join(names))  # the listing, for the record (pytest -s)
+    configs = shipped_configs()
+    prefix = "budgeted/configs/"
+    installed = sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
+    for folder in CONFIG_FOLDERS:  # the layout is kept, folder by folder, file by file
+        expected = [f for f in configs if f.rpartition("/")[0] == folder]
+        assert expected, folder
+        assert [f for f in installed if f.rpartition("/")[0] == folder] == expected, folder
+    assert installed == configs
+    assert sorted(n for n in names if n.endswith(".py") and not n.startswith("budgeted/configs/"))\
+        == package_modules()  # fmt: skip
+    assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", "tools/"))]
+    assert license_text == (REPO / "LICENSE").read_bytes()
+    assert b"Apache License" in license_text and b"Version 2.0, January 2004" in license_text
+    parser = configparser.ConfigParser()
+    parser.optionxform = str  # keep the scripts' names as they are
+    parser.read_string(entry_points)
+    assert dict(parser["console_scripts"]) == SCRIPTS
+    assert "Requires-Dist: torch>=1.10\n" in metadata and "License: Apache-2.0" in metadata
+    for extra in ("detectron2", "mmseg", "plot"):
+        assert f"Provides-Extra: {extra}\n" in metadata
+    for requirement in ('PyYAML>=5.1; extra == "detectron2"', 'numpy; extra == "mmseg"',
+                        'matplotlib; extra == "plot"'):  # fmt: skip
+        assert f"Requires-Dist: {requirement}\n" in metadata
+
+
+def test_sdist_holds_the_license_and_configs_and_builds_the_same_wheel(built):
+    with tarfile.open(built["sdist"]) as sdist:
+        names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
+    assert {"LICENSE", "README.md", "setup.py", "pyproject.toml", "MANIFEST.in"} <= names
+    assert {f"configs/{f}" for f in shipped_configs()} <= names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    with zipfile.ZipFile(built["wheel"]) as a, zipfile.ZipFile(built["from_sdist"]) as b:
+        assert sorted(a.namelist()) == sorted(b.namelist())
+
+
+def test_editable_wheel_copies_no_configs(built):
+    """``pip install -e .`` (tools/setup_env.sh) keeps reading the checkout's configs/."""
+    with zipfile.ZipFile(built["editable"]) as whl:
+        names = whl.namelist()
+        (pth,) = [n for n in names if n.endswith(".pth")]
+        assert whl.read(pth).decode().strip() == str(built["src"] / "plugins")
+    assert not [n for n in names if "configs" in n]
+
+
+def test_this_checkout_uses_its_own_configs():
+    code = (
+        "import json, budgeted, budgeted.config_files as c; "
+        "print(json.dumps([budgeted.__file__, str(c.config_root())]))"
+    )
+    module, root = json.loads(run([sys.executable, "-c", code], cwd=REPO).stdout)
+    if not Path(module).is_relative_to(REPO / "plugins"):
+        pytest.skip(f"budgeted is imported from {module}, not from this checkout")
+    assert Path(root) == REPO / "configs"
+
+
+def test_fresh_venv_core_works_and_finds_the_installed_configs(venv):
+    code = """
+import json, sys
+import budgeted
+from budgeted.config_files import config_root, find_config
+print(json.dumps({
+    "m": budgeted.lr_multiplier("linear", iteration=700, total_iters=900),
+    "iters": budgeted.budget_iters(fraction=0.1, full_iters=90000),
+    "file": budgeted.__file__,
+    "root": str(config_root()),
+    "found": str(find_config("mask_rcnn_budget10.yaml", "detectron2")),
+    "toy": str(find_config("pspnet_r18-toy_cityscapes_budget10_step", "mmseg")),
+    "frameworks": sorted({"torch", "detectron2", "mmengine", "numpy", "yaml"} & set(sys.modules)),
+}))
+"""
+    got = json.loads(in_venv(venv, code).stdout)
+    assert got["m"] == pytest.approx(0.5) and got["iters"] == 9000
+    site = Path(got["file"]).parent.parent
+    assert site.name == "site-packages" and site.is_relative_to(venv)
+    root = Path(got["root"])
+    assert root == site / "budgeted" / "configs"
+    installed = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
+    assert sorted(p.as_posix() for p in installed if "__pycache__" not in p.parts) == (
+        shipped_configs()  # pip compiles the .py configs too: __pycache__ is pip's
+    )
+    assert Path(got["found"]) == root / "detectron2" / "mask_rcnn_budget10.yaml"
+    assert Path(got["toy"]) == root / "mmseg" / "toy" / "pspnet_r18-toy_cityscapes_budget10_step.py"
+    assert got["frameworks"] == []
+    assert in_venv(venv, "import torch", check=False).returncode != 0  # really no torch there
+
+
+@pytest.mark.parametrize(("adapter", "extra", "frameworks"), ADAPTERS)
+def test_fresh_venv_adapter_without_its_framework_fails_in_one_line(venv, adapter, extra,
+                                                                    frameworks):  # fmt: skip
+    code = f"""
+try:
+    import {adapter}
+except ImportError as err:
+    print(repr(str(err)))
+else:
+    print("imported")
+"""
+    out = in_venv(venv, code).stdout.strip()
+    assert out != "imported"
+    message = ast.literal_eval(out)
+    assert "\n" not in message
+    assert message.startswith(tuple(f"{adapter} needs {m!r}" for m in frameworks)), message
+    assert f'pip install "budgeted-training[{extra}]"' in message
+
+
+def test_fresh_venv_console_scripts(venv, tmp_path):
+    bin_dir = venv / "bin"
+    for script in SCRIPTS:
+        path = bin_dir / script
+        assert path.is_file() and os.access(path, os.X_OK), script
+        assert path.read_text().splitlines()[0] == f"#!{bin_dir / 'python'}"
+    for script in ("budgeted-sweep", "budgeted-report"):  # no framework needed
+        help_run = run([str(bin_dir / script), "--help"], cwd=tmp_path)
+        assert help_run.stdout.startswith(f"usage: {script} ")
+    dry = run([str(bin_dir / "budgeted-sweep"), "mmseg", "--toy", "--budgets", "0.05",
+               "--data", str(tmp_path / "data"), "--out", str(tmp_path / "sweep"), "--dry-run"],
+              cwd=tmp_path)  # fmt: skip
+    lines = dry.stdout.splitlines()[1:]
+    configs = next(venv.glob("lib/python*/site-packages/budgeted/configs"))
+    assert [line.split()[:3] for line in lines] == [
+        [f"{s}_budget5:", "budgeted-train-seg",
+         str(configs / f"mmseg/toy/pspnet_r18-toy_cityscapes_budget5{suffix}.py")]
+        for s, suffix in (("linear", ""), ("poly", "_poly"), ("step", "_step"))
+    ]  # fmt: skip
+    for script, (adapter, extra, _) in (
+        ("budgeted-train-net", ADAPTERS[0]),
+        ("budgeted-lazy-train-net", ADAPTERS[0]),
+        ("budgeted-train-seg", ADAPTERS[1]),
+    ):
+        failed = run([str(bin_dir / script), "--help"], cwd=tmp_path, check=False)
+        assert failed.returncode == 1
+        last = failed.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"ImportError: {adapter} needs "), failed.stderr[-2000:]
+        assert f'pip install "budgeted-training[{extra}]"' in last
+
+
+def test_fresh_venv_report_of_a_sweep_names_the_missing_framework(venv, tmp_path):
+    sweep = tmp_path / "sweep"
+    (sweep / "linear_budget1").mkdir(parents=True)
+    (sweep / "sweep.json").write_text(json.dumps({
+        "framework": "detectron2",
+        "family": "configs/detectron2/toy/mask_rcnn_toy_budget",
+        "cells": [["linear", 0.01]],
+    }))  # fmt: skip
+    failed = run([str(venv / "bin" / "budgeted-report"), str(sweep)], cwd=tmp_path, check=False)
+    assert failed.returncode == 2 and failed.stdout == ""
+    assert failed.stderr.startswith("report: error: budgeted.detectron2 needs 'detectron2'")
+    assert failed.stderr.count("\n") == 1
+    assert 'pip install "budgeted-training[detectron2]"' in failed.stderr
+
+
+def test_installed_configs_load_by_name_with_the_frameworks(built, tmp_path):
+    """The wheel's configs, installed (``pip install --target``) beside this environment's
+    frameworks, load by bare name: their ``_BASE_`` / ``_base_`` paths survived the move."""
+    target = tmp_path / "site"
+    run([sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "--no-deps",
+         "--no-index", "--target", str(target), str(built["wheel"])], cwd=tmp_path)  # fmt: skip
+    code = """
+import json, warnings
+warnings.simplefilter("ignore")
+from mmengine.config import Config
+import budgeted.detectron2 as bd2
+from budgeted.config_files import config_root, find_config
+mask = bd2.load_config("mask_rcnn_budget10.yaml")
+toy = bd2.load_config("mask_rcnn_toy_budget10_step")
+seg_path = find_config("pspnet_r18-toy_cityscapes_budget10_step", "mmseg")
+seg = Config.fromfile(str(seg_path))
+real = Config.fromfile(str(find_config("pspnet_r50-d8_cityscapes_budget10", "mmseg")))
+print(json.dumps({
+    "root": str(config_root()), "seg": str(seg_path),
+    "mask": [mask.SOLVER.MAX_ITER, mask.SOLVER.LR_SCHEDULER_NAME, mask.MODEL.META_ARCHITECTURE],
+    "toy": [toy.SOLVER.MAX_ITER, toy.SOLVER.LR_SCHEDULER_NAME],
+    "seg_cfg": [seg.train_cfg.max_iters, seg.param_scheduler[0]["type"], seg.model.type],
+    "real": [real.train_cfg.max_iters, real.model.backbone.depth],
+}))
+"""
+    out = run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(target)})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    root = target / "budgeted" / "configs"
+    assert Path(got["root"]) == root
+    assert Path(got["seg"]) == root / "mmseg/toy/pspnet_r18-toy_cityscapes_budget10_step.py"
+    assert got["mask"] == [9000, "BudgetLinear", "GeneralizedRCNN"]
+    assert got["toy"] == [40, "BudgetStep"]
+    assert got["seg_cfg"] == [320, "BudgetStepLR", "EncoderDecoder"]
+    assert got["real"] == [8000, 50]
