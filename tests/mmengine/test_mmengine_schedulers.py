@@ -245,7 +245,9 @@ def test_resume_from_a_non_budget_scheduler_is_refused():
         dict(type="PolyLR", end=30, by_epoch=False), default_args=dict(optimizer=make_optimizer())
     )
     ours = bm.BudgetLinearLR(make_optimizer(), end=30, warmup_iters=4, by_epoch=False)
-    with pytest.raises(BudgetMismatchError, match="budget is missing .its scheduler was not budget-aware"):
+    with pytest.raises(
+        BudgetMismatchError, match=r"budget is missing .its scheduler was not budget-aware"
+    ):
         ours.load_state_dict(poly.state_dict())
 
 
