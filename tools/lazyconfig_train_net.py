@@ -5,14 +5,20 @@
     python tools/lazyconfig_train_net.py \
         --config-file configs/detectron2/lazy/mask_rcnn_toy_budget10.py train.max_iter=80
 
-The same tool is installed as ``budgeted-lazy-train-net``. See docs/detectron2.md.
+The same tool is installed as ``budgeted-lazy-train-net``. SIGTERM / SIGUSR1 stop training after
+the current iteration with a checkpoint and exit status 75; ``--resume`` continues. See
+docs/detectron2.md and docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import sys
 
-from budgeted.detectron2.lazy_cli import run
+from budgeted.preemption import PreemptionGuard  # the standard library only: imports at once
 
 if __name__ == "__main__":
+    # SIGTERM / SIGUSR1 caught from the start to the end (see tools/train_net.py)
+    PreemptionGuard().__enter__()
+    from budgeted.detectron2.lazy_cli import run
+
     sys.exit(run())

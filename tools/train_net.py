@@ -7,14 +7,22 @@
 
 A shipped config by its bare name or any yaml path; overrides as ``KEY VALUE`` pairs or
 ``KEY=VALUE``. Without CUDA, ``--num-gpus N`` runs N CPU processes (gloo). The same tool is
-installed as ``budgeted-train-net``. See docs/detectron2.md.
+installed as ``budgeted-train-net``. SIGTERM / SIGUSR1 stop training after the current
+iteration with a checkpoint and exit status 75; ``--resume`` (or ``--resume-from PATH``)
+continues. See docs/detectron2.md and docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import sys
 
-from budgeted.detectron2.cli import run
+from budgeted.preemption import PreemptionGuard  # the standard library only: imports at once
 
 if __name__ == "__main__":
+    # catch SIGTERM / SIGUSR1 from the start (a preemption while torch and Detectron2 import
+    # ends the run cleanly, exit status 75) to the end (never restored: a second signal while
+    # the process winds down cannot turn its exit status 75 into a death by signal)
+    PreemptionGuard().__enter__()
+    from budgeted.detectron2.cli import run
+
     sys.exit(run())

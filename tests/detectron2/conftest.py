@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny toy COCO set (64 px) registered as toy_coco_{train,val}."""
+"""Shared fixtures: a tiny toy COCO set (64 px) registered as toy_coco_{train,val}, and one
+finished toy run (8 iterations, evaluated) that tests copy."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from d2_testutils import REPO
+from d2_testutils import EIGHT, REPO, TINY, TOY_CONFIG
 
 from budgeted.detectron2 import register_toy_coco
+from budgeted.detectron2.cli import run
 from budgeted.detectron2.toy import make_toy_coco
 
 
@@ -36,3 +38,12 @@ def toy_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     else:
         os.environ["DETECTRON2_DATASETS"] = old
     register_toy_coco(replace=True)
+
+
+@pytest.fixture(scope="session")
+def toy_run(toy_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of the 8-iteration toy budget (metrics every iteration, a checkpoint every
+    4: model_0000003.pth, model_0000007.pth, model_final.pth; evaluated). Read it, or copy it."""
+    out = tmp_path_factory.mktemp("toy_run")
+    run(["--config-file", TOY_CONFIG, *TINY, *EIGHT, "OUTPUT_DIR", str(out)])
+    return out

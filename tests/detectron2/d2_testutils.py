@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import hashlib
 import json
+import os
+import pickle
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 TOY_CONFIG = "configs/detectron2/toy/mask_rcnn_toy_budget10.yaml"
@@ -12,6 +24,8 @@ TINY = [
     "INPUT.MIN_SIZE_TEST", "64", "INPUT.MAX_SIZE_TEST", "64",
     "SOLVER.BUDGET.WRITER_PERIOD", "1", "MODEL.ROI_HEADS.SCORE_THRESH_TEST", "0.0",
 ]  # fmt: skip
+# 8 iterations (0.02 x 400), warmup 3, a checkpoint every 4
+EIGHT = ["SOLVER.BUDGET.FRACTION", "0.02", "SOLVER.CHECKPOINT_PERIOD", "4"]
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -23,3 +37,156 @@ def read_metrics(output_dir: Path) -> list[dict]:
 def logged_lrs(output_dir: Path) -> dict[int, float]:
     """iteration -> the ``lr`` Detectron2's LRScheduler hook logged for it."""
     return {r["iteration"]: r["lr"] for r in read_metrics(output_dir) if "lr" in r}
+
+
+# --- real files, real processes, real signals -------------------------------------------------
+
+
+class Payload:
+    """Unpickling this runs ``touch marker``: what a malicious weights file does (a pickle calls
+    whatever callable it names). Pickling it runs nothing."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {shlex.quote(self.marker)}",))
+
+
+def write_payload(path: Path, marker: Path) -> Path:
+    """A weights file carrying :class:`Payload`: a model-zoo style ``.pkl`` (numpy arrays under
+    "model", "__author__") or a ``torch.save`` checkpoint (``.pth``), by the suffix."""
+    import numpy as np
+    import torch
+
+    if path.suffix == ".pkl":
+        data = {"model": {"w": np.ones(3, np.float32)}, "__author__": "Detectron2 Model Zoo",
+                "matching_heuristics": True, "x": Payload(marker)}  # fmt: skip
+        path.write_bytes(pickle.dumps(data))
+    else:
+        torch.save({"model": {"w": torch.ones(3)}, "x": Payload(marker)}, path)
+    return path
+
+
+def folder_hashes(folder: Path) -> dict[str, str]:
+    """relative path -> sha256 of every file under ``folder`` (hidden ones too)."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            out[path.relative_to(folder).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def copy_run(src: Path, dst: Path, checkpoints: tuple[str, ...] = ("model_0000003.pth",)) -> Path:
+    """A run folder like ``src`` (config.yaml, metrics.json, the given checkpoints hard-linked,
+    last_checkpoint naming the last of them)."""
+    dst.mkdir(parents=True)
+    for name in ("config.yaml", "metrics.json"):
+        shutil.copy2(src / name, dst / name)
+    for name in checkpoints:
+        try:
+            os.link(src / name, dst / name)  # read only here; refusals must not write anyway
+        except OSError:
+            shutil.copy2(src / name, dst / name)
+    (dst / "last_checkpoint").write_text(checkpoints[-1])
+    return dst
+
+
+def truncate(path: Path, keep: float = 0.5) -> Path:
+    """Replace ``path`` by its first ``keep`` fraction (a new file: a hard link stays intact)."""
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
+def metrics_rows(output_dir: Path) -> list[dict]:
+    """The complete rows of metrics.json so far (a line being written is skipped)."""
+    try:
+        text = (output_dir / "metrics.json").read_text()
+    except FileNotFoundError:
+        return []
+    rows = []
+    for line in text.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def start_tool(argv: list[str], *, env: dict | None = None, tool: str = "train_net.py"):
+    """``tools/<tool> argv`` as a real subprocess, in its own session, with the default
+    dispositions of SIGINT, SIGTERM and SIGUSR1 whatever this process inherited (a test run in
+    the background of a non-interactive shell has SIGINT ignored). Its output goes to files
+    (a pipe nobody reads would block it); :func:`finish` returns it."""
+    return start([sys.executable, str(REPO / "tools" / tool), *argv], env=env)
+
+
+def _child_setup() -> None:
+    """In the child before exec: default signal dispositions, and SIGTERM when the test process
+    dies (the tool then stops as if preempted rather than training on, orphaned)."""
+    from budgeted.preemption import restore_default_signals
+
+    restore_default_signals()
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
+
+
+def start(cmd: list[str], *, env: dict | None = None) -> subprocess.Popen:
+    """:func:`start_tool` for any command."""
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")  # noqa: SIM115
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=out, stderr=err, text=True,
+        preexec_fn=_child_setup, start_new_session=True,
+    )  # fmt: skip
+    proc.logs = (out, err)  # type: ignore[attr-defined]
+    return proc
+
+
+def _output(proc: subprocess.Popen) -> tuple[str, str]:
+    texts = []
+    for f in proc.logs:  # type: ignore[attr-defined]
+        f.seek(0)
+        texts.append(f.read())
+    return texts[0], texts[1]
+
+
+def wait_until(predicate, proc: subprocess.Popen | None = None, timeout: float = 600.0) -> None:
+    """Poll ``predicate`` until true; fail if ``proc`` ends first or after ``timeout`` seconds
+    (generous: the machine may be busy)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc is not None and proc.poll() is not None:
+            err = _output(proc)[1]
+            raise AssertionError(f"the process ended first (rc {proc.returncode}):\n{err[-3000:]}")
+        if time.monotonic() > deadline:
+            if proc is not None:
+                stop_session(proc)
+            raise AssertionError(f"timed out after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 900.0) -> tuple[int, str, str]:
+    """Wait for ``proc`` (its whole session is killed if it outlives ``timeout``); its return
+    code, stdout and stderr."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_session(proc)
+        proc.wait()
+        err = _output(proc)[1][-3000:]
+        raise AssertionError(f"still running after {timeout:.0f} s:\n{err}") from None
+    out, err = _output(proc)
+    return proc.returncode, out, err
+
+
+def stop_session(proc: subprocess.Popen) -> None:
+    """Kill what :func:`start` started (its session: the tool and its workers)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from d2_testutils import REPO, TINY, TOY_CONFIG, logged_lrs, read_metrics
+from d2_testutils import EIGHT, REPO, TINY, TOY_CONFIG, logged_lrs, read_metrics
 from detectron2.config import get_cfg
 from detectron2.engine import DefaultTrainer
 
@@ -20,16 +20,6 @@ from budgeted.detectron2.cli import run
 from budgeted.detectron2.runs import final_metrics
 
 CONFIGS = REPO / "configs" / "detectron2"
-
-# 8 iterations (0.02 x 400), warmup 3, a checkpoint every 4
-EIGHT = ["SOLVER.BUDGET.FRACTION", "0.02", "SOLVER.CHECKPOINT_PERIOD", "4"]
-
-
-@pytest.fixture(scope="module")
-def toy_run(toy_root, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("toy_run")
-    run(["--config-file", TOY_CONFIG, *TINY, *EIGHT, "OUTPUT_DIR", str(out)])
-    return out
 
 
 @pytest.mark.slow

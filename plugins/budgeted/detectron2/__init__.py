@@ -9,8 +9,11 @@ One-line adoption in a user's ``DefaultTrainer`` subclass (after
 Modules: :mod:`.config` (``SOLVER.BUDGET`` keys, :func:`load_config`), :mod:`.solver` (the
 scheduler registry), :mod:`.trainer` (:class:`BudgetTrainer`), :mod:`.cli` (``tools/train_net.py``),
 :mod:`.lazy` / :mod:`.lazy_cli` (LazyConfig), :mod:`.runs` (run folders), :mod:`.data` /
-:mod:`.toy` (datasets, the toy set), :mod:`.launch` (CPU multi-process). Importing registers the
-schedulers and nothing else (no datasets: :func:`register_toy_coco` is an explicit call).
+:mod:`.toy` (datasets, the toy set), :mod:`.launch` (CPU multi-process), :mod:`.checkpoint`
+(:class:`SafeCheckpointer`: untrusted files loaded safely, atomic saves), :mod:`.preemption`
+(:class:`PreemptionHook`: SIGTERM / SIGUSR1 stop after the iteration, exit status 75).
+Importing registers the schedulers and nothing else (no datasets: :func:`register_toy_coco` is
+an explicit call).
 See ``docs/detectron2.md``.
 """
 
@@ -20,9 +23,11 @@ from .._require import require
 
 require("budgeted.detectron2", "detectron2", "yaml")
 
+from .checkpoint import SafeCheckpointer, use_safe_checkpointer  # noqa: E402
 from .config import add_budget_config, load_config, resolve_budget, split_overrides  # noqa: E402
 from .data import check_datasets, register_toy_coco  # noqa: E402
 from .launch import launch  # noqa: E402
+from .preemption import PreemptionHook  # noqa: E402
 from .solver import (  # noqa: E402
     BUDGET_SCHEDULERS,
     LR_SCHEDULER_REGISTRY,
@@ -44,6 +49,8 @@ __all__ = [
     "BudgetLRScheduler",
     "BudgetResumeError",
     "BudgetTrainer",
+    "PreemptionHook",
+    "SafeCheckpointer",
     "add_budget_config",
     "budget_schedule_from_cfg",
     "budget_scheduler_names",
@@ -58,4 +65,5 @@ __all__ = [
     "register_toy_coco",
     "resolve_budget",
     "split_overrides",
+    "use_safe_checkpointer",
 ]

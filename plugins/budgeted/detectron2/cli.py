@@ -5,14 +5,21 @@ Same arguments as Detectron2's ``default_argument_parser`` (``--config-file``, `
 ``--num-machines``, ``--machine-rank``, ``--dist-url``, ``--resume``, ``--eval-only``, trailing
 overrides), plus: ``--config`` beside ``--config-file``; a shipped config by its bare name
 (``mask_rcnn_budget10.yaml``, looked up under ``configs/detectron2`` and its ``toy/`` and
-``lazy/`` folders); overrides as ``KEY VALUE`` pairs or ``KEY=VALUE``, mixed. Everything that can
-be wrong with the config, the datasets, the output folder or a resumed budget is checked once, in
-the launching process, before any worker starts, and reported in one line.
+``lazy/`` folders); overrides as ``KEY VALUE`` pairs or ``KEY=VALUE``, mixed; ``--resume-from
+PATH`` (resume exactly from that checkpoint). Everything that can be wrong with the config, the
+datasets, the output folder, the checkpoint or weights file to load (unsafe, damaged) or a
+resumed budget is checked once, in the launching process, before anything is written or any
+worker starts, and reported in one line.
+
+SIGTERM or SIGUSR1 (a cluster's preemption) end training after the current iteration with a
+checkpoint, one line and exit status 75 (:data:`~budgeted.preemption.PREEMPTED_EXIT_CODE`);
+``--resume`` continues it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -20,13 +27,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.config import CfgNode
 from detectron2.engine import default_argument_parser, default_setup
 from detectron2.evaluation import verify_results
 from detectron2.utils import comm
 
+from ..checkpoints import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
 from ..config_files import find_config
+from ..preemption import Preempted, PreemptionGuard, active_guard
+from .checkpoint import SafeCheckpointer, last_checkpoint_file, load_weights_file, offer_intact
 from .config import load_config, split_overrides
 from .data import check_config_datasets, register_toy_coco
 from .launch import launch
@@ -34,7 +43,16 @@ from .runs import check_new_run_folder
 from .solver import BudgetConfigError
 from .trainer import BudgetTrainer, check_budget, check_resume
 
-__all__ = ["argument_parser", "launch_checked", "main", "parse_args", "preflight", "run", "setup"]
+__all__ = [
+    "argument_parser",
+    "check_checkpoint_files",
+    "launch_checked",
+    "main",
+    "parse_args",
+    "preflight",
+    "run",
+    "setup",
+]
 
 EPILOG = """
 Examples:
@@ -43,7 +61,9 @@ Examples:
       SOLVER.LR_SCHEDULER_NAME=BudgetCosine OUTPUT_DIR ./output/toy_cosine
 
 Overrides: KEY VALUE pairs (Detectron2's form) or KEY=VALUE, mixed; a value may hold '='.
-Without CUDA, --num-gpus N runs N CPU processes (gloo). See docs/detectron2.md.
+Without CUDA, --num-gpus N runs N CPU processes (gloo). SIGTERM or SIGUSR1 stop training after
+the current iteration with a checkpoint; the exit status is then 75 (resume with --resume).
+See docs/detectron2.md.
 """
 
 
@@ -64,6 +84,12 @@ def argument_parser(epilog: str | None = EPILOG) -> argparse.ArgumentParser:
         metavar="FILE_OR_NAME",
         help="same as --config-file: a path, or a shipped config's bare name "
         "(mask_rcnn_budget10.yaml)",
+    )
+    parser.add_argument(
+        "--resume-from",
+        metavar="CHECKPOINT",
+        help="resume exactly from this checkpoint (model, optimizer, schedule, iteration) "
+        "rather than the one last_checkpoint names; the budget is checked as with --resume",
     )
     return parser
 
@@ -121,8 +147,10 @@ def preflight(args: argparse.Namespace) -> CfgNode:
     """All checks, in the launching process; raises one-line ``ValueError``s.
 
     The config and overrides, ``--num-gpus``/``--num-machines``, the datasets' files, the budget
-    as the workers will train it (after ``REFERENCE_WORLD_SIZE`` scaling), and the output folder:
-    a resume of another budget, or a new run over an existing one, is refused.
+    as the workers will train it (after ``REFERENCE_WORLD_SIZE`` scaling), the output folder (a
+    new run over an existing one is refused), and the file the workers will load
+    (:func:`check_checkpoint_files`: an unsafe or damaged file, or a resume of another budget,
+    is refused). Nothing is written before these pass.
 
     Args:
         args (argparse.Namespace): from :func:`parse_args`.
@@ -137,13 +165,62 @@ def preflight(args: argparse.Namespace) -> CfgNode:
             f"--num-gpus={args.num_gpus} --num-machines={args.num_machines}: allowed: >= 1"
         )
     check_config_datasets(cfg, train=not args.eval_only)
-    if args.eval_only:
-        return cfg
-    check_budget(cfg, world_size)
-    if args.resume:
-        check_resume(cfg, world_size)
-    check_new_run_folder(cfg.OUTPUT_DIR, args.resume)
+    if not args.eval_only:
+        check_budget(cfg, world_size)
+        check_new_run_folder(
+            cfg.OUTPUT_DIR, args.resume or bool(getattr(args, "resume_from", None))
+        )
+    check_checkpoint_files(
+        args,
+        cfg.OUTPUT_DIR,
+        cfg.MODEL.WEIGHTS,
+        check_resumed=lambda checkpoint: check_resume(cfg, world_size, checkpoint=checkpoint),
+    )
     return cfg
+
+
+def check_checkpoint_files(
+    args: argparse.Namespace,
+    output_dir: str,
+    weights: str,
+    *,
+    weights_key: str = "MODEL.WEIGHTS",
+    check_resumed: Callable[[Any], None] | None = None,
+) -> None:
+    """Load the file the workers will load, the way they will (safely), and check its budget.
+
+    That file is ``--resume-from``'s, else (with ``--resume``) the one ``last_checkpoint``
+    names, else the weights (``MODEL.WEIGHTS``). A resumed checkpoint is handed to
+    ``check_resumed`` (the budget check), except with ``--eval-only``.
+
+    Args:
+        args (argparse.Namespace): the command line (``resume``, ``resume_from``, ``eval_only``).
+        output_dir (str): the run folder.
+        weights (str): the weights file (``MODEL.WEIGHTS``), maybe empty.
+        weights_key (str): the config key of the weights, for messages.
+        check_resumed (callable, optional): ``checkpoint -> None``, raising a one-line
+            ``ValueError`` for a checkpoint that cannot be resumed.
+
+    Raises:
+        UnsafeCheckpointError, DamagedCheckpointError: one line naming the file (a damaged
+            resume with the newest intact checkpoint of the folder offered).
+    """
+    checkpoint = None
+    args.resume_from = getattr(args, "resume_from", None)
+    if args.resume_from:
+        args.resume_from = os.path.abspath(args.resume_from)
+        checkpoint = load_weights_file(args.resume_from, what="--resume-from")
+    elif args.resume and last_checkpoint_file(output_dir) is not None:
+        last = last_checkpoint_file(output_dir) or ""
+        try:
+            checkpoint = load_checkpoint(last)
+        except (DamagedCheckpointError, UnsafeCheckpointError) as err:
+            refused = type(err)(f"cannot resume: {err}")
+            raise offer_intact(refused, output_dir, last) from None
+    elif weights:
+        load_weights_file(weights, what=weights_key)
+    if checkpoint is not None and check_resumed is not None and not args.eval_only:
+        check_resumed(checkpoint)
 
 
 def main(args: argparse.Namespace) -> Any:
@@ -154,17 +231,23 @@ def main(args: argparse.Namespace) -> Any:
     """
     cfg = setup(args)
     default_setup(cfg, args)
+    args.resume_from = getattr(args, "resume_from", None)
     if args.eval_only:
         model = BudgetTrainer.build_model(cfg)
-        DetectionCheckpointer(model, save_dir=cfg.OUTPUT_DIR).resume_or_load(
-            cfg.MODEL.WEIGHTS, resume=args.resume
-        )
+        checkpointer = SafeCheckpointer(model, save_dir=cfg.OUTPUT_DIR)
+        if args.resume_from:
+            checkpointer.load(args.resume_from, checkpointables=[])
+        else:
+            checkpointer.resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
         res = BudgetTrainer.test(cfg, model)
         if comm.is_main_process():
             verify_results(cfg, res)
         return res
     trainer = BudgetTrainer(cfg)
-    trainer.resume_or_load(resume=args.resume)
+    if args.resume_from:
+        trainer.resume_from(args.resume_from)
+    else:
+        trainer.resume_or_load(resume=args.resume)
     res = trainer.train()
     if comm.is_main_process():
         logging.getLogger("detectron2").info(
@@ -210,21 +293,33 @@ def launch_checked(
     Returns:
         ``main(args)`` with one worker, else None.
     """
-    try:
-        preflight(args)
-    except (ValueError, FileNotFoundError) as err:
-        sys.exit(f"{prog}: {err}")
-    if args.num_gpus * args.num_machines == 1:
+    with contextlib.ExitStack() as stack:
+        # from here on SIGTERM / SIGUSR1 only set a flag: a preemption before training stops
+        # the run cleanly (exit status 75), during training after the current iteration
+        guard = active_guard() or stack.enter_context(PreemptionGuard())
         try:
-            return main(args)
-        except BudgetConfigError as err:
+            preflight(args)
+        except (ValueError, FileNotFoundError) as err:
             sys.exit(f"{prog}: {err}")
-    launch(
-        main,
-        args.num_gpus,
-        num_machines=args.num_machines,
-        machine_rank=args.machine_rank,
-        dist_url=args.dist_url,
-        args=(args,),
-    )
+        if guard.requested:
+            message = (
+                f"{prog}: preempted by {guard.signal_name} before training started: nothing to "
+                "save; run the same command again"
+            )
+            print(message, file=sys.stderr, flush=True)
+            raise Preempted(message, guard.signum)
+        if args.num_gpus * args.num_machines == 1:
+            try:
+                return main(args)
+            except (BudgetConfigError, UnsafeCheckpointError, DamagedCheckpointError) as err:
+                sys.exit(f"{prog}: {err}")
+        launch(
+            main,
+            args.num_gpus,
+            num_machines=args.num_machines,
+            machine_rank=args.machine_rank,
+            dist_url=args.dist_url,
+            args=(args,),
+            prog=prog,
+        )
     return None

@@ -283,8 +283,16 @@ def split_overrides(opts: Sequence[str]) -> list[str]:
 
 
 def _read_yaml(path: str) -> dict[str, Any]:
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise ValueError(f"config {path!r} is not valid yaml{where}: {problem}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"config {path!r} is not a text (yaml) file") from None
     if not isinstance(data, dict):
         raise ValueError(f"config {path!r} is not a yaml mapping")
     return data

@@ -3,10 +3,22 @@
 Detectron2 v0.6's ``launch`` asserts CUDA for more than one process and hard-codes NCCL. Without
 CUDA, :func:`launch` spawns the processes itself, joins them with the gloo backend and sets up
 Detectron2's local process group the same way, so ``--num-gpus N`` means N CPU processes.
+
+Preemption, with several workers: each worker catches SIGTERM / SIGUSR1 from its start
+(:class:`~budgeted.preemption.PreemptionGuard`), the launching process forwards the ones it gets
+to its workers, and when the workers stop for a preemption (exit status 75, see
+:class:`~budgeted.detectron2.PreemptionHook`) :func:`launch` raises
+:class:`~budgeted.preemption.Preempted` (exit status 75) instead of Detectron2's error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import multiprocessing.connection
+import os
+import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -14,11 +26,24 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from detectron2.engine import launch as d2_launch
-from detectron2.engine.launch import DEFAULT_TIMEOUT, _find_free_port
+from detectron2.engine.launch import DEFAULT_TIMEOUT, _distributed_worker, _find_free_port
 from detectron2.utils import comm
 
-__all__ = ["launch"]
+from ..preemption import (
+    PREEMPTED_EXIT_CODE,
+    Preempted,
+    PreemptionGuard,
+    active_guard,
+    signal_name,
+)
+
+__all__ = ["PREEMPTION_GRACE_S", "launch"]
+
+PREEMPTED_SIGNAL_FALLBACK = 15  # SIGTERM: what a worker stopped by a preemption got at least
+
+PREEMPTION_GRACE_S = 120.0
+"""After one worker stopped for a preemption, how long the others have to stop by themselves
+before they are terminated (they passed the same barrier, so they normally need a moment)."""
 
 
 def launch(
@@ -29,11 +54,12 @@ def launch(
     dist_url: str | None = None,
     args: Sequence[Any] = (),
     timeout: timedelta = DEFAULT_TIMEOUT,
+    prog: str = "train_net",
 ) -> None:
     """Run ``main_func(*args)`` on ``num_gpus_per_machine`` workers of this machine.
 
-    Same signature as ``detectron2.engine.launch``, which it calls when CUDA is there (or for
-    one worker); without CUDA it spawns CPU processes joined with gloo.
+    Same signature as ``detectron2.engine.launch``: one worker runs in this process; several
+    are spawned, joined with NCCL on GPUs (Detectron2's own worker) or with gloo on CPUs.
 
     Args:
         main_func (callable): one worker's work (picklable: spawned processes import it).
@@ -43,9 +69,11 @@ def launch(
         dist_url (str, optional): ``tcp://HOST:PORT``; ``"auto"`` or None: a free local port.
         args (Sequence): the arguments of ``main_func``.
         timeout (timedelta): the process-group timeout.
+        prog (str): the tool's name, for messages.
 
     Raises:
         ValueError: one line for a bad worker count.
+        Preempted: the workers stopped for a preemption signal (exit status 75).
 
     Example:
         >>> launch(print, 1, args=("one worker",))
@@ -57,25 +85,19 @@ def launch(
             f"--num-gpus={num_gpus_per_machine} --num-machines={num_machines} is invalid; "
             "allowed: whole numbers >= 1"
         )
-    if world_size == 1 or torch.cuda.is_available():
-        d2_launch(
-            main_func,
-            num_gpus_per_machine,
-            num_machines,
-            machine_rank,
-            dist_url,
-            args=tuple(args),
-            timeout=timeout,
-        )
+    if world_size == 1:
+        main_func(*args)
         return
     if dist_url is None or dist_url == "auto":
         if num_machines != 1:
             raise ValueError("--dist-url auto works on one machine only; give tcp://HOST:PORT")
         dist_url = f"tcp://127.0.0.1:{_find_free_port()}"
-    mp.spawn(
-        _cpu_worker,
+    worker = _distributed_worker if torch.cuda.is_available() else _cpu_worker
+    context = mp.start_processes(
+        _guarded_worker,
         nprocs=num_gpus_per_machine,
         args=(
+            worker,
             main_func,
             world_size,
             num_gpus_per_machine,
@@ -85,7 +107,95 @@ def launch(
             timeout,
         ),
         daemon=False,
+        join=False,
+        start_method="spawn",
     )
+    _join(context, prog)
+
+
+def _join(context: Any, prog: str) -> None:
+    """Wait for the workers; forward SIGTERM / SIGUSR1 to them meanwhile.
+
+    All exit 0: return. Any exits 75 (preempted): wait up to :data:`PREEMPTION_GRACE_S` for the
+    others, then raise :class:`Preempted`. Any other failure: ``torch.multiprocessing``'s own
+    handling (the others are terminated, the worker's error is raised).
+    """
+    procs = list(context.processes)
+    pids = [p.pid for p in procs]
+
+    def forward(signum: int) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    outer = active_guard()
+    terminated: set[int] = set()
+
+    def clean(i: int, code: int | None) -> bool:
+        """Worker ``i`` stopped without failing: 0, 75, by the forwarded signal, or by us."""
+        if code in (0, PREEMPTED_EXIT_CODE) or i in terminated:
+            return True
+        return guard.requested and code == -(guard.signum or 0)
+
+    with PreemptionGuard(on_signal=forward) as guard:
+        if outer is not None and outer.requested:  # arrived before the workers existed
+            guard.request(outer.signum or 0)
+            forward(outer.signum or 0)
+        deadline = None
+        while True:
+            codes = [p.exitcode for p in procs]
+            if all(c is not None for c in codes):
+                break
+            if any(c is not None and not clean(i, c) for i, c in enumerate(codes)):
+                _fail(context)
+            if PREEMPTED_EXIT_CODE in codes:
+                deadline = deadline or time.monotonic() + PREEMPTION_GRACE_S
+                if time.monotonic() > deadline:
+                    late = [i for i, c in enumerate(codes) if c is None]
+                    print(
+                        f"{prog}: workers {late} did not stop within {PREEMPTION_GRACE_S:.0f} s "
+                        "of the preemption; terminating them",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    for i in late:
+                        terminated.add(i)
+                        procs[i].terminate()
+                        procs[i].join()
+                    break
+            alive = [p.sentinel for p, c in zip(procs, codes) if c is None]
+            multiprocessing.connection.wait(alive, timeout=1.0)
+    codes = [p.exitcode for p in procs]
+    if all(c == 0 for c in codes):
+        context.join()
+        return
+    if not all(clean(i, c) for i, c in enumerate(codes)):
+        _fail(context)
+    signum = guard.signum or PREEMPTED_SIGNAL_FALLBACK
+    if PREEMPTED_EXIT_CODE in codes:  # rank 0 printed the line
+        message = f"{prog}: preempted by {signal_name(signum)}; workers exited with {codes}"
+    else:  # the workers died of the signal before they could catch it
+        message = (
+            f"{prog}: preempted by {signal_name(signum)} while the workers were starting: "
+            "nothing new to save; resume with --resume"
+        )
+        print(message, file=sys.stderr, flush=True)
+    logging.getLogger(__name__).info(message)
+    raise Preempted(message, signum)
+
+
+def _fail(context: Any) -> None:
+    """``torch.multiprocessing``'s handling of a failed worker: terminate the others, raise."""
+    while not context.join():
+        pass
+    raise RuntimeError("a worker failed")  # not reached: join raises for a failed worker
+
+
+def _guarded_worker(local_rank: int, worker: Callable[..., Any], *args: Any) -> None:
+    """A spawned worker: catch preemption signals from its start to its end (never restored:
+    a signal while it winds down must not turn its exit status 75 into a death by signal)."""
+    PreemptionGuard().__enter__()
+    worker(local_rank, *args)
 
 
 def _cpu_worker(

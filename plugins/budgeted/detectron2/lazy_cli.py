@@ -4,8 +4,11 @@ Same CLI and config layout as Detectron2's (plus ``--config`` and bare names of 
 configs, as ``tools/train_net.py``). Differences: ``lr_multiplier`` of type
 :class:`~budgeted.detectron2.lazy.BudgetLRMultiplier` is trained as a checkpointed
 :class:`~budgeted.detectron2.BudgetLRScheduler` (a resume with another budget is refused);
-``--num-gpus N`` without CUDA runs N CPU processes (gloo); the datasets and the output folder are
-checked before any worker starts.
+``--num-gpus N`` without CUDA runs N CPU processes (gloo); the datasets, the output folder and the
+checkpoint to load (``train.init_checkpoint``, ``--resume``, ``--resume-from``: loaded safely,
+see :class:`~budgeted.detectron2.SafeCheckpointer`) are checked before anything is written or
+any worker starts; checkpoints are written atomically; SIGTERM / SIGUSR1 stop training after the
+current iteration with a checkpoint and exit status 75.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from detectron2.checkpoint import DetectionCheckpointer
+import torch
 from detectron2.config import LazyConfig, instantiate
 from detectron2.engine import (
     AMPTrainer,
@@ -30,12 +33,14 @@ from detectron2.evaluation import inference_on_dataset, print_csv_format
 from detectron2.utils import comm
 
 from ..config_files import find_config
-from .cli import argument_parser, launch_checked
+from .checkpoint import SafeCheckpointer
+from .cli import argument_parser, check_checkpoint_files, launch_checked
 from .data import check_datasets, register_toy_coco
 from .lazy import build_lazy_lr_scheduler
+from .preemption import PreemptionHook
 from .runs import check_new_run_folder
 
-__all__ = ["do_test", "do_train", "load", "main", "preflight", "run"]
+__all__ = ["check_lazy_resume", "do_test", "do_train", "load", "main", "preflight", "run"]
 
 logger = logging.getLogger("detectron2")
 
@@ -65,8 +70,19 @@ def load(args: argparse.Namespace) -> Any:
             "tools/train_net.py"
         )
     args.config_file = path
-    cfg = LazyConfig.load(path)
-    return LazyConfig.apply_overrides(cfg, args.opts or [])
+    try:
+        cfg = LazyConfig.load(path)
+    except SyntaxError as err:
+        cause = err.__cause__ if isinstance(err.__cause__, SyntaxError) else err
+        where = f" (line {cause.lineno})" if cause.lineno else ""
+        raise ValueError(f"config {path!r} is not valid python{where}: {cause.msg}") from None
+    try:
+        return LazyConfig.apply_overrides(cfg, args.opts or [])
+    except Exception as err:  # hydra's parser errors are no ValueError; any is the user's input
+        reason = " ".join(str(err).split("See https://")[0].split()) or type(err).__name__
+        raise ValueError(
+            f"bad override in {args.opts}: {reason}; allowed: LazyConfig's key=value"
+        ) from None
 
 
 def do_test(cfg: Any, model: Any) -> Any:
@@ -108,9 +124,7 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
     train_loader = instantiate(cfg.dataloader.train)
     model = _ddp(model, cfg)
     trainer = (AMPTrainer if cfg.train.amp.enabled else SimpleTrainer)(model, train_loader, optim)
-    checkpointer = DetectionCheckpointer(
-        model, cfg.train.output_dir, optimizer=optim, trainer=trainer
-    )
+    checkpointer = SafeCheckpointer(model, cfg.train.output_dir, optimizer=optim, trainer=trainer)
     scheduler = build_lazy_lr_scheduler(optim, instantiate(cfg.lr_multiplier), cfg.train.max_iter)
     trainer.register_hooks(
         [
@@ -126,10 +140,16 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
             )
             if comm.is_main_process()
             else None,
+            PreemptionHook(checkpointer, prog="lazyconfig_train_net"),  # last
         ]
     )
-    checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
-    start_iter = trainer.iter + 1 if args.resume and checkpointer.has_checkpoint() else 0
+    resume_from = getattr(args, "resume_from", None)
+    if resume_from:
+        checkpointer.load(resume_from)
+        start_iter = trainer.iter + 1
+    else:
+        checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
+        start_iter = trainer.iter + 1 if args.resume and checkpointer.has_checkpoint() else 0
     trainer.train(start_iter, cfg.train.max_iter)
 
 
@@ -141,7 +161,12 @@ def main(args: argparse.Namespace) -> Any:
         model = instantiate(cfg.model)
         model.to(cfg.train.device)
         model = _ddp(model, cfg)
-        DetectionCheckpointer(model).load(cfg.train.init_checkpoint)
+        checkpointer = SafeCheckpointer(model, cfg.train.output_dir)
+        resume_from = getattr(args, "resume_from", None)
+        if resume_from:
+            checkpointer.load(resume_from, checkpointables=[])
+        else:
+            checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
         return do_test(cfg, model)
     do_train(args, cfg)
     return None
@@ -153,17 +178,38 @@ def _names(dataset: Any) -> list[str]:
 
 
 def preflight(args: argparse.Namespace) -> None:
-    """All checks, in the launching process (datasets, schedule values, output folder); raises
-    one-line ``ValueError``s."""
+    """All checks, in the launching process (datasets, schedule values, output folder, the
+    checkpoint to load); raises one-line ``ValueError``s."""
     cfg = load(args)
     names = _names(cfg.dataloader.test.dataset) if "test" in cfg.dataloader else []
     if not args.eval_only:
         names = _names(cfg.dataloader.train.dataset) + names
     check_datasets(names)
-    if args.eval_only:
-        return
-    instantiate(cfg.lr_multiplier)  # bad schedule values fail here, in one line
-    check_new_run_folder(cfg.train.output_dir, args.resume, key="train.output_dir")
+    if not args.eval_only:
+        instantiate(cfg.lr_multiplier)  # bad schedule values fail here, in one line
+        resuming = args.resume or bool(getattr(args, "resume_from", None))
+        check_new_run_folder(cfg.train.output_dir, resuming, key="train.output_dir")
+    check_checkpoint_files(
+        args,
+        cfg.train.output_dir,
+        cfg.train.init_checkpoint,
+        weights_key="train.init_checkpoint",
+        check_resumed=lambda checkpoint: check_lazy_resume(cfg, checkpoint),
+    )
+
+
+def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:
+    """Refuse to resume ``checkpoint`` with another budget than LazyConfig ``cfg``'s (one line,
+    :class:`~budgeted.detectron2.BudgetResumeError`), before anything is written."""
+    scheduler = build_lazy_lr_scheduler(
+        torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0),
+        instantiate(cfg.lr_multiplier),
+        cfg.train.max_iter,
+    )
+    trainer_state = checkpoint.get("trainer", {}) if isinstance(checkpoint, dict) else {}
+    saved = (trainer_state.get("hooks") or {}).get("LRScheduler")
+    if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
+        scheduler.load_state_dict(saved)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

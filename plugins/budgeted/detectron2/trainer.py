@@ -8,7 +8,6 @@ import weakref
 from typing import Any
 
 import torch
-from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.config import CfgNode
 from detectron2.data import MetadataCatalog
 from detectron2.engine import AMPTrainer, DefaultTrainer, SimpleTrainer, hooks
@@ -18,9 +17,12 @@ from detectron2.evaluation import COCOEvaluator, DatasetEvaluator
 from detectron2.utils import comm
 from detectron2.utils.logger import setup_logger
 
+from ..checkpoints import load_checkpoint
+from .checkpoint import SafeCheckpointer, last_checkpoint_file
+from .preemption import PreemptionHook
 from .solver import BudgetConfigError, build_lr_scheduler
 
-__all__ = ["BudgetTrainer", "check_budget", "has_compiled_ops"]
+__all__ = ["BudgetTrainer", "check_budget", "check_resume", "has_compiled_ops"]
 
 
 def has_compiled_ops() -> bool:
@@ -79,6 +81,12 @@ class BudgetTrainer(DefaultTrainer):
     ``LR_SCHEDULER_REGISTRY``: ``BudgetLinear``, ... plus Detectron2's own names), evaluates COCO
     with pycocotools (the fast C++ evaluator only where the real ``detectron2._C`` exists), writes
     metrics every ``SOLVER.BUDGET.WRITER_PERIOD`` iterations, and trains with DDP on CPU too.
+
+    Files: every checkpoint it loads (``MODEL.WEIGHTS``, ``--resume``) goes through
+    :class:`~budgeted.detectron2.SafeCheckpointer` (no code from the file runs; one-line
+    refusals), and every checkpoint it writes is written atomically. Preemption: SIGTERM or
+    SIGUSR1 end the run after the current iteration with a checkpoint and exit status 75
+    (:class:`~budgeted.detectron2.PreemptionHook`, registered last).
     """
 
     def __init__(self, cfg: CfgNode) -> None:
@@ -100,13 +108,25 @@ class BudgetTrainer(DefaultTrainer):
             model, data_loader, optimizer
         )
         self.scheduler = self.build_lr_scheduler(cfg, optimizer)
-        self.checkpointer = DetectionCheckpointer(
-            model, cfg.OUTPUT_DIR, trainer=weakref.proxy(self)
-        )
+        self.checkpointer = SafeCheckpointer(model, cfg.OUTPUT_DIR, trainer=weakref.proxy(self))
         self.start_iter = 0
         self.max_iter = cfg.SOLVER.MAX_ITER
         self.cfg = cfg
         self.register_hooks(self.build_hooks())
+
+    def resume_from(self, path: str) -> None:
+        """Resume exactly from checkpoint ``path`` (model, optimizer, scheduler, iteration),
+        whatever ``last_checkpoint`` names: training continues at its next iteration.
+
+        Args:
+            path (str): a checkpoint written by this trainer.
+
+        Raises:
+            UnsafeCheckpointError, DamagedCheckpointError: the file cannot be loaded (one line).
+            BudgetResumeError: the checkpoint's budget differs from the config's (one line).
+        """
+        self.checkpointer.load(path)
+        self.start_iter = self.iter + 1
 
     def state_dict(self) -> dict[str, Any]:
         """Also the inner trainer's state (the optimizer's momentum), which v0.6 leaves out."""
@@ -146,27 +166,37 @@ class BudgetTrainer(DefaultTrainer):
         for i, hook in enumerate(ret):
             if isinstance(hook, hooks.PeriodicWriter):
                 ret[i] = hooks.PeriodicWriter(self.build_writers(), period=period)
+        ret.append(PreemptionHook(self.checkpointer))  # last: after the writers
         return ret
 
 
-def check_resume(cfg: CfgNode, world_size: int | None = None) -> None:
-    """Refuse to resume ``cfg.OUTPUT_DIR``'s last checkpoint when its budget differs from the one
-    ``cfg`` trains on ``world_size`` workers; no checkpoint: nothing to check.
+def check_resume(
+    cfg: CfgNode, world_size: int | None = None, *, checkpoint: Any = None, path: str | None = None
+) -> None:
+    """Refuse to resume a checkpoint whose budget differs from the one ``cfg`` trains on
+    ``world_size`` workers.
+
+    The checkpoint is ``checkpoint`` (already loaded), else the file ``path``, else the one
+    ``cfg.OUTPUT_DIR/last_checkpoint`` names (none: nothing to check); files are loaded with
+    :func:`budgeted.checkpoints.load_checkpoint`.
 
     Args:
         cfg (CfgNode): the config to resume with.
         world_size (int, optional): the number of workers; default: the current world size.
+        checkpoint (dict, optional): the loaded checkpoint.
+        path (str, optional): the checkpoint file.
 
     Raises:
         BudgetResumeError: one line naming both budgets and the fix.
+        UnsafeCheckpointError, DamagedCheckpointError: the file cannot be loaded (one line).
     """
-    marker = os.path.join(cfg.OUTPUT_DIR, "last_checkpoint")
-    if not os.path.isfile(marker):
-        return
-    with open(marker) as f:
-        path = os.path.join(cfg.OUTPUT_DIR, f.read().strip())
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    saved = state.get("trainer", {}).get("hooks", {}).get("LRScheduler")
+    if checkpoint is None:
+        path = path or last_checkpoint_file(cfg.OUTPUT_DIR)
+        if path is None:
+            return
+        checkpoint = load_checkpoint(path)
+    trainer_state = checkpoint.get("trainer", {}) if isinstance(checkpoint, dict) else {}
+    saved = (trainer_state.get("hooks") or {}).get("LRScheduler")
     scaled = DefaultTrainer.auto_scale_workers(
         cfg.clone(), comm.get_world_size() if world_size is None else world_size
     )

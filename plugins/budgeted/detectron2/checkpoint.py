@@ -1,0 +1,246 @@
+"""``SafeCheckpointer``: Detectron2's ``DetectionCheckpointer`` that never runs code from a file
+and never leaves a torn checkpoint behind.
+
+Detectron2 v0.6 ``pickle.load`` s any ``.pkl`` given as ``MODEL.WEIGHTS`` (a pickle runs the
+callables it names: a weights file can run any code), and writes checkpoints in place (a kill
+during the write leaves a torn file that ``last_checkpoint`` names). :class:`SafeCheckpointer`:
+
+- loads every file through :func:`budgeted.checkpoints.load_checkpoint` (``weights_only`` torch
+  loading or a restricted unpickler, exact allow-lists): a file naming anything else is refused
+  in one line naming the file and the global (:class:`~budgeted.checkpoints.UnsafeCheckpointError`),
+  an unreadable one in one line naming the file
+  (:class:`~budgeted.checkpoints.DamagedCheckpointError`; on a resume, with the newest intact
+  checkpoint of the folder offered). Detectron2's own handling of the model-zoo ``.pkl``
+  format (``"model"``, ``"__author__"``, ``"matching_heuristics"``, Caffe2 ``"blobs"``) and of
+  pycls ``.pyth`` files is kept;
+- saves checkpoints and ``last_checkpoint`` atomically (:func:`budgeted.checkpoints.atomic_save`).
+
+``BudgetTrainer`` and ``tools/train_net.py`` use it; a trainer of your own (a ``DefaultTrainer``
+or anything with a ``checkpointer``) adopts it, and preemption, in one line after it is built::
+
+    trainer = Trainer(cfg)
+    bd2.use_safe_checkpointer(trainer)  # its hooks save through it too; + PreemptionHook
+    trainer.resume_or_load(resume=args.resume)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from detectron2.checkpoint import DetectionCheckpointer
+
+from ..checkpoints import (
+    DamagedCheckpointError,
+    UnsafeCheckpointError,
+    atomic_save,
+    atomic_write_text,
+    load_checkpoint,
+    newest_intact_checkpoint,
+)
+
+__all__ = [
+    "CHECKPOINT_PATTERN",
+    "SafeCheckpointer",
+    "last_checkpoint_file",
+    "load_weights_file",
+    "offer_intact",
+    "use_safe_checkpointer",
+]
+
+CHECKPOINT_PATTERN = "model_*.pth"
+"""The checkpoints Detectron2's trainers write: ``model_0000999.pth``, ``model_final.pth``."""
+
+
+def _local(path: str) -> bool:
+    return "://" not in path
+
+
+def last_checkpoint_file(folder: str) -> str | None:
+    """The checkpoint ``folder/last_checkpoint`` names (a path, maybe of a missing file); None
+    without a ``last_checkpoint`` file.
+
+    Example:
+        >>> last_checkpoint_file("/nonexistent") is None
+        True
+    """
+    marker = os.path.join(folder, "last_checkpoint")
+    if not os.path.isfile(marker):
+        return None
+    with open(marker) as f:
+        return os.path.join(folder, f.read().strip())
+
+
+def offer_intact(
+    err: ValueError, folder: str, bad: str, *, how: str = "resume from it with --resume-from {path}"
+) -> ValueError:
+    """``err`` (about checkpoint ``bad``, which cannot be loaded) with the newest intact
+    checkpoint of ``folder`` offered: the same class, one line.
+
+    Args:
+        err (ValueError): a :class:`DamagedCheckpointError` or :class:`UnsafeCheckpointError`.
+        folder (str): the run folder.
+        bad (str): the checkpoint that failed (never offered).
+        how (str): how to take the offered checkpoint; ``{path}`` is replaced by its path.
+    """
+    found = newest_intact_checkpoint(folder, CHECKPOINT_PATTERN, exclude=[bad])
+    if found is None:
+        offer = (
+            f"; there is no intact checkpoint in {folder!r} to resume from: restore the file, or "
+            "start a new run in another OUTPUT_DIR"
+        )
+    else:
+        path = os.fspath(found)
+        offer = f"; the newest intact checkpoint there is {path!r}: " + how.format(path=path)
+    return type(err)(f"{err}{offer}")
+
+
+def load_weights_file(path: str, *, what: str = "MODEL.WEIGHTS") -> dict[str, Any]:
+    """Load ``path`` (a local file, or a URL Detectron2's ``PathManager`` fetches) safely.
+
+    Args:
+        path (str): the file.
+        what (str): what names the file, for messages.
+
+    Raises:
+        UnsafeCheckpointError, DamagedCheckpointError: one line, naming ``what`` and the file.
+    """
+    from detectron2.utils.file_io import PathManager
+
+    local = path
+    if not os.path.isfile(path) and not _local(path):
+        try:
+            local = PathManager.get_local_path(path)
+        except Exception as err:
+            reason = " ".join(str(err).split())[:160]
+            raise DamagedCheckpointError(f"{what} {path!r} cannot be fetched ({reason})") from None
+    try:
+        return load_checkpoint(local)
+    except (UnsafeCheckpointError, DamagedCheckpointError) as err:
+        raise type(err)(f"{what}: {err}") from None
+
+
+class SafeCheckpointer(DetectionCheckpointer):
+    """``DetectionCheckpointer`` that loads files safely and saves them atomically.
+
+    Same constructor and methods as Detectron2's (``save``, ``load``, ``resume_or_load``, ...).
+    Loading: :func:`budgeted.checkpoints.load_checkpoint` (no code from the file runs), then
+    Detectron2's format handling (model-zoo ``.pkl``, Caffe2 blobs, pycls ``.pyth``, native
+    ``.pth``). Saving: to a temporary file, flushed and renamed, then ``last_checkpoint`` the
+    same way (a URL ``save_dir`` is written through Detectron2's ``PathManager``, as before).
+
+    Raises (from ``load`` / ``resume_or_load``):
+        UnsafeCheckpointError: the file names a global outside the allow-list (one line).
+        DamagedCheckpointError: the file is missing, truncated or not a checkpoint (one line;
+            on a resume with the newest intact checkpoint in ``save_dir`` offered).
+
+    Example:
+        >>> import torch
+        >>> ckpt = SafeCheckpointer(torch.nn.Linear(2, 2))
+        >>> ckpt.load("") == {}  # nothing to load
+        True
+    """
+
+    def load(self, path: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if path and _local(path) and not os.path.isfile(path):
+            raise DamagedCheckpointError(f"checkpoint {path!r} does not exist")
+        return super().load(path, *args, **kwargs)
+
+    def resume_or_load(self, path: str, *, resume: bool = True) -> dict[str, Any]:
+        if resume and self.has_checkpoint():
+            path = self.get_checkpoint_file()
+            try:
+                return self.load(path)
+            except DamagedCheckpointError as err:
+                how = "load it with checkpointer.load({path!r})"
+                raise offer_intact(err, self.save_dir, path, how=how) from None
+        return self.load(path, checkpointables=[])
+
+    def _load_file(self, filename: str) -> dict[str, Any]:
+        data = load_checkpoint(filename)
+        if not isinstance(data, dict):
+            raise DamagedCheckpointError(
+                f"checkpoint {filename!r} holds a {type(data).__name__}, not a checkpoint (a dict)"
+            )
+        if filename.endswith(".pkl"):
+            if "model" in data and "__author__" in data:  # Detectron2's model-zoo format
+                self.logger.info("Reading a file from '%s'", data["__author__"])
+                return data
+            # Caffe2 / Detectron 1 model zoo: detection models hold "blobs", ImageNet ones not
+            blobs = data.get("blobs", data)
+            model = {k: v for k, v in blobs.items() if not str(k).endswith("_momentum")}
+            return {"model": model, "__author__": "Caffe2", "matching_heuristics": True}
+        if filename.endswith(".pyth"):  # pycls
+            if "model_state" not in data:
+                raise DamagedCheckpointError(
+                    f"checkpoint {filename!r} is not a pycls checkpoint: no 'model_state'"
+                )
+            model = {
+                k: v
+                for k, v in data["model_state"].items()
+                if not k.endswith("num_batches_tracked")
+            }
+            return {"model": model, "__author__": "pycls", "matching_heuristics": True}
+        return data if "model" in data else {"model": data}
+
+    def save(self, name: str, **kwargs: Any) -> None:
+        """Save the model and checkpointables as ``<save_dir>/<name>.pth``, atomically, then
+        point ``last_checkpoint`` at it (atomically too)."""
+        if not self.save_dir or not self.save_to_disk:
+            return
+        if not _local(self.save_dir):
+            super().save(name, **kwargs)
+            return
+        data: dict[str, Any] = {"model": self.model.state_dict()}
+        for key, obj in self.checkpointables.items():
+            data[key] = obj.state_dict()
+        data.update(kwargs)
+        basename = f"{name}.pth"
+        save_file = os.path.join(self.save_dir, basename)
+        if os.path.basename(save_file) != basename:
+            raise ValueError(f"checkpoint name {name!r} is invalid; allowed: a file name")
+        self.logger.info("Saving checkpoint to %s", save_file)
+        os.makedirs(self.save_dir, exist_ok=True)
+        atomic_save(data, save_file)
+        self.tag_last_checkpoint(basename)
+
+    def tag_last_checkpoint(self, last_filename_basename: str) -> None:
+        if not _local(self.save_dir):
+            super().tag_last_checkpoint(last_filename_basename)
+            return
+        atomic_write_text(os.path.join(self.save_dir, "last_checkpoint"), last_filename_basename)
+
+
+def use_safe_checkpointer(trainer: Any, *, preemption: bool = True) -> SafeCheckpointer:
+    """Give ``trainer`` (a ``DefaultTrainer`` or any trainer with a ``checkpointer``) a
+    :class:`SafeCheckpointer` in place of its checkpointer, everywhere: ``trainer.checkpointer``
+    and the hooks that hold the old one (``PeriodicCheckpointer``, ``BestCheckpointer``); and,
+    with ``preemption``, register a :class:`~budgeted.detectron2.PreemptionHook` last.
+
+    Call it after the trainer is built, before ``resume_or_load``.
+
+    Args:
+        trainer: the trainer.
+        preemption (bool): also stop on SIGTERM / SIGUSR1 with a checkpoint (exit status 75).
+
+    Returns:
+        SafeCheckpointer: the trainer's new checkpointer (same model, folder, checkpointables).
+    """
+    from .preemption import PreemptionHook
+
+    old = trainer.checkpointer
+    new = (
+        old
+        if isinstance(old, SafeCheckpointer)
+        else SafeCheckpointer(
+            old.model, old.save_dir, save_to_disk=old.save_to_disk, **old.checkpointables
+        )
+    )
+    trainer.checkpointer = new
+    for hook in getattr(trainer, "_hooks", []):
+        for attr in ("checkpointer", "_checkpointer"):
+            if getattr(hook, attr, None) is old:
+                setattr(hook, attr, new)
+    if preemption and not any(isinstance(h, PreemptionHook) for h in trainer._hooks):
+        trainer.register_hooks([PreemptionHook(new)])
+    return new

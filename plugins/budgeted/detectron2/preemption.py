@@ -1,0 +1,148 @@
+"""``PreemptionHook``: SIGTERM / SIGUSR1 end a Detectron2 run after the current iteration, with a
+checkpoint, and exit status :data:`~budgeted.preemption.PREEMPTED_EXIT_CODE` (75).
+
+``BudgetTrainer`` (and so ``tools/train_net.py``) registers it last; your own trainer adds it in
+one line (last, so that the LR scheduler and the writers have done the iteration)::
+
+    trainer.register_hooks([bd2.PreemptionHook(trainer.checkpointer)])
+
+After a signal the iteration in progress finishes; then every worker agrees to stop at the same
+iteration (the flag is all-reduced after each iteration when there are several workers), the main
+worker writes ``model_{iter:07d}.pth`` atomically and points ``last_checkpoint`` at it (the name
+and contents of a periodic checkpoint), prints one line and every worker raises
+:class:`~budgeted.preemption.Preempted` (a ``SystemExit`` with code 75). ``--resume`` then
+continues from the next iteration at exactly the LR an uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from detectron2.engine import HookBase, hooks
+from detectron2.utils import comm
+from detectron2.utils.events import CommonMetricPrinter
+
+from ..preemption import Preempted, PreemptionGuard, active_guard, signal_name
+
+__all__ = ["PreemptionHook"]
+
+logger = logging.getLogger("detectron2.budgeted")  # into log.txt, with Detectron2's own lines
+
+
+class PreemptionHook(HookBase):
+    """Stop training at the end of the iteration in which a preemption signal arrived.
+
+    Args:
+        checkpointer: the trainer's checkpointer (a :class:`~budgeted.detectron2.SafeCheckpointer`
+            writes atomically; any Detectron2 checkpointer works).
+        guard (PreemptionGuard, optional): the flag to watch; default: the guard a tool entered
+            around the run (:func:`~budgeted.preemption.active_guard`), else one this hook
+            installs for the duration of training.
+        prog (str): the name the printed line starts with.
+        resume_hint (str): how to continue, for the printed line.
+
+    Attributes:
+        syncs (int): all-reduces of the flag done (several workers only).
+        sync_seconds (float): the time they took, in all.
+    """
+
+    def __init__(
+        self,
+        checkpointer: object,
+        guard: PreemptionGuard | None = None,
+        prog: str = "train_net",
+        resume_hint: str = "resume with --resume",
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.guard = guard
+        self.prog = prog
+        self.resume_hint = resume_hint
+        self.syncs = 0
+        self.sync_seconds = 0.0
+        self._guard: PreemptionGuard | None = None
+        self._own: PreemptionGuard | None = None
+
+    def before_train(self) -> None:
+        self._guard = self.guard or active_guard()
+        if self._guard is None:
+            self._own = self._guard = PreemptionGuard().__enter__()
+        signum = self._agreed()
+        if signum:
+            start, total = self.trainer.start_iter, self.trainer.max_iter
+            self._raise(
+                f"{self.prog}: preempted by {signal_name(signum)} before iteration "
+                f"{start + 1}/{total}: nothing new to save; {self.resume_hint}",
+                signum,
+            )
+
+    def after_step(self) -> None:
+        signum = self._agreed()
+        if not signum:
+            return
+        it, total = self.trainer.iter, self.trainer.max_iter
+        if it + 1 >= total:
+            return  # that was the last iteration: the run ends now anyway
+        name = f"model_{it:07d}"
+        if comm.is_main_process():
+            self.checkpointer.save(name, iteration=it)
+        comm.synchronize()  # the checkpoint is complete before any worker stops
+        path = os.path.join(self.checkpointer.save_dir, f"{name}.pth")
+        self._raise(
+            f"{self.prog}: preempted by {signal_name(signum)} at iteration {it + 1}/{total}: "
+            f"checkpoint {path}; {self.resume_hint}",
+            signum,
+        )
+
+    def after_train(self) -> None:
+        if self._own is not None:
+            self._own.__exit__(None, None, None)
+            self._own = None
+        if self.syncs:
+            logger.info(
+                "preemption flag: %d all-reduces, %.1f us each on average",
+                self.syncs,
+                1e6 * self.sync_seconds / self.syncs,
+            )
+
+    def _raise(self, message: str, signum: int) -> None:
+        self._settle_printers()
+        if comm.is_main_process():
+            print(message, file=sys.stderr, flush=True)
+        raise Preempted(message, signum)
+
+    def _settle_printers(self) -> None:
+        """Let the writers' final write (``PeriodicWriter.after_train``) pass.
+
+        Detectron2 v0.6's ``CommonMetricPrinter`` estimates the ETA from its previous write when
+        no iteration time is recorded yet (the first 3 iterations of a run) and divides by the
+        iterations since: zero when training stops right after a write, as here. Forgetting the
+        previous write makes it skip the estimate instead.
+        """
+        for hook in getattr(self.trainer, "_hooks", []):
+            if isinstance(hook, hooks.PeriodicWriter):
+                for writer in getattr(hook, "_writers", []):
+                    if isinstance(writer, CommonMetricPrinter) and hasattr(writer, "_last_write"):
+                        writer._last_write = None
+
+    def _agreed(self) -> int:
+        """The preemption signal any worker got (0: none); the same on every worker."""
+        assert self._guard is not None
+        local = self._guard.signum or 0
+        if comm.get_world_size() == 1:
+            return local
+        on_gpu = dist.get_backend() == "nccl"
+        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else "cpu"
+        flag = torch.tensor([local], dtype=torch.int64, device=device)
+        start = time.perf_counter()
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        agreed = int(flag.item())
+        self.sync_seconds += time.perf_counter() - start
+        self.syncs += 1
+        if agreed and not local:
+            self._guard.request(agreed)  # another worker got the signal
+        return agreed
