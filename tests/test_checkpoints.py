@@ -262,3 +262,23 @@ def test_a_kill_during_the_write_never_tears_the_file(tmp_path) -> None:
         assert torn.stat().st_size < size
         assert list(tmp_path.glob("*.pth")) == [path]  # never taken for a checkpoint
         torn.unlink()
+
+
+def test_a_safe_load_keeps_the_globals_allowed_before_it(tmp_path):
+    import collections
+
+    import torch
+
+    from budgeted.checkpoints import load_checkpoint
+
+    before = list(torch.serialization.get_safe_globals())
+    marker = (collections.Counter, "collections.Counter")
+    torch.serialization.add_safe_globals([marker])
+    try:
+        path = tmp_path / "w.pth"
+        torch.save({"w": torch.zeros(2)}, path)
+        load_checkpoint(path)
+        assert marker in torch.serialization.get_safe_globals()
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(before)

@@ -2,6 +2,13 @@
 # Training on a Slurm cluster, in MMSegmentation's style:
 #   GPUS=8 bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG [tools/train_seg.py options]
 # GPUS (default 4), GPUS_PER_NODE (4), CPUS_PER_TASK (5), SRUN_ARGS; PYTHON selects the interpreter.
+#
+# Preemption: the tasks stop on SIGTERM / SIGUSR1 after the current iteration, write a checkpoint
+# and exit with 75 (budgeted.preemption.PREEMPTED_EXIT_CODE). Inside a batch job (SLURM_JOB_ID
+# set; sbatch --requeue --signal=USR1@120) this script then requeues the job
+# (scontrol requeue), and the requeued job (SLURM_RESTART_COUNT > 0) resumes by itself: --resume
+# is added, and a --resume-from PATH of the first start is dropped (the run's own newest
+# checkpoint is newer). Run outside a batch job, it exits with 75 and says to rerun with --resume.
 set -euxo pipefail
 
 PARTITION=$1
@@ -12,7 +19,33 @@ GPUS_PER_NODE=${GPUS_PER_NODE:-4}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-""}
 PYTHON=${PYTHON:-python}
+PREEMPTED=75
 
+ARGS=()
+if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
+    # a requeued job: continue the run from its latest checkpoint
+    resume=--resume
+    skip=0
+    for arg in "${@:4}"; do
+        if [ "$skip" = 1 ]; then
+            skip=0
+            continue
+        fi
+        case "$arg" in
+            --resume) resume="" ;;
+            --resume-from) skip=1; continue ;;
+            --resume-from=*) continue ;;
+        esac
+        ARGS+=("$arg")
+    done
+    if [ -n "$resume" ]; then
+        ARGS+=("$resume")
+    fi
+else
+    ARGS=("${@:4}")
+fi
+
+status=0
 # shellcheck disable=SC2086
 PYTHONPATH="$(dirname "$0")/..${PYTHONPATH:+:$PYTHONPATH}" \
 srun -p "$PARTITION" \
@@ -23,4 +56,17 @@ srun -p "$PARTITION" \
     --cpus-per-task="$CPUS_PER_TASK" \
     --kill-on-bad-exit=1 \
     ${SRUN_ARGS} \
-    "$PYTHON" -u "$(dirname "$0")/train_seg.py" "$CONFIG" --launcher="slurm" "${@:4}"
+    "$PYTHON" -u "$(dirname "$0")/train_seg.py" "$CONFIG" --launcher="slurm" ${ARGS[@]+"${ARGS[@]}"} \
+    || status=$?
+
+if [ "$status" -eq "$PREEMPTED" ]; then
+    if [ -n "${SLURM_JOB_ID:-}" ]; then
+        echo "slurm_train.sh: preempted: requeueing job $SLURM_JOB_ID, which resumes from its" \
+            "latest checkpoint" >&2
+        scontrol requeue "$SLURM_JOB_ID"
+    else
+        echo "slurm_train.sh: preempted (not in a batch job, nothing to requeue): run the same" \
+            "command with --resume to continue" >&2
+    fi
+fi
+exit "$status"

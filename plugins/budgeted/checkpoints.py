@@ -254,6 +254,9 @@ def _load_torch(
             raise UnsafeCheckpointError(_refusal(path, bad, what))
     safe = [(obj, name) for name, obj in allowed.items()]
     safe += _numpy_dtype_classes()  # pickled dtypes are rebuilt with BUILD on their class
+    # torch's safe_globals() removes its globals on exit, also those allowed before it (the
+    # MMEngine allow-list, say): keep the process-wide list as it was.
+    before = list(torch.serialization.get_safe_globals())
     try:
         with torch.serialization.safe_globals(safe):
             return torch.load(os.fspath(path), map_location=map_location, weights_only=True)
@@ -263,6 +266,9 @@ def _load_torch(
         raise _damaged(path, err) from None
     except (RuntimeError, EOFError, OSError, ValueError, KeyError, IndexError) as err:
         raise _damaged(path, err) from None
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(before)
 
 
 def _resolvable(name: str) -> bool:

@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 import torch
-from mmseg_testutils import HERE
+from mmseg_testutils import HERE, toy_args, toy_config
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +27,16 @@ def cli() -> ModuleType:
     from budgeted.mmengine import cli
 
     return cli
+
+
+@pytest.fixture(scope="session")
+def first_run(tmp_path_factory: pytest.TempPathFactory, toy_root: Path, cli: ModuleType):
+    """One uninterrupted toy run of 12 iterations (warmup 4, checkpoints at 6 and 12, the LR
+    logged every iteration), with our tool: ``(folder of its hook output, work dir)``."""
+    tmp = tmp_path_factory.mktemp("first")
+    work_dir = tmp / "work"
+    assert cli.main(toy_args(toy_config(tmp), work_dir, toy_root)) == 0
+    return tmp, work_dir
 
 
 @pytest.fixture

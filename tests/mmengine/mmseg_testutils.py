@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.util
 import itertools
 import json
+import os
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -121,3 +127,48 @@ def recorded_lrs(out_dir: Path, rank: int = 0) -> dict[int, float]:
     """``{0-based iteration: lr}`` written by :class:`budget_lr_recorder.RecordLRHook`."""
     data = json.loads((out_dir / f"lr_rank{rank}.json").read_text())
     return {int(k): v for k, v in data.items()}
+
+
+DEADLINE_S = 600.0
+"""How long a test waits for an event of a real run (a busy machine can be very slow)."""
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (for torchrun's rendezvous)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a training subprocess: the test hooks importable, no GPU."""
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": "", **extra}
+
+
+def wait_until(
+    what: str,
+    condition: Callable[[], bool],
+    proc: subprocess.Popen | None = None,
+    timeout: float = DEADLINE_S,
+) -> None:
+    """Poll ``condition`` until it holds; fail if ``proc`` ends first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process ended (status {proc.returncode}) before {what}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file (sha256) and folder under ``folder``, by relative name; {} if it is missing."""
+    if not folder.exists():
+        return {}
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        found[name] = "folder" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return found

@@ -73,10 +73,19 @@ def test_budget_fraction_sets_the_budget():
     assert apply_budget_fraction(cfg_with(), 0.5) == 400  # full = max_iters without the key
 
 
-@pytest.mark.parametrize("fraction", [0, -0.1, float("nan")])
+@pytest.mark.parametrize("fraction", [0, -0.1, float("nan"), 1.5, 1.0000001])
 def test_bad_budget_fraction_is_one_line(fraction):
-    with pytest.raises(ValueError, match=r"budget fraction=.* is invalid; allowed: a number > 0"):
+    with pytest.raises(ValueError) as err:
         apply_budget_fraction(cfg_with(), fraction)
+    message = str(err.value)
+    allowed = "allowed: a number in (0, 1]"
+    assert message.startswith(f"budget fraction={fraction!r} is invalid; {allowed}")
+    assert "\n" not in message
+
+
+def test_budget_fraction_one_trains_the_full_schedule():
+    cfg = cfg_with(full_schedule_iters=80000)
+    assert apply_budget_fraction(cfg, 1.0) == 80000
 
 
 def test_budget_fraction_refuses_a_scheduler_with_a_fixed_end():

@@ -10,8 +10,10 @@ from mmseg_testutils import REPO, toy_args, toy_config
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--budget", "0"], "budget fraction=0.0 is invalid; allowed: a number > 0"),
-        (["--budget", "-0.5"], "budget fraction=-0.5 is invalid"),
+        (["--budget", "0"], "argument --budget: 0 is invalid; allowed: a fraction in (0, 1]"),
+        (["--budget", "-0.5"], "argument --budget: -0.5 is invalid; allowed: a fraction in (0, 1]"),
+        (["--budget", "1.5"], "argument --budget: 1.5 is invalid; allowed: a fraction in (0, 1]"),
+        (["--budget", "half"], "argument --budget: 'half' is not a number; allowed: a fraction"),
         (
             ["--cfg-options", "param_scheduler.0.type=BudgetLinerLR"],
             "did you mean 'BudgetLinearLR'",

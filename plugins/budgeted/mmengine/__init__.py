@@ -6,9 +6,13 @@
   ``BudgetScheduleLR(schedule=...)`` and ``BudgetParamScheduler`` (any optimizer parameter), in
   MMEngine's ``PARAM_SCHEDULERS``;
 - :mod:`.checkpoint`: the allow-list of exactly the globals MMEngine checkpoints carry, for
-  ``torch.load(weights_only=True)`` (torch >= 2.6's default). Importing this package does not
-  apply it: our tools call :func:`allow_mmengine_checkpoints`, a config imports
-  :mod:`budgeted.mmengine.safe_checkpoints`;
+  ``torch.load(weights_only=True)`` (torch >= 2.6's default), and :func:`load_mmengine_checkpoint`
+  for untrusted files. Importing this package does not apply the allow-list: our tools call
+  :func:`allow_mmengine_checkpoints`, a config imports :mod:`budgeted.mmengine.safe_checkpoints`;
+- :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically)
+  and ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75), in
+  MMEngine's ``HOOKS``;
+- :mod:`.resume`: what a run will load, checked before anything is written;
 - :mod:`.cli` (``tools/train_seg.py``), :mod:`.runs` (what a work dir holds), :mod:`.toy` (the
   toy Cityscapes set), :mod:`.cityscapes` (label conversion), :mod:`.launch` (CPU launchers).
 
@@ -31,10 +35,13 @@ from typing import Any  # noqa: E402
 from ..core import BudgetMismatchError  # noqa: E402
 from .checkpoint import (  # noqa: E402
     MMENGINE_CHECKPOINT_GLOBALS,
+    DamagedCheckpointError,
     UnsafeCheckpointError,
     allow_mmengine_checkpoints,
     check_checkpoint,
+    load_mmengine_checkpoint,
 )
+from .hooks import AtomicCheckpointHook, PreemptionHook  # noqa: E402
 from .schedulers import (  # noqa: E402
     NAMED_SCHEDULERS,
     BudgetConfigError,
@@ -46,13 +53,17 @@ from .schedulers import (  # noqa: E402
 __all__ = [
     "MMENGINE_CHECKPOINT_GLOBALS",
     "NAMED_SCHEDULERS",
+    "AtomicCheckpointHook",
     "BudgetConfigError",
     "BudgetMismatchError",
     "BudgetParamScheduler",
     "BudgetScheduleLR",
+    "DamagedCheckpointError",
+    "PreemptionHook",
     "UnsafeCheckpointError",
     "allow_mmengine_checkpoints",
     "check_checkpoint",
+    "load_mmengine_checkpoint",
     "scheduler_types",
     # and Budget<Label>LR of every registered schedule (BudgetLinearLR, ...), see __getattr__
     *(cls.__name__ for cls in NAMED_SCHEDULERS.values()),

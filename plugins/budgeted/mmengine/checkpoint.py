@@ -4,8 +4,11 @@ torch >= 2.6 loads with ``weights_only=True`` by default, and MMEngine's resume 
 non-tensor objects its checkpoints carry: the message hub's ``HistoryBuffer`` (whose statistics
 methods pickle as ``getattr(HistoryBuffer, "min")``) and numpy arrays and scalars.
 :func:`allow_mmengine_checkpoints` allow-lists exactly those globals; a checkpoint naming any other
-global is still refused by torch, and :func:`check_checkpoint` says so in one line before training.
-A checkpoint is untrusted input: unpickling arbitrary globals would run code from the file.
+global is still refused by torch. A checkpoint is untrusted input: unpickling arbitrary globals
+would run code from the file. Before training, our tools load every file they will load
+(``load_from``, the checkpoint to resume; ``.pth`` or ``.pkl``) with
+:func:`load_mmengine_checkpoint` (the shared :func:`budgeted.checkpoints.load_checkpoint` plus
+these globals), which refuses a foreign global or a damaged file in one line naming the file.
 
 Importing :mod:`budgeted.mmengine` does not change torch's allow-list: our tools call
 :func:`allow_mmengine_checkpoints`, and a config opts in by importing
@@ -14,14 +17,30 @@ Importing :mod:`budgeted.mmengine` does not change torch's allow-list: our tools
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
 from mmengine.logging.history_buffer import HistoryBuffer
+
+from ..checkpoints import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
+
+__all__ = [
+    "MMENGINE_CHECKPOINT_GLOBALS",
+    "MMENGINE_EXTRA_GLOBALS",
+    "DamagedCheckpointError",
+    "UnsafeCheckpointError",
+    "allow_mmengine_checkpoints",
+    "check_checkpoint",
+    "history_buffer_getattr",
+    "keeping_safe_globals",
+    "load_mmengine_checkpoint",
+    "unsafe_globals",
+]
 
 # HistoryBuffer pickles its statistics methods as getattr(HistoryBuffer, "min"), etc.
 _STATISTICS = ("min", "max", "current", "mean")
@@ -92,15 +111,65 @@ def allow_mmengine_checkpoints() -> None:
         add(list(MMENGINE_CHECKPOINT_GLOBALS))
 
 
-class UnsafeCheckpointError(ValueError):
-    """A checkpoint carries globals outside the allow-list (it is not loaded)."""
+MMENGINE_EXTRA_GLOBALS: dict[str, Any] = {
+    name: obj for obj, name in MMENGINE_CHECKPOINT_GLOBALS if not name.startswith("numpy")
+}
+"""What :func:`load_mmengine_checkpoint` allows beyond the shared loader's own set (tensors,
+builtin containers, numpy arrays and scalars): ``HistoryBuffer`` and the restricted ``getattr``
+(``"module.name" -> object``, as :func:`budgeted.checkpoints.load_checkpoint` takes them)."""
+
+
+def load_mmengine_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> Any:
+    """Load an untrusted MMEngine checkpoint (or ``load_from`` file) without running its code.
+
+    :func:`budgeted.checkpoints.load_checkpoint` with :data:`MMENGINE_EXTRA_GLOBALS`: a torch
+    file under ``weights_only=True``, a plain pickle through the restricted unpickler.
+
+    Args:
+        path (str or PathLike): the file.
+        map_location: where torch puts the tensors. Defaults to ``"cpu"``.
+
+    Raises:
+        UnsafeCheckpointError: one line naming the file and the foreign globals; nothing ran.
+        DamagedCheckpointError: one line naming the file (missing, truncated, not a checkpoint).
+
+    Example:
+        >>> import tempfile, torch
+        >>> path = tempfile.mkdtemp() + "/iter_4.pth"
+        >>> torch.save({"meta": {"iter": 4}, "state_dict": {"w": torch.ones(1)}}, path)
+        >>> load_mmengine_checkpoint(path)["meta"]
+        {'iter': 4}
+    """
+    with keeping_safe_globals():
+        return load_checkpoint(
+            path, map_location=map_location, extra_globals=MMENGINE_EXTRA_GLOBALS
+        )
+
+
+@contextlib.contextmanager
+def keeping_safe_globals() -> Iterator[None]:
+    """Put back torch's process-wide allow-list as it was before the block.
+
+    :func:`budgeted.checkpoints.load_checkpoint` allows its globals for one call with
+    ``torch.serialization.safe_globals``, whose exit *removes* those globals, also when they
+    were allowed before (:func:`allow_mmengine_checkpoints` adds the same ones): without this,
+    loading one file safely would make MMEngine's own resume fail afterwards.
+    """
+    before = torch.serialization.get_safe_globals()
+    try:
+        yield
+    finally:
+        now = set(torch.serialization.get_safe_globals())
+        lost = [entry for entry in before if entry not in now]
+        if lost:
+            torch.serialization.add_safe_globals(lost)
 
 
 def unsafe_globals(path: str | os.PathLike[str]) -> list[str]:
-    """The globals a checkpoint file needs that ``weights_only`` loading would refuse.
+    """The globals a torch checkpoint file needs that ``weights_only`` loading would refuse.
 
     Args:
-        path (str or PathLike): the checkpoint file.
+        path (str or PathLike): a checkpoint written by ``torch.save`` (a zip archive).
 
     Returns:
         list[str]: the refused globals' names, sorted; empty for an MMEngine checkpoint.
@@ -120,14 +189,17 @@ def unsafe_globals(path: str | os.PathLike[str]) -> list[str]:
 
 
 def check_checkpoint(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`UnsafeCheckpointError` (one line) if ``path`` carries a non-allowed global.
+    """Raise a one-line ``ValueError`` unless ``path`` is a checkpoint that loads safely.
+
+    It is loaded with :func:`load_mmengine_checkpoint` (a ``.pth`` or a ``.pkl``, whatever its
+    name says).
 
     Args:
         path (str or PathLike): the checkpoint file.
 
     Raises:
         UnsafeCheckpointError: the file names a global outside the allow-list.
-        ValueError: the file does not exist.
+        DamagedCheckpointError: the file does not exist or cannot be read.
 
     Example:
         >>> import tempfile, torch
@@ -135,13 +207,4 @@ def check_checkpoint(path: str | os.PathLike[str]) -> None:
         >>> torch.save({"w": torch.ones(1)}, path)
         >>> check_checkpoint(path)
     """
-    if not os.path.isfile(path):
-        raise ValueError(f"checkpoint {os.fspath(path)!r} does not exist")
-    bad = unsafe_globals(path)
-    if bad:
-        raise UnsafeCheckpointError(
-            f"refusing to load checkpoint {os.fspath(path)!r}: it carries "
-            f"{', '.join(bad)}, outside the globals MMEngine checkpoints need; unpickling it "
-            "could run code from the file (load only checkpoints you trust, and never with "
-            "weights_only=False)"
-        )
+    load_mmengine_checkpoint(path)

@@ -5,12 +5,20 @@
     bash tools/dist_train.sh CONFIG 2                                      # torchrun; gloo on CPUs
 
 The same arguments as MMSegmentation's tool (``config``, ``--work-dir``, ``--resume``, ``--amp``,
-``--cfg-options KEY=VALUE ...``, ``--launcher``) plus ``--budget FRACTION``. Everything that can
-be wrong is checked first (:func:`preflight`), each as one line and exit status 2: an unknown
-config or scheduler type, bad budget scheduler arguments, a scheduler ``end`` other than the
-budget, missing data, a work dir that already holds a run, a checkpoint with foreign globals. A
-resume with another budget is refused in one line too. Budget schedulers without ``by_epoch``
-follow the train loop; ``--launcher`` on a machine without GPUs runs gloo with BN for SyncBN.
+``--cfg-options KEY=VALUE ...``, ``--launcher``) plus ``--budget FRACTION`` and ``--resume-from
+PATH``. Everything that can be wrong is checked first (:func:`preflight`), before anything is
+written, each as one line and exit status 2: bad arguments, a config that cannot be read, an
+unknown scheduler type, bad budget scheduler arguments, a scheduler ``end`` other than the budget,
+missing data, a work dir that already holds a run or that another process trains in, a file to
+load that carries foreign globals or is damaged (the newest intact checkpoint is offered), a
+resume with another budget. Budget schedulers without ``by_epoch`` follow the train loop;
+``--launcher`` on a machine without GPUs runs gloo with BN for SyncBN.
+
+Training is preemption-safe: checkpoints and ``last_checkpoint`` are written atomically
+(:class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`), and SIGTERM / SIGUSR1 stop the run after
+the current iteration with a checkpoint, one line and exit status 75
+(:class:`~budgeted.mmengine.hooks.PreemptionHook`, :data:`budgeted.preemption.PREEMPTED_EXIT_CODE`);
+``--resume`` continues it exactly.
 """
 
 from __future__ import annotations
@@ -19,21 +27,26 @@ import argparse
 import difflib
 import importlib
 import logging
+import math
 import os
 import os.path as osp
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
 import torch
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 from mmengine.registry import PARAM_SCHEDULERS, Registry
-from mmengine.runner import Runner, find_latest_checkpoint
+from mmengine.runner import Runner
 
 from ..budget import budget_iters
 from ..config_files import find_config
 from ..core import BudgetMismatchError
-from .checkpoint import allow_mmengine_checkpoints, check_checkpoint
+from ..preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
+from . import hooks as _hooks  # noqa: F401  (registers AtomicCheckpointHook, PreemptionHook)
+from .checkpoint import allow_mmengine_checkpoints
 from .launch import (
     LAUNCHERS,
     destroy_process_group,
@@ -41,19 +54,23 @@ from .launch import (
     needs_cpu_distributed,
     prepare_cpu_distributed,
 )
-from .runs import check_new_run_folder
-from .schedulers import BudgetConfigError, check_loop_end, scheduler_types
+from .resume import NothingToResume, plan_load
+from .runs import WorkDirBusyError, WorkDirLock, check_new_run_folder
+from .schedulers import BudgetConfigError, BudgetParamScheduler, check_loop_end, scheduler_types
 
 __all__ = [
+    "add_reliability_hooks",
     "apply_budget_fraction",
+    "build_budget_schedulers",
     "check_budget_schedulers",
     "check_data_roots",
+    "check_resume_budget",
     "check_scheduler_types",
     "fill_budget_scheduler_defaults",
+    "load_config",
     "main",
     "parse_args",
     "preflight",
-    "resume_checkpoint",
 ]
 
 PROG = "train_seg"
@@ -61,8 +78,47 @@ RENAMED = {"BudgetLR": "BudgetScheduleLR"}
 """Former scheduler type names -> today's."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (``train_seg: error: ...``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _CfgOptions(DictAction):
+    """MMEngine's ``DictAction``; an item without ``=`` is a one-line usage error."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for item in values:
+            key, sep, _ = item.partition("=")
+            if not sep or not key:
+                parser.error(
+                    f"--cfg-options item {item!r} is not KEY=VALUE; allowed: items like "
+                    "train_cfg.max_iters=8000 or load_from=work_dirs/x/iter_8000.pth"
+                )
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; allowed: a fraction in (0, 1]"
+        ) from None
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise argparse.ArgumentTypeError(
+            f"{text} is invalid; allowed: a fraction in (0, 1] of the full schedule (1 trains all "
+            "of it)"
+        )
+    return value
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """MMSegmentation's ``tools/train.py`` arguments plus ``--budget``.
+    """MMSegmentation's ``tools/train.py`` arguments plus ``--budget`` and ``--resume-from``.
+
+    A usage error (an unknown option, ``--budget 1.5``, a ``--cfg-options`` item without ``=``)
+    prints one line and exits with status 2.
 
     Args:
         argv (list[str], optional): the arguments; default ``sys.argv[1:]``.
@@ -71,7 +127,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         >>> parse_args(["pspnet_r18-toy_cityscapes_budget10", "--budget", "0.05"]).budget
         0.05
     """
-    parser = argparse.ArgumentParser(prog=PROG, description="Train a segmentor (budget-aware)")
+    parser = _Parser(prog=PROG, description="Train a segmentor (budget-aware)")
     parser.add_argument(
         "config",
         help="train config: a path, or a shipped config's name "
@@ -82,7 +138,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--resume",
         action="store_true",
         default=False,
-        help="resume from the latest checkpoint in the work_dir automatically",
+        help="resume from the latest checkpoint in the work_dir automatically (the file "
+        "last_checkpoint names); the checkpoint's budget must be the config's",
+    )
+    parser.add_argument(
+        "--resume-from",
+        metavar="PATH",
+        help="resume from exactly this checkpoint (e.g. the intact one offered when the latest "
+        "is damaged); the checkpoint's budget must be the config's",
     )
     parser.add_argument(
         "--amp",
@@ -92,15 +155,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--budget",
-        type=float,
+        type=_fraction,
         metavar="FRACTION",
         help="train this fraction (0, 1] of the config's full schedule (full_schedule_iters, "
-        "else train_cfg.max_iters)",
+        "else train_cfg.max_iters); 1 trains the full schedule, more is refused",
     )
     parser.add_argument(
         "--cfg-options",
         nargs="+",
-        action=DictAction,
+        action=_CfgOptions,
         help="override some settings in the used config, the key-value pair in xxx=yyy format "
         "will be merged into config file",
     )
@@ -112,15 +175,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _scheduler_entries(cfg: Config) -> list[dict]:
+def _scheduler_groups(cfg: Config) -> list[tuple[str | None, list[dict]]]:
+    """``param_scheduler`` as (optimizer name or None, its entries), as the runner builds it."""
     entries = cfg.get("param_scheduler") or []
     if isinstance(entries, dict):
         if "type" in entries:
-            return [entries]
+            return [(None, [entries])]
         return [
-            e for group in entries.values() for e in (group if isinstance(group, list) else [group])
+            (name, list(group) if isinstance(group, list) else [group])
+            for name, group in entries.items()
         ]
-    return list(entries)
+    return [(None, list(entries))]
+
+
+def _scheduler_entries(cfg: Config) -> list[dict]:
+    return [entry for _, group in _scheduler_groups(cfg) for entry in group]
 
 
 def _is_budget_entry(entry: dict) -> bool:
@@ -166,12 +235,44 @@ def check_scheduler_types(cfg: Config) -> None:
         )
 
 
-def check_budget_schedulers(cfg: Config) -> None:
+def build_budget_schedulers(
+    cfg: Config,
+) -> list[tuple[str | None, int, BudgetParamScheduler]]:
     """Build each iteration-based budget entry on a dummy optimizer: bad arguments fail now.
 
     ``end`` defaults to ``train_cfg.max_iters`` as in the runner, and an ``end`` that differs
     from it is refused (:func:`~budgeted.mmengine.schedulers.check_loop_end`). Epoch-based entries
     are checked by the scheduler when the runner builds it (their length needs the dataloader).
+
+    Args:
+        cfg (Config): the training config.
+
+    Returns:
+        list: ``(optimizer name or None, position in its list, scheduler)`` per built entry.
+
+    Raises:
+        BudgetConfigError: one line naming the scheduler, the value and what is allowed.
+    """
+    max_iters = (cfg.get("train_cfg") or {}).get("max_iters")
+    registry = _scope_registry(cfg)
+    built = []
+    for group, entries in _scheduler_groups(cfg):
+        for index, entry in enumerate(entries):
+            if not _is_budget_entry(entry) or entry.get("by_epoch", True):
+                continue
+            args = dict(entry)
+            if max_iters is not None:
+                args.setdefault("end", max_iters)
+            optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+            scheduler = registry.build(args, default_args=dict(optimizer=optimizer))
+            if isinstance(args.get("end"), int):
+                check_loop_end(str(entry["type"]), args["end"], max_iters)
+            built.append((group, index, scheduler))
+    return built
+
+
+def check_budget_schedulers(cfg: Config) -> None:
+    """:func:`build_budget_schedulers`, for its checks only.
 
     Args:
         cfg (Config): the training config.
@@ -185,18 +286,50 @@ def check_budget_schedulers(cfg: Config) -> None:
         ...     param_scheduler=[dict(type="BudgetLinearLR", warmup_iters=5, by_epoch=False)],
         ... )))
     """
-    max_iters = (cfg.get("train_cfg") or {}).get("max_iters")
-    registry = _scope_registry(cfg)
-    for entry in _scheduler_entries(cfg):
-        if not _is_budget_entry(entry) or entry.get("by_epoch", True):
-            continue
-        args = dict(entry)
-        if max_iters is not None:
-            args.setdefault("end", max_iters)
-        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-        registry.build(args, default_args=dict(optimizer=optimizer))
-        if isinstance(args.get("end"), int):
-            check_loop_end(str(entry["type"]), args["end"], max_iters)
+    build_budget_schedulers(cfg)
+
+
+def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
+    """Refuse to resume ``checkpoint`` when its budget is not the config's (before the runner).
+
+    Each iteration-based budget scheduler of the config is built (:func:`build_budget_schedulers`)
+    and compares the ``budget`` saved in the checkpoint's state at its position
+    (:meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_resume`): the same one-line
+    :class:`~budgeted.core.BudgetMismatchError` the runner would raise, but before anything is
+    written. A budget scheduler in the checkpoint where the config has a stock one is refused
+    too.
+
+    Args:
+        cfg (Config): the training config.
+        checkpoint (Mapping): the checkpoint, loaded safely.
+        path (str): its file, for messages.
+
+    Raises:
+        BudgetMismatchError: one line saying what differs and what to do.
+    """
+    saved_all = checkpoint.get("param_schedulers")
+    built = {(group, index): sched for group, index, sched in build_budget_schedulers(cfg)}
+    for group, entries in _scheduler_groups(cfg):
+        if group is None:
+            saved_group = saved_all
+        else:
+            saved_group = saved_all.get(group) if isinstance(saved_all, Mapping) else None
+        if not isinstance(saved_group, list):
+            saved_group = []
+        for index, entry in enumerate(entries):
+            saved = saved_group[index] if index < len(saved_group) else None
+            saved = saved if isinstance(saved, Mapping) else None
+            scheduler = built.get((group, index))
+            if scheduler is not None:
+                scheduler.check_resume(saved.get("budget") if saved is not None else None)
+            elif saved is not None and "budget" in saved and not _is_budget_entry(entry):
+                where = f"param_scheduler[{group!r}][{index}]" if group else f"[{index}]"
+                raise BudgetMismatchError(
+                    f"cannot resume from {path}: its scheduler {where} is budget-aware, the "
+                    f"config's is {entry.get('type')}; to resume, keep the checkpoint's "
+                    "schedulers; to train another schedule, start a new run from its weights with "
+                    f"load_from={path} and resume=False"
+                )
 
 
 def fill_budget_scheduler_defaults(cfg: Config) -> None:
@@ -237,14 +370,20 @@ def apply_budget_fraction(cfg: Config, fraction: float) -> int:
         fraction (float): the budget, in (0, 1].
 
     Raises:
-        ValueError: one line for a bad fraction, an epoch-based config, or a scheduler whose
-            fixed ``end`` would not follow the budget.
+        ValueError: one line for a fraction outside (0, 1], an epoch-based config, or a
+            scheduler whose fixed ``end`` would not follow the budget.
 
     Example:
         >>> cfg = Config(dict(full_schedule_iters=80000, train_cfg=dict(max_iters=80000)))
         >>> apply_budget_fraction(cfg, 0.1), cfg.train_cfg.val_interval
         (8000, 8000)
     """
+    ok = isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
+    if not (ok and math.isfinite(fraction) and 0 < fraction <= 1):
+        raise ValueError(
+            f"budget fraction={fraction!r} is invalid; allowed: a number in (0, 1], the share of "
+            "the full schedule to train (1 trains all of it)"
+        )
     train_cfg = cfg.get("train_cfg") or {}
     full = cfg.get("full_schedule_iters", train_cfg.get("max_iters"))
     if full is None:
@@ -295,8 +434,100 @@ def check_data_roots(cfg: Config) -> None:
                 )
 
 
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def load_config(path: str | os.PathLike[str], options: dict | None = None) -> Config:
+    """``Config.fromfile`` and the ``--cfg-options`` merge, with any failure as one line.
+
+    A config is code: a syntax error, a failing ``custom_imports`` or ``_base_`` that cannot be
+    found end in a ``ValueError`` naming the file and the error; an override that does not fit
+    the config (``param_scheduler.3.type=...`` on one scheduler) names the override.
+
+    Args:
+        path (str or PathLike): the config file.
+        options (dict, optional): ``--cfg-options``.
+
+    Raises:
+        ValueError: one line.
+    """
+    try:
+        cfg = Config.fromfile(str(path))
+    except Exception as err:  # the user's config is code: any error in it is theirs
+        raise ValueError(f"config {path} cannot be loaded: {_one_line(err)}") from None
+    if options:
+        try:
+            cfg.merge_from_dict(options)
+        except Exception as err:
+            shown = " ".join(f"{k}={v}" for k, v in options.items())
+            raise ValueError(
+                f"--cfg-options {shown} do not fit config {path}: {_one_line(err)}"
+            ) from None
+    return cfg
+
+
+def _iteration_based(cfg: Config) -> bool:
+    train_cfg = cfg.get("train_cfg") or {}
+    kind = train_cfg.get("type")
+    return kind == "IterBasedTrainLoop" or (kind is None and train_cfg.get("by_epoch") is False)
+
+
+def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
+    """Atomic checkpoints and preemption-safe training, in the config the runner builds.
+
+    MMEngine's ``CheckpointHook`` becomes :class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`
+    (same arguments and file names); an iteration-based run gets a
+    :class:`~budgeted.mmengine.hooks.PreemptionHook` unless the config has one; and
+    ``custom_imports`` gets ``budgeted.mmengine`` so that the dumped config builds with
+    MMSegmentation's own tools too.
+
+    Args:
+        cfg (Config): the training config (changed in place).
+        prog (str): the name the preemption line starts with.
+
+    Example:
+        >>> cfg = Config(dict(train_cfg=dict(type="IterBasedTrainLoop", max_iters=8),
+        ...                   default_hooks=dict(checkpoint=dict(type="CheckpointHook"))))
+        >>> add_reliability_hooks(cfg)
+        >>> cfg.default_hooks.checkpoint.type, cfg.custom_hooks[0].type
+        ('AtomicCheckpointHook', 'PreemptionHook')
+    """
+    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
+    if isinstance(checkpoint, dict) and checkpoint.get("type") in (
+        "CheckpointHook",
+        "mmengine.CheckpointHook",
+    ):
+        checkpoint["type"] = "AtomicCheckpointHook"
+    if _iteration_based(cfg):
+        custom = list(cfg.get("custom_hooks") or [])
+        if not any(isinstance(h, dict) and h.get("type") == "PreemptionHook" for h in custom):
+            custom.append(dict(type="PreemptionHook", prog=prog))
+            cfg.custom_hooks = custom
+    imports = dict(cfg.get("custom_imports") or {})
+    names = list(imports.get("imports") or [])
+    if isinstance(names, str):
+        names = [names]
+    if "budgeted.mmengine" not in names:
+        imports["imports"] = [*names, "budgeted.mmengine"]
+        imports.setdefault("allow_failed_imports", False)
+        cfg.custom_imports = imports
+
+
+def _global_rank() -> int:
+    for key in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(key, "").isdigit():
+            return int(os.environ[key])
+    return 0
+
+
 def preflight(args: argparse.Namespace) -> Config:
     """The config as MMSegmentation's ``train.py`` builds it, after every check (one-line errors).
+
+    Nothing is written: the checks read the config, the data folders, the work dir and the file
+    to load (:func:`~budgeted.mmengine.resume.plan_load`: loaded safely, resumable, the same
+    budget, not finished), which the returned config then names as ``load_from``.
 
     Args:
         args (argparse.Namespace): from :func:`parse_args`.
@@ -306,15 +537,14 @@ def preflight(args: argparse.Namespace) -> Config:
 
     Raises:
         ValueError, FileNotFoundError: one line saying what is wrong and what is allowed.
+        NothingToResume: ``--resume`` of a run that trained its whole budget.
 
     Example:
         ``cfg = preflight(parse_args(["pspnet_r18-toy_cityscapes_budget10"]))``
     """
     path = find_config(args.config, "mmseg")
-    cfg = Config.fromfile(str(path))
+    cfg = load_config(path, args.cfg_options)
     cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get("work_dir", None) is None:
@@ -328,17 +558,18 @@ def preflight(args: argparse.Namespace) -> Config:
         else:
             cfg.optim_wrapper.type = "AmpOptimWrapper"
             cfg.optim_wrapper.loss_scale = "dynamic"
-    cfg.resume = args.resume
+    cfg.resume = bool(args.resume or args.resume_from)
     if args.budget is not None:
         apply_budget_fraction(cfg, args.budget)
     fill_budget_scheduler_defaults(cfg)
     check_scheduler_types(cfg)
     check_budget_schedulers(cfg)
     check_data_roots(cfg)
+    if args.launcher == "none":  # several ranks agree on the lock once their group is up
+        WorkDirLock(cfg.work_dir).check()
     check_new_run_folder(cfg.work_dir, cfg.resume)
-    ckpt = resume_checkpoint(cfg)
-    if ckpt is not None and "://" not in ckpt:
-        check_checkpoint(ckpt)
+    plan_load(cfg, args.resume_from, check_budget=check_resume_budget)
+    add_reliability_hooks(cfg)
     if needs_cpu_distributed(args.launcher):
         replaced = prepare_cpu_distributed(cfg)
         print_log(
@@ -350,27 +581,56 @@ def preflight(args: argparse.Namespace) -> Config:
     return cfg
 
 
-def resume_checkpoint(cfg: Config) -> str | None:
-    """The checkpoint the runner will load: ``load_from``, or the latest one when resuming.
+def _init_distributed(launcher: str, cfg: Config) -> None:
+    """Start the process group now (MMEngine's runner would, after writing into the work dir)."""
+    if launcher == "none":
+        return
+    if needs_cpu_distributed(launcher):
+        init_cpu_distributed(launcher)
+        return
+    import torch.distributed as dist
+    from mmengine.dist import init_dist
 
-    Args:
-        cfg (Config): the training config (``resume``, ``load_from``, ``work_dir``).
+    if not dist.is_initialized():
+        init_dist(launcher, **dict((cfg.get("env_cfg") or {}).get("dist_cfg") or {}))
 
-    Example:
-        >>> resume_checkpoint(Config(dict(resume=False, load_from="w.pth", work_dir=".")))
-        'w.pth'
-    """
-    if cfg.get("resume") and cfg.get("load_from") is None:
-        return find_latest_checkpoint(cfg.work_dir) if osp.isdir(cfg.work_dir) else None
-    return cfg.get("load_from")
+
+def _lock_work_dir(cfg: Config) -> WorkDirLock | None:
+    """Rank 0 locks the work dir; every rank refuses together if it could not."""
+    import torch.distributed as dist
+
+    distributed = dist.is_available() and dist.is_initialized()
+    rank = dist.get_rank() if distributed else 0
+    lock = WorkDirLock(cfg.work_dir) if rank == 0 else None
+    error: WorkDirBusyError | None = None
+    if lock is not None:
+        try:
+            lock.acquire()
+        except WorkDirBusyError as err:
+            error, lock = err, None
+    if distributed:
+        from mmengine.dist import all_reduce
+
+        flag = torch.tensor([1 if error is not None else 0], dtype=torch.int64)
+        all_reduce(flag, op="max")
+        if flag.item() and error is None:
+            if lock is not None:
+                lock.release()
+            error = WorkDirBusyError(f"work dir {cfg.work_dir} is in use (rank 0 found it locked)")
+    if error is not None:
+        raise error
+    return lock
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Check everything, then train with MMEngine's runner; the exit status.
 
-    Bad input, and a budget refused while the runner starts (another budget on resume, a
-    scheduler ``end`` other than the train loop's), print one line ``train_seg: error: ...``
-    and return 2.
+    0: trained (or nothing left to resume); 2: bad input, refused before anything was written
+    (one line ``train_seg: error: ...``), or a budget refused while the runner starts;
+    75 (:data:`budgeted.preemption.PREEMPTED_EXIT_CODE`): stopped by SIGTERM / SIGUSR1 after
+    writing a checkpoint, continue with ``--resume``. SIGTERM and SIGUSR1 only set a flag from
+    the start (:class:`budgeted.preemption.PreemptionGuard`), so one that arrives while the
+    runner is built is not lost.
 
     Args:
         argv (list[str], optional): the arguments; default ``sys.argv[1:]``.
@@ -378,24 +638,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     Example:
         ``main(["pspnet_r18-toy_cityscapes_budget10", "--work-dir", "work_dirs/toy10"])``
     """
-    args = parse_args(argv)
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+    try:
+        args = parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error already printed in one line
+        return stop.code if isinstance(stop.code, int) else 2
     allow_mmengine_checkpoints()
+    with PreemptionGuard() as guard:
+        return _train(args, guard)
+
+
+def _has_preemption_hook(cfg: Config) -> bool:
+    hooks = cfg.get("custom_hooks") or []
+    return any(isinstance(h, dict) and h.get("type") == "PreemptionHook" for h in hooks)
+
+
+def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
+    lock = None
     try:
-        cfg = preflight(args)
-        if needs_cpu_distributed(args.launcher):
-            init_cpu_distributed(args.launcher)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    try:
+        try:
+            cfg = preflight(args)
+        except NothingToResume as done:
+            print(f"{PROG}: {done}", file=sys.stderr)
+            return 0
+        except (ValueError, FileNotFoundError) as err:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return 2
+        if not _has_preemption_hook(cfg):  # nothing would act on the flag: signals as before
+            guard.__exit__(None, None, None)
+            if guard.requested:
+                os.kill(os.getpid(), guard.signum)
+        elif guard.requested and args.launcher == "none":  # several ranks: the hook agrees
+            print(
+                f"{PROG}: preempted by {guard.signal_name} before training started: nothing "
+                f"written; exit status {PREEMPTED_EXIT_CODE}, run the same command again",
+                file=sys.stderr,
+            )
+            return PREEMPTED_EXIT_CODE
+        try:
+            _init_distributed(args.launcher, cfg)
+            lock = _lock_work_dir(cfg)
+        except ValueError as err:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return 2
         runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else _build_custom(cfg)
         runner.train()
+    except Preempted as stop:  # the hook printed its line; the checkpoint is in place
+        _report_status(int(stop.code))
+        return int(stop.code)
     except (BudgetMismatchError, BudgetConfigError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     finally:
+        if lock is not None:
+            lock.release()
         destroy_process_group()
     return 0
+
+
+STATUS_FILE_ENV = "BUDGETED_STATUS_FILE"
+"""A file rank 0 writes its exit status to when preempted: ``tools/dist_train.sh`` sets it,
+because torchrun reports a worker's status 75 only as its own failure (1)."""
+
+
+def _report_status(code: int) -> None:
+    path = os.environ.get(STATUS_FILE_ENV)
+    if path and _global_rank() == 0:
+        with open(path, "w") as f:
+            f.write(f"{code}\n")
 
 
 def _build_custom(cfg: Config) -> Runner:

@@ -1,0 +1,676 @@
+"""Nothing lost, nothing executed (issue 8, MMEngine / MMSegmentation): untrusted and damaged
+checkpoints, refusals that write nothing, atomic checkpoints, preempted runs.
+
+Real parts only: ``tools/train_seg.py`` (in subprocesses, or its ``main`` in this process), the
+real runner on the toy set, pickled payloads that would create a folder if unpickled, truncated
+checkpoints, real signals (``os.kill``) to real processes, torchrun with 2 gloo processes, and
+``tools/slurm_train.sh`` with stand-in ``srun`` / ``scontrol`` commands on ``PATH``. Subprocesses
+get default signal dispositions (:func:`budgeted.preemption.restore_default_signals`), whatever
+the test process inherited, except where a test ignores some on purpose. Every wait is for an
+observable event (a file, the process's end) with a deadline of minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from mmengine.runner import Runner
+from mmseg_testutils import (
+    DEADLINE_S,
+    REPO,
+    child_env,
+    free_port,
+    logged,
+    recorded_lrs,
+    snapshot,
+    stock_config,
+    toy_args,
+    toy_config,
+    toy_options,
+    wait_until,
+)
+
+from budgeted.core import BudgetSchedule
+from budgeted.mmengine.checkpoint import load_mmengine_checkpoint
+from budgeted.mmengine.resume import newest_resumable_checkpoint
+from budgeted.mmengine.runs import LOCK_NAME, WorkDirLock
+from budgeted.preemption import PREEMPTED_EXIT_CODE, Preempted, restore_default_signals
+
+pytestmark = pytest.mark.slow
+ITERS, WARMUP, BASE_LR = 12, 4, 0.01
+TRAIN_SEG = REPO / "tools/train_seg.py"
+HOOK_IMPORTS = ("budgeted.mmengine", "preemption_helpers")
+
+
+def core_lr(it: int, total: int = ITERS, warmup: int = WARMUP) -> float:
+    return BASE_LR * BudgetSchedule("linear", total, warmup)(it)
+
+
+def hooks_config(tmp: Path, hooks_dir: Path, *hooks: str) -> Path:
+    """The toy config recording LRs into ``hooks_dir``, plus the test hooks ``hooks``."""
+    entries = [f'dict(type="RecordLRHook", out_dir="{hooks_dir}")', *hooks]
+    extra = f"custom_hooks = [{', '.join(entries)}]\n"
+    return toy_config(tmp, hooks_dir=hooks_dir, extra=extra, imports=HOOK_IMPORTS)
+
+
+def start(args: list[str], logs: Path, preexec=restore_default_signals, **env: str):
+    """``tools/train_seg.py args`` in a subprocess; stdout/stderr to ``logs``.{out,err}."""
+    return popen([sys.executable, str(TRAIN_SEG), *args], logs, preexec, **env)
+
+
+def popen(command: list[str], logs: Path, preexec=restore_default_signals, **env: str):
+    with open(f"{logs}.out", "w") as out, open(f"{logs}.err", "w") as err:
+        return subprocess.Popen(
+            command, stdout=out, stderr=err, env=child_env(**env), preexec_fn=preexec, cwd=REPO
+        )
+
+
+def finish(proc: subprocess.Popen, logs: Path) -> tuple[int, str]:
+    """Wait for the process (with the deadline); its status and stderr."""
+    try:
+        proc.wait(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{logs} did not end within {DEADLINE_S} s") from None
+    return proc.returncode, Path(f"{logs}.err").read_text()
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+# --- untrusted files -----------------------------------------------------------------------------
+
+
+class Payload:
+    """Unpickled, this creates the folder ``marker``: code run from a file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.mkdir, (self.marker,)
+
+
+def plant_payloads(folder: Path, marker: Path) -> tuple[Path, Path]:
+    """A checkpoint-shaped payload as a plain pickle (``.pkl``) and as ``torch.save`` (``.pth``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    content = {"meta": {"iter": 6, "epoch": 0}, "state_dict": {}, "message_hub": Payload(marker)}
+    pkl, pth = folder / "evil.pkl", folder / "evil.pth"
+    with open(pkl, "wb") as f:
+        pickle.dump(content, f)
+    torch.save(content, pth)
+    return pkl, pth
+
+
+def test_a_payload_in_any_file_we_load_is_refused_in_one_line_and_never_runs(tmp_path, toy_root):
+    live = tmp_path / "live_marker"
+    pickle.loads(pickle.dumps(Payload(live)))  # the payload is real: unpickling runs it
+    assert live.is_dir()
+    marker = tmp_path / "PAYLOAD_RAN"
+    pkl, pth = plant_payloads(tmp_path / "files", marker)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(str(pth)) == ["posix.mkdir"]
+    config = toy_config(tmp_path)
+
+    def resume_dir(name: str, payload: Path) -> Path:  # a run whose last checkpoint is a payload
+        folder = tmp_path / name
+        folder.mkdir()
+        planted = shutil.copy(payload, folder / f"iter_6{payload.suffix}")
+        (folder / "last_checkpoint").write_text(str(planted))
+        return folder
+
+    cases = {  # name: (work dir, file named in the refusal, extra arguments)
+        "load_from_pkl": (tmp_path / "w1", pkl, [f"load_from={pkl}"]),
+        "load_from_pth": (tmp_path / "w2", pth, [f"load_from={pth}"]),
+        "resume_pth": (resume_dir("w3", pth), tmp_path / "w3/iter_6.pth", ["--resume"]),
+        "resume_pkl": (resume_dir("w4", pkl), tmp_path / "w4/iter_6.pkl", ["--resume"]),
+        "resume_from_pth": (tmp_path / "w5", pth, ["--resume-from", str(pth)]),
+        "resume_from_pkl": (tmp_path / "w6", pkl, ["--resume-from", str(pkl)]),
+    }
+    before = {name: snapshot(work) for name, (work, _, _) in cases.items()}
+    procs = {  # all at once: they only load the config and the file
+        name: start(toy_args(config, work, toy_root, *extra), tmp_path / name)
+        for name, (work, _, extra) in cases.items()
+    }
+    for name, proc in procs.items():
+        code, err = finish(proc, tmp_path / name)
+        named = cases[name][1]
+        assert code == 2, (name, err[-3000:])
+        assert lines(err) == [lines(err)[0]], (name, err[-3000:])  # exactly one line
+        assert lines(err)[0].startswith(
+            f"train_seg: error: refusing to load '{named}': it names the global posix.mkdir, "
+            "outside the allow-list"
+        ), (name, err)
+        assert snapshot(cases[name][0]) == before[name], name  # nothing written
+    assert not marker.exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (
+            ["{garbled}"],
+            "train_seg: error: config {garbled} cannot be loaded: SyntaxError: '(' was never "
+            "closed",
+        ),
+        (
+            ["{config}", "--cfg-options", "train_cfg.max_iters"],
+            "train_seg: error: --cfg-options item 'train_cfg.max_iters' is not KEY=VALUE",
+        ),
+        (
+            ["{config}", "--budget", "1.5"],
+            "train_seg: error: argument --budget: 1.5 is invalid; allowed: a fraction in (0, 1]",
+        ),
+    ],
+    ids=["garbled-config", "cfg-options-without-=", "budget-1.5"],
+)
+def test_bad_input_is_one_line_through_tools_train_seg(arguments, expected, tmp_path):
+    garbled = tmp_path / "garbled.py"
+    garbled.write_text("model = dict(\n    type='EncoderDecoder',\n")
+    fill = dict(garbled=garbled, config=toy_config(tmp_path))
+    work = tmp_path / "work"
+    args = [a.format(**fill) for a in arguments] + ["--work-dir", str(work)]
+    code, err = finish(start(args, tmp_path / "bad"), tmp_path / "bad")
+    assert code == 2 and len(lines(err)) == 1, err[-3000:]
+    assert lines(err)[0].startswith(expected.format(**fill)), err
+    assert not work.exists()
+
+
+# --- refusals write nothing -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_runs(first_run, tmp_path_factory):
+    """Copies of the finished 12-iteration run: as it is, with its last checkpoint cut short,
+    and without ``last_checkpoint``."""
+    _, source = first_run
+    root = tmp_path_factory.mktemp("finished")
+    finished = Path(shutil.copytree(source, root / "finished"))
+    damaged = Path(shutil.copytree(source, root / "damaged"))
+    last = damaged / f"iter_{ITERS}.pth"
+    os.truncate(last, last.stat().st_size // 2)
+    unnamed = Path(shutil.copytree(source, root / "unnamed"))
+    (unnamed / "last_checkpoint").unlink()
+    marker = root / "PAYLOAD_RAN"
+    _, evil = plant_payloads(root / "files", marker)
+    return {"finished": finished, "damaged": damaged, "unnamed": unnamed, "evil": evil}
+
+
+REFUSALS = {  # name: (folder, --cfg-options items, other arguments, status, the line's start,
+    # ... and what else it says)
+    "another budget (--budget)": (
+        "finished",
+        [],
+        ["--resume", "--budget", "0.05"],
+        2,
+        "train_seg: error: cannot resume: the checkpoint's budget has train_cfg.max_iters "
+        "(end - begin)=12, the config's train_cfg.max_iters (end - begin)=160",
+        "to resume, keep the checkpoint's budget (train_cfg.max_iters=12)",
+    ),
+    "another budget (max_iters)": (
+        "finished",
+        ["train_cfg.max_iters=20"],
+        ["--resume"],
+        2,
+        "train_seg: error: cannot resume: the checkpoint's budget has train_cfg.max_iters "
+        "(end - begin)=12, the config's train_cfg.max_iters (end - begin)=20",
+        "load_from=<checkpoint> and resume=False",
+    ),
+    "another budget (--resume-from)": (
+        "damaged",
+        ["param_scheduler.0.warmup_iters=2"],
+        ["--resume-from", "{folder}/iter_6.pth"],
+        2,
+        "train_seg: error: cannot resume: the checkpoint's budget has warmup_iters=4, the "
+        "config's warmup_iters=2",
+        "",
+    ),
+    "damaged last checkpoint": (
+        "damaged",
+        [],
+        ["--resume"],
+        2,
+        "train_seg: error: checkpoint '{folder}/iter_12.pth' cannot be read (truncated or "
+        "damaged: PytorchStreamReader failed reading zip archive",
+        "the newest intact checkpoint in {folder} is iter_6.pth: resume from it with "
+        "--resume-from {folder}/iter_6.pth",
+    ),
+    "no last_checkpoint": (
+        "unnamed",
+        [],
+        ["--resume"],
+        2,
+        "train_seg: error: cannot resume: {folder} holds checkpoints (iter_12.pth, iter_6.pth) "
+        "but no last_checkpoint naming the latest",
+        "the newest intact checkpoint in {folder} is iter_12.pth",
+    ),
+    "payload to resume from": (
+        "finished",
+        [],
+        ["--resume-from", "{evil}"],
+        2,
+        "train_seg: error: refusing to load '{evil}': it names the global posix.mkdir",
+        "",
+    ),
+    "missing file to resume from": (
+        "finished",
+        [],
+        ["--resume-from", "{folder}/iter_7.pth"],
+        2,
+        "train_seg: error: checkpoint '{folder}/iter_7.pth' does not exist",
+        "the newest intact checkpoint in {folder} is iter_12.pth",
+    ),
+    "a new run in a folder holding one": (
+        "finished",
+        [],
+        [],
+        2,
+        "train_seg: error: work dir {folder} already holds a run",
+        "pass --resume to continue it",
+    ),
+    "busy folder": (
+        "finished",
+        [],
+        ["--resume"],
+        2,
+        "train_seg: error: work dir {folder} is in use: pid {pid} is training there",
+        "choose another --work-dir",
+    ),
+    "garbled config": (
+        "finished",
+        [],
+        ["--resume", "--config", "{garbled}"],
+        2,
+        "train_seg: error: config {garbled} cannot be loaded: SyntaxError: ",
+        "",
+    ),
+    "--cfg-options item without =": (
+        "finished",
+        ["train_cfg.max_iters"],
+        ["--resume"],
+        2,
+        "train_seg: error: --cfg-options item 'train_cfg.max_iters' is not KEY=VALUE",
+        "",
+    ),
+    "--budget 1.5": (
+        "finished",
+        [],
+        ["--resume", "--budget", "1.5"],
+        2,
+        "train_seg: error: argument --budget: 1.5 is invalid; allowed: a fraction in (0, 1]",
+        "",
+    ),
+    "a finished run: nothing to resume": (
+        "finished",
+        [],
+        ["--resume"],
+        0,
+        "train_seg: nothing to resume: {folder}/iter_12.pth is at iter 12 of "
+        "train_cfg.max_iters=12",
+        "(nothing was written)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_a_refusal_writes_nothing(case, finished_runs, tmp_path, toy_root, cli, capsys):
+    folder_name, options, flags, status, start_text, contains = REFUSALS[case]
+    folder = finished_runs[folder_name]
+    config = toy_config(tmp_path)
+    garbled = tmp_path / "garbled.py"
+    garbled.write_text("model = dict(\n    type='EncoderDecoder',\n")
+    fill = dict(folder=folder, evil=finished_runs["evil"], garbled=garbled, pid=os.getpid())
+    flags = [item.format(**fill) for item in flags]
+    if "--config" in flags:  # another config file, with the same arguments
+        config = Path(flags.pop(flags.index("--config") + 1))
+        flags.remove("--config")
+    args = toy_args(config, folder, toy_root, *options, *flags)
+    holder = WorkDirLock(folder) if case == "busy folder" else None
+    if holder is not None:  # the lock a training process holds on its work dir
+        holder.acquire()
+    before = snapshot(folder)
+    try:
+        assert cli.main(args) == status
+    finally:
+        if holder is not None:
+            holder.release()
+    err = capsys.readouterr().err
+    assert len(lines(err)) == 1, err
+    assert lines(err)[0].startswith(start_text.format(**fill)), err
+    assert contains.format(**fill) in err
+    assert snapshot(folder) == before  # not a byte, not a folder: no new timestamp, no dump
+    assert not (finished_runs["evil"].parent.parent / "PAYLOAD_RAN").exists()
+
+
+def test_a_damaged_checkpoint_names_the_intact_one_and_resume_from_continues_exactly(
+    first_run, tmp_path, toy_root, cli, capsys
+):
+    _, source = first_run
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("iter_6.pth", f"iter_{ITERS}.pth"):
+        shutil.copy(source / name, work / name)
+    os.truncate(work / f"iter_{ITERS}.pth", 1000)  # cut short by a crash, say
+    (work / "last_checkpoint").write_text(str(work / f"iter_{ITERS}.pth"))
+    config = toy_config(tmp_path)
+    assert cli.main(toy_args(config, work, toy_root, "--resume")) == 2
+    err = capsys.readouterr().err
+    offered = re.search(r"resume from it with --resume-from (\S+)$", err.strip())
+    assert offered and offered.group(1) == str(work / "iter_6.pth"), err
+    # ... and taking the offer continues from exactly that file, at exactly the same LR
+    assert cli.main(toy_args(config, work, toy_root, "--resume-from", offered.group(1))) == 0
+    first = logged(source, "lr")
+    assert logged(work, "lr") == {it: first[it] for it in range(7, ITERS + 1)}
+    assert load_mmengine_checkpoint(work / f"iter_{ITERS}.pth")["meta"]["iter"] == ITERS
+
+
+# --- atomic checkpoints ---------------------------------------------------------------------------
+
+
+def test_a_kill_during_a_checkpoint_write_leaves_an_intact_checkpoint_behind(
+    tmp_path, toy_root, cli
+):
+    """SIGKILL while ``iter_8.pth`` (padded to 64 MB) is being written: ``last_checkpoint``
+    names a checkpoint that loads, every checkpoint there loads, and ``--resume`` takes it."""
+    work = tmp_path / "work"
+    config = hooks_config(tmp_path, tmp_path, 'dict(type="KillDuringWriteHook", at=8)')
+    args = toy_args(config, work, toy_root, "default_hooks.checkpoint.interval=4")
+    proc = start(args, tmp_path / "killed")
+    code, err = finish(proc, tmp_path / "killed")
+    assert code == -signal.SIGKILL, err[-3000:]
+    named = Path((work / "last_checkpoint").read_text())
+    assert named.parent == work and named.name in ("iter_4.pth", "iter_8.pth")
+    assert load_mmengine_checkpoint(named)["meta"]["iter"] == int(named.stem.split("_")[1])
+    for path in work.glob("iter_*.pth"):  # no torn file under a checkpoint's name
+        load_mmengine_checkpoint(path)
+    cfg = cli.preflight(cli.parse_args([*args, "--resume"]))
+    assert cfg.load_from == str(named)
+    assert newest_resumable_checkpoint(work, cfg) == named
+
+
+def test_atomic_checkpoints_keep_mmengine_names_and_max_keep_ckpts(tmp_path, toy_root, cli):
+    work = tmp_path / "work"
+    options = ["default_hooks.checkpoint.interval=2", "default_hooks.checkpoint.max_keep_ckpts=2"]
+    assert cli.main(toy_args(toy_config(tmp_path), work, toy_root, *options, iters=8)) == 0
+    assert sorted(p.name for p in work.iterdir() if p.suffix == ".pth") == [
+        "iter_6.pth",
+        "iter_8.pth",
+    ]
+    assert (work / "last_checkpoint").read_text() == str(work / "iter_8.pth")
+    assert not list(work.glob(".*.tmp-*"))
+    saved = load_mmengine_checkpoint(work / "iter_8.pth")
+    assert saved["message_hub"]["runtime_info"]["keep_ckpt_ids"] == [6, 8]
+    assert "AtomicCheckpointHook" in next(work.glob("toy_*.py")).read_text()  # the dumped config
+
+
+# --- preemption -------------------------------------------------------------------------------
+
+PAUSE = 3
+"""The 0-based iteration the preempted runs pause before, until the signal has arrived."""
+
+
+def ignore_int_and_term() -> None:
+    """A background job of a non-interactive shell ignores SIGINT; SIGTERM ignored too."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    ("signum", "preexec", "second"),
+    [
+        (signal.SIGTERM, restore_default_signals, False),
+        (signal.SIGUSR1, ignore_int_and_term, True),
+    ],
+    ids=["SIGTERM", "SIGUSR1-inherited-ignores-second-signal-during-write"],
+)
+def test_a_preempted_run_saves_exits_75_and_resumes_at_the_same_lr(
+    signum, preexec, second, first_run, tmp_path, toy_root, cli, capsys
+):
+    work = tmp_path / "work"
+    hooks = [f'dict(type="PauseForSignalHook", out_dir="{tmp_path}", at={PAUSE})']
+    if second:  # the same signal again, while the checkpoint is being written
+        hooks.append(f'dict(type="SignalDuringSaveHook", out_dir="{tmp_path}", signum={signum})')
+    config = hooks_config(tmp_path, tmp_path, *hooks)
+    proc = start(toy_args(config, work, toy_root), tmp_path / "run", preexec=preexec)
+    wait_until("the run paused", (tmp_path / "paused_rank0").exists, proc)
+    if signum == signal.SIGTERM:  # meanwhile the folder is busy: refused, and nothing written
+        before = snapshot(work)
+        assert cli.main(toy_args(config, work, toy_root, "--resume")) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"train_seg: error: work dir {work} is in use: pid {proc.pid} ")
+        assert snapshot(work) == before and (work / LOCK_NAME).is_file()
+    os.kill(proc.pid, signum)
+    code, err = finish(proc, tmp_path / "run")
+    assert code == PREEMPTED_EXIT_CODE, err[-3000:]
+    said = [line for line in lines(err) if "preempted" in line]
+    name = signal.Signals(signum).name
+    assert said == [
+        f"train_seg: preempted by {name} at iteration {PAUSE + 1} of {ITERS}: saved "
+        f"{work}/iter_{PAUSE + 1}.pth; exit status 75, continue with --resume"
+    ], err[-3000:]
+    assert lines(err)[-1] == said[0] and "Traceback" not in err
+    if second:
+        assert (tmp_path / "second_signal").read_text() == str(int(signum))
+    saved = load_mmengine_checkpoint(work / f"iter_{PAUSE + 1}.pth")  # whole, and safe
+    assert saved["meta"]["iter"] == PAUSE + 1
+    assert (work / "last_checkpoint").read_text() == str(work / f"iter_{PAUSE + 1}.pth")
+    assert not list(work.glob(".*.tmp-*"))
+    # --resume continues with exactly the uninterrupted run's learning rate, to the end
+    assert cli.main(toy_args(config, work, toy_root, "--resume")) == 0
+    assert logged(work, "lr") == logged(first_run[1], "lr")
+    assert (work / f"iter_{ITERS}.pth").is_file()
+
+
+def test_a_signal_before_the_first_iteration_stops_at_once(tmp_path, toy_root, cli, capsys):
+    config = hooks_config(tmp_path, tmp_path, 'dict(type="SelfSignalHook", at=-1)')
+    work = tmp_path / "work"
+    assert cli.main(toy_args(config, work, toy_root)) == PREEMPTED_EXIT_CODE
+    err = lines(capsys.readouterr().err)
+    assert err[-1] == (
+        f"train_seg: preempted by SIGUSR1 before iteration 1 of {ITERS}: nothing new to save; "
+        "exit status 75, continue with --resume"
+    )
+    assert logged(work, "lr") == {} and not list(work.glob("*.pth"))
+
+
+def test_a_signal_while_the_run_is_checked_stops_it_before_anything_is_written(
+    tmp_path, toy_root, cli, capsys, monkeypatch
+):
+    """SIGUSR1 while ``train_seg`` loads the config (from a module its ``custom_imports``
+    imports): nothing is built or written, exit 75."""
+    module = tmp_path / "signal_on_import.py"
+    module.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGUSR1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "signal_on_import", raising=False)
+    config = toy_config(tmp_path, imports=("budgeted.mmengine", "signal_on_import"))
+    work = tmp_path / "work"
+    assert cli.main(toy_args(config, work, toy_root)) == PREEMPTED_EXIT_CODE
+    assert lines(capsys.readouterr().err) == [
+        "train_seg: preempted by SIGUSR1 before training started: nothing written; exit status "
+        "75, run the same command again"
+    ]
+    assert not work.exists()
+
+
+def test_without_a_preemption_hook_sigterm_ends_the_run_as_before(tmp_path, toy_root):
+    """An epoch-based run gets no PreemptionHook: SIGTERM must not be swallowed by a flag that
+    nothing reads (it ends the process, as without our tool)."""
+    hook = f'dict(type="SelfSignalHook", at=1, signum={int(signal.SIGTERM)})'
+    epochs = (
+        'train_cfg = dict(_delete_=True, type="EpochBasedTrainLoop", max_epochs=3, '
+        "val_interval=9)\n"
+        "param_scheduler = [dict(type='BudgetLinearLR', warmup_iters=4, by_epoch=True, "
+        "convert_to_iter_based=True)]\n"
+        "default_hooks = dict(checkpoint=dict(by_epoch=True, interval=1))\n"
+        "train_dataloader = dict(sampler=dict(type='DefaultSampler', shuffle=True))\n"
+        f"custom_hooks = [{hook}]\n"
+    )
+    config = toy_config(tmp_path, extra=epochs, imports=HOOK_IMPORTS)
+    options = {
+        k: v for k, v in toy_options(toy_root).items() if not k.startswith(("train_cfg", "param_"))
+    }
+    args = [str(config), "--work-dir", str(tmp_path / "work"), "--cfg-options"]
+    args += [f"{k}={v}" for k, v in options.items() if not k.startswith("default_hooks.check")]
+    code, err = finish(start(args, tmp_path / "epochs"), tmp_path / "epochs")
+    assert code == -signal.SIGTERM, err[-3000:]
+
+
+def test_preemption_hook_in_a_config_with_the_stock_runner(first_run, tmp_path, toy_root):
+    """What MMSegmentation's own tools/train.py runs: ``custom_hooks=[dict(type=
+    "PreemptionHook")]``; a real SIGUSR1 to this process stops the run after the iteration it
+    arrived in; the stock resume continues at the same LR."""
+    hooks = [
+        dict(type="RecordLRHook", out_dir=str(tmp_path)),
+        dict(type="PreemptionHook"),
+        dict(type="SelfSignalHook", at=4),
+    ]
+    imports = ("budgeted.mmengine", "budgeted.mmengine.safe_checkpoints", "preemption_helpers")
+    cfg = stock_config(tmp_path, toy_root, imports=imports, custom_hooks=hooks)
+    handler = signal.getsignal(signal.SIGUSR1)
+    with pytest.raises(Preempted) as stop:
+        Runner.from_cfg(cfg).train()
+    assert stop.value.code == PREEMPTED_EXIT_CODE
+    assert signal.getsignal(signal.SIGUSR1) is handler  # the hook's handlers are gone again
+    work = Path(cfg.work_dir)
+    assert load_mmengine_checkpoint(work / "iter_5.pth")["meta"]["iter"] == 5
+    resumed = stock_config(tmp_path, toy_root, imports=imports, custom_hooks=hooks[:2])
+    resumed.work_dir, resumed.resume = str(work), True
+    Runner.from_cfg(resumed).train()
+    first = recorded_lrs(first_run[0])
+    assert recorded_lrs(tmp_path) == {it: first[it] for it in range(5, ITERS)}
+
+
+def test_two_processes_stop_at_the_same_iteration_and_resume_at_the_same_lr(tmp_path, toy_root):
+    """tools/dist_train.sh: 2 gloo processes; SIGTERM to rank 1 only. Both ranks stop after the
+    same iteration (the flag is all-reduced), rank 0 alone writes the checkpoint, the script
+    exits 75; ``--resume`` continues with the core's LR on both ranks."""
+    iters, warmup = 8, 2
+    work, first, second = tmp_path / "work", tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    go = tmp_path / "go"
+    pause = f'dict(type="PauseForSignalHook", out_dir="{tmp_path}", at={PAUSE}, go_file="{go}")'
+    config = hooks_config(tmp_path, first, pause)
+    args = toy_args(config, work, toy_root, iters=iters, warmup=warmup)
+    env = dict(PYTHON=sys.executable, PORT=str(free_port()))
+
+    def launch(config_args: list[str], logs: Path) -> subprocess.Popen:
+        command = ["bash", str(REPO / "tools/dist_train.sh"), config_args[0], "2"]
+        return popen([*command, *config_args[1:]], logs, **env)
+
+    proc = launch(args, tmp_path / "dist")
+    paused = [tmp_path / f"paused_rank{r}" for r in (0, 1)]
+    wait_until("both ranks paused", lambda: all(p.exists() for p in paused), proc)
+    os.kill(int(paused[1].read_text()), signal.SIGTERM)
+    go.touch()
+    code, err = finish(proc, tmp_path / "dist")
+    out = Path(f"{tmp_path / 'dist'}.out").read_text()
+    assert code == PREEMPTED_EXIT_CODE, err[-3000:]
+    said = [line for line in lines(err) if line.startswith("train_seg: preempted")]
+    assert said == [  # rank 0 speaks, for both
+        f"train_seg: preempted by SIGTERM at iteration {PAUSE + 1} of {iters}: saved "
+        f"{work}/iter_{PAUSE + 1}.pth; exit status 75, continue with --resume"
+    ], err[-3000:]
+    assert "exitcode  : 75" in err  # torchrun's account of both workers
+    assert sorted(p.name for p in work.glob("*.pth")) == [f"iter_{PAUSE + 1}.pth"]
+    assert not list(work.glob(".*.tmp-*"))
+    before = {it: core_lr(it, iters, warmup) for it in range(PAUSE + 1)}
+    for rank in (0, 1):  # every rank trained exactly the iterations before the stop
+        assert recorded_lrs(first, rank) == pytest.approx(before, rel=1e-12)
+    cost = re.search(r"PreemptionHook: (\d+) all-reduced preemption checks over 2 ranks", out)
+    assert cost and int(cost.group(1)) == PAUSE + 2  # one before training, one per iteration
+    # the resume, again 2 processes
+    config = hooks_config(tmp_path, second)
+    resume_args = toy_args(config, work, toy_root, "--resume", iters=iters, warmup=warmup)
+    env["PORT"] = str(free_port())
+    code, err = finish(launch(resume_args, tmp_path / "resume"), tmp_path / "resume")
+    assert code == 0, err[-3000:]
+    expected = {it: core_lr(it, iters, warmup) for it in range(PAUSE + 1, iters)}
+    assert recorded_lrs(second, 0) == recorded_lrs(second, 1)
+    assert recorded_lrs(second, 0) == pytest.approx(expected, rel=1e-12)
+    assert "Distributed training: True" in Path(f"{tmp_path / 'resume'}.out").read_text()
+
+
+# --- Slurm --------------------------------------------------------------------------------------
+
+FAKE_SRUN = """#!/usr/bin/env bash
+printf '%s\\n' "$@" > "$FAKE_DIR/srun_args"
+exit "$FAKE_SRUN_STATUS"
+"""
+FAKE_SCONTROL = """#!/usr/bin/env bash
+printf '%s\\n' "$@" >> "$FAKE_DIR/scontrol_calls"
+"""
+
+
+@pytest.mark.parametrize(
+    ("status", "job", "restarts", "options", "requeued", "passed"),
+    [
+        (75, "4242", "0", ["--work-dir", "w"], True, ["--work-dir", "w"]),
+        (0, "4242", "0", ["--work-dir", "w"], False, ["--work-dir", "w"]),
+        (1, "4242", "0", [], False, []),
+        (75, "", "0", [], False, []),
+        (
+            0,
+            "4242",
+            "1",
+            ["--resume-from", "old/iter_8.pth", "--amp"],
+            False,
+            ["--amp", "--resume"],
+        ),
+        (0, "4242", "2", ["--resume", "--resume-from=x.pth"], False, ["--resume"]),
+    ],
+    ids=["preempted", "done", "failed", "preempted-outside-a-job", "requeued", "requeued-again"],
+)
+def test_slurm_train_requeues_a_preempted_job_which_then_resumes(
+    status, job, restarts, options, requeued, passed, tmp_path
+):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
+        (fake / name).write_text(text)
+        (fake / name).chmod(0o755)
+    env = child_env(
+        PATH=f"{fake}{os.pathsep}{os.environ['PATH']}",
+        FAKE_DIR=str(tmp_path),
+        FAKE_SRUN_STATUS=str(status),
+        SLURM_JOB_ID=job,
+        SLURM_RESTART_COUNT=restarts,
+    )
+    if not job:
+        del env["SLURM_JOB_ID"]
+    script = REPO / "tools/slurm_train.sh"
+    proc = subprocess.run(
+        ["bash", str(script), "part", "job", "cfg.py", *options],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=restore_default_signals,
+    )
+    assert proc.returncode == status, proc.stderr
+    srun = (tmp_path / "srun_args").read_text().splitlines()
+    tool = srun.index(str(script.parent / "train_seg.py"))
+    assert srun[tool + 1 :] == ["cfg.py", "--launcher=slurm", *passed]
+    calls = tmp_path / "scontrol_calls"
+    assert (calls.read_text().split() if calls.exists() else []) == (
+        ["requeue", job] if requeued else []
+    )
+    if status == PREEMPTED_EXIT_CODE:
+        said = "requeueing job 4242" if requeued else "run the same command with --resume"
+        assert said in proc.stderr
+
+
+def test_the_launch_scripts_parse():
+    for script in ("slurm_train.sh", "dist_train.sh"):
+        proc = subprocess.run(["bash", "-n", str(REPO / "tools" / script)], capture_output=True)
+        assert proc.returncode == 0, proc.stderr
