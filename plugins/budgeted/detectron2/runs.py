@@ -7,10 +7,10 @@ Reads only the files Detectron2 writes (``config.yaml``, ``metrics.json``, ``las
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
+
+from ..records import read_json_lines
 
 __all__ = [
     "EVAL_TASKS",
@@ -65,19 +65,6 @@ def check_new_run_folder(
     )
 
 
-def _json_lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON records of a JSON-lines log; a line cut short by a crash is left out."""
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
 def max_iter(folder: str | os.PathLike[str]) -> int | None:
     """The run's budget in iterations: ``SOLVER.MAX_ITER`` (``train.max_iter``) of the
     ``config.yaml`` Detectron2 saved in ``folder``, before any ``REFERENCE_WORLD_SIZE`` scaling;
@@ -129,7 +116,7 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
     metrics = folder / "metrics.json"
     if not metrics.is_file():
         return None
-    rows = _json_lines(metrics)
+    rows = read_json_lines(metrics)
     evals = [r for r in rows if any(_is_eval_key(k) for k in r)]
     if not evals:
         return None

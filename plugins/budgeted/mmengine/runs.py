@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 from pathlib import Path
+
+from ..records import read_json_lines
 
 __all__ = [
     "LOCK_NAME",
@@ -180,19 +181,6 @@ def check_new_run_folder(folder: str | os.PathLike[str], resume: bool) -> None:
     )
 
 
-def _json_lines(path: Path) -> list[dict]:
-    """The JSON records of a JSON-lines log; a line cut short by a crash is left out."""
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
 def _train_length(folder: Path) -> int | None:
     """``train_cfg.max_iters`` of the config MMEngine last dumped into ``folder``."""
     dumps = sorted(folder.glob("*.py"), key=lambda p: p.stat().st_mtime)
@@ -234,7 +222,7 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
     finals = [
         record
         for path in sorted(root.glob("*/vis_data/scalars.json"))
-        for record in _json_lines(path)
+        for record in read_json_lines(path)
         if record.get("step") == max_iters and "lr" not in record and "loss" not in record
     ]
     metrics = {
