@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .checkpoints import atomic_write
 from .families import FAMILIES, ConfigFamily, budget_tag
 
 __all__ = [
@@ -117,6 +118,42 @@ def family_label(family: ConfigFamily) -> str:
     return f"configs/{family.folder}/{family.prefix}"
 
 
+def read_record(path: Path) -> dict[str, Any]:
+    """A sweep record (``sweep.json``, ``sweep_cell.json``) as a dict; :class:`ReportError` in
+    one line if it is not one (damaged, hand-edited, another file under that name).
+
+    Example:
+        >>> import tempfile
+        >>> bad = Path(tempfile.mkdtemp()) / SWEEP_FILE
+        >>> _ = bad.write_text('{"framework": ')
+        >>> try:
+        ...     read_record(bad)
+        ... except ReportError as err:
+        ...     print(str(err).split(" is ", 1)[1][:64])
+        not a sweep record: not valid JSON (line 1, column 15: Expecting
+    """
+    allowed = (
+        "allowed: a JSON object written by budgeted-sweep (move the file away to start that "
+        "sweep or cell over)"
+    )
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ReportError(
+            f"{path} is not a sweep record: not UTF-8 text ({err.reason}); {allowed}"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise ReportError(
+            f"{path} is not a sweep record: not valid JSON (line {err.lineno}, column "
+            f"{err.colno}: {err.msg}); {allowed}"
+        ) from None
+    needed = ("framework", "family", "cells") if path.name == SWEEP_FILE else ("schedule", "budget")
+    missing = [k for k in needed if not isinstance(value, dict) or k not in value]
+    if missing:
+        raise ReportError(f"{path} is not a sweep record: no {', '.join(missing)}; {allowed}")
+    return value
+
+
 def _runs(framework: str) -> Any:
     """The adapter's ``runs`` module (``ImportError`` in one line without the framework)."""
     if framework not in RUNS_MODULES:
@@ -164,7 +201,7 @@ def load_sweep(path: Path) -> Sweep:
             f"{path} is not a sweep folder (no {SWEEP_FILE}); allowed: a folder written by "
             "budgeted-sweep --out"
         )
-    meta = json.loads(record.read_text())
+    meta = read_record(record)
     if meta.get("framework") not in METRICS:
         raise ReportError(
             f"{record} names framework {meta.get('framework')!r}; allowed: "
@@ -172,15 +209,21 @@ def load_sweep(path: Path) -> Sweep:
         )
     sweep = Sweep(path, meta["framework"], meta["family"])
     fam = family_of(sweep.family)
-    planned = [(s, float(b)) for s, b in meta["cells"]]
+    try:
+        planned = [(str(s), float(b)) for s, b in meta["cells"]]
+    except (TypeError, ValueError):
+        raise ReportError(
+            f"{record} is not a sweep record: its cells are not [schedule, budget] pairs; "
+            "allowed: a JSON object written by budgeted-sweep"
+        ) from None
     for cell_file in sorted(path.glob(f"*/{CELL_FILE}")):
-        spec = json.loads(cell_file.read_text())
+        spec = read_record(cell_file)
         if (spec["schedule"], float(spec["budget"])) not in planned:
             planned.append((spec["schedule"], float(spec["budget"])))
     for schedule, budget in planned:
         run_dir = path / cell_name(schedule, budget)
         spec_file = run_dir / CELL_FILE
-        wall = json.loads(spec_file.read_text()).get("wall_s") if spec_file.is_file() else None
+        wall = read_record(spec_file).get("wall_s") if spec_file.is_file() else None
         final = read_final(fam, budget, run_dir)
         sweep.cells.append(Cell(schedule, budget, run_dir, final, wall))
     return sweep
@@ -256,15 +299,18 @@ def markdown(group: Group) -> str:
     return "\n\n".join(blocks)
 
 
+CSV_HEADER = ("framework", "family", "schedule", "budget", "iterations", "metric", "value",
+              "wall_s", "run_dir")  # fmt: skip
+"""The first row of :func:`write_csv`'s file (and how an earlier report's CSV is recognized)."""
+
+
 def write_csv(groups: Sequence[Group], path: Path) -> None:
-    """One row per (cell, metric); ``value`` is empty where the run has not finished."""
+    """One row per (cell, metric); ``value`` is empty where the run has not finished. Written
+    atomically (a temporary file renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(
-            ["framework", "family", "schedule", "budget", "iterations", "metric", "value",
-             "wall_s", "run_dir"]
-        )  # fmt: skip
+    with atomic_write(path, "w") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(CSV_HEADER)
         for group in groups:
             for (schedule, budget), cell in sorted(group.cells.items(), key=lambda kv: kv[0][1]):
                 for metric, _ in METRICS[group.framework]:
@@ -307,8 +353,60 @@ def plot(groups: Sequence[Group], path: Path) -> None:
         ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, dpi=120, format=path.suffix[1:].lower())
     plt.close(fig)
+
+
+def plot_formats() -> list[str]:
+    """The file types ``--plot`` can write (matplotlib's: png, pdf, svg, ...)."""
+    from matplotlib.figure import Figure
+
+    return sorted(Figure().canvas.get_supported_filetypes())
+
+
+def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequence[Path]) -> None:
+    """Refuse, before reading anything, an output that would overwrite what is not ours.
+
+    ``--csv`` must end in ``.csv`` and be new or an earlier report's CSV (its first row is
+    :data:`CSV_HEADER`); ``--plot`` must end in a format matplotlib writes; neither may be a
+    folder or lie inside a run folder of a reported sweep. Raises :class:`ReportError`.
+    """
+    for flag, out in (("--csv", csv_path), ("--plot", plot_path)):
+        if out is None:
+            continue
+        if out.is_dir():
+            raise ReportError(f"{flag} {out} is a folder; allowed: a file path")
+        inside = next(
+            (s for s in sweeps if out.resolve().parent != s.resolve()
+             and out.resolve().is_relative_to(s.resolve())), None,
+        )  # fmt: skip
+        if inside is not None:
+            raise ReportError(
+                f"{flag} {out} lies inside a run folder of the sweep {inside}; allowed: a path "
+                "outside the run folders (the sweep folder itself, or anywhere else)"
+            )
+    if csv_path is not None:
+        if csv_path.suffix.lower() != ".csv":
+            raise ReportError(
+                f"--csv {csv_path} does not end in .csv; allowed: a FILE.csv path (new, or an "
+                "earlier report's CSV, which is replaced)"
+            )
+        if csv_path.is_file():
+            with csv_path.open(newline="", errors="replace") as f:
+                first = next(csv.reader(f), None)
+            if tuple(first or ()) != CSV_HEADER:
+                raise ReportError(
+                    f"--csv {csv_path} exists and is not a CSV written by budgeted-report; "
+                    "allowed: a new path, or an earlier report's CSV (which is replaced)"
+                )
+    if plot_path is not None:
+        formats = plot_formats()
+        if plot_path.suffix[1:].lower() not in formats:
+            raise ReportError(
+                f"--plot {plot_path} has no image file type matplotlib writes; allowed: a file "
+                f"ending in one of .{', .'.join(formats)}"
+            )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -332,14 +430,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="metric vs budget plot")
     args = parser.parse_args(argv)
     try:
-        for out in (args.csv, args.plot):
-            if out is not None and out.is_dir():
-                raise ReportError(f"{out} is a folder; allowed: a file path")
         if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
             raise ReportError(
                 f"--plot {args.plot} needs matplotlib, which is not installed; install it with "
                 'pip install "budgeted-training[plot]", or leave out --plot'
             )
+        check_outputs(args.csv, args.plot, args.sweeps)
         groups = group_sweeps([load_sweep(p) for p in args.sweeps])
     except (ReportError, ImportError) as err:
         print(f"report: error: {err}", file=sys.stderr)

@@ -20,9 +20,12 @@ This module imports no framework: an adapter is imported only to read or write i
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -30,12 +33,16 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from types import FrameType
+from typing import Any, NoReturn
 
 from . import report
+from .checkpoints import atomic_write_text
 from .config_files import config_root
 from .families import ConfigFamily, family
-from .report import CELL_FILE, SWEEP_FILE, cell_name, family_label
+from .locks import FolderBusyError, FolderLock
+from .preemption import PREEMPTED_EXIT_CODE, restore_default_signals, signal_name
+from .report import CELL_FILE, SWEEP_FILE, ReportError, cell_name, family_label
 
 __all__ = [
     "FRAMEWORKS",
@@ -62,6 +69,8 @@ RESERVED = {
               "--work-dir", "--resume", "--budget"),
 }  # fmt: skip
 """Overrides the sweep sets per cell (run folder, budget, resuming): refused after ``--``."""
+SWEEP_LOCK = ".sweep.lock"
+"""The lock file a running sweep holds (``flock``) in its ``--out`` folder."""
 DEFAULT_TOY_CITYSCAPES = Path("datasets/toy_cityscapes")
 """Where ``--toy`` MMSegmentation sweeps keep the toy set unless ``--data``: the toy configs'
 ``data_root`` (``budgeted.mmengine.toy.TOY_ROOT``), relative to the current folder."""
@@ -236,13 +245,13 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
         raise SweepError(f"--out {out} is a file; allowed: a new folder or a sweep folder")
     record = out / SWEEP_FILE
     if record.is_file():
-        meta = json.loads(record.read_text())
+        meta = report.read_record(record)
         if (meta["framework"], meta["family"]) != (args.framework, label):
             raise SweepError(
                 f"--out {out} holds a {meta['framework']} sweep of {meta['family']}; allowed: "
                 f"a new folder, or a sweep of {args.framework} {label}"
             )
-    elif out.is_dir() and any(out.iterdir()):
+    elif out.is_dir() and any(p.name != SWEEP_LOCK for p in out.iterdir()):
         raise SweepError(f"--out {out} is a folder holding other files; allowed: a new or empty "
                          "folder, or a sweep folder")  # fmt: skip
     return [(s, b) for b in budgets for s in schedules]  # a table's rows fill in order
@@ -276,7 +285,7 @@ def plan_cell(
     if run_dir.exists() and not run_dir.is_dir():
         raise SweepError(f"{run_dir} is a file; allowed: a run folder (move the file away)")
     spec_file = run_dir / CELL_FILE
-    old = json.loads(spec_file.read_text()) if spec_file.is_file() else None
+    old = report.read_record(spec_file) if spec_file.is_file() else None
     same = old is not None and all(old.get(k) == v for k, v in spec.items())
     final = report.read_final(fam, budget, run_dir)
     started = report.holds_run(framework, run_dir)
@@ -314,28 +323,153 @@ def metrics_text(final: report.Final) -> str:
     return ", ".join(f"{k} {v:.2f}" for k, v in final.metrics.items())
 
 
-def run_cell(plan: Plan, env: dict[str, str]) -> float:
-    """Run one cell's command, its output appended to ``<run_dir>/sweep.log``; the wall time."""
+def _start_child() -> None:
+    """In the training process, before it runs (``preexec_fn``): default signal handling
+    (whatever the sweep inherited: a background job's ignored SIGINT), its own process group (a
+    terminal's Ctrl-C reaches the sweep alone, which forwards it once), and SIGTERM when the
+    sweep dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``), so it is never left training
+    alone."""
+    restore_default_signals()
+    os.setpgid(0, 0)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the sweep died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class SignalForwarder:
+    """While a sweep runs: SIGINT, SIGTERM and SIGUSR1 stop it cleanly instead of killing it.
+
+    A signal to the sweep is forwarded to the running training process, which finishes its
+    iteration, writes a checkpoint and exits 75 (:mod:`budgeted.preemption`): SIGTERM and
+    SIGINT (Ctrl-C) as SIGTERM, SIGUSR1 as SIGUSR1. The sweep waits for it, records the try and
+    starts no other cell. A second SIGINT kills the training process at once (SIGKILL; its last
+    checkpoint stays whole, checkpoints being written atomically).
+
+    Example::
+
+        with SignalForwarder() as forwarder:
+            code = forwarder.run(command, stdout=log)
+            if forwarder.signum is not None:
+                ...  # interrupted: stop the sweep
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.count = 0
+        self.child: subprocess.Popen | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> SignalForwarder:
+        for signum in self.SIGNALS:
+            self._old[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, old in self._old.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+
+    @property
+    def exit_code(self) -> int:
+        """The sweep's exit status once interrupted: 130 after SIGINT (as a shell reports
+        Ctrl-C), 75 after SIGTERM / SIGUSR1 (:data:`PREEMPTED_EXIT_CODE`: rerun to resume)."""
+        return 130 if self.signum == signal.SIGINT else PREEMPTED_EXIT_CODE
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        child = self.child
+        if child is None or child.poll() is not None:
+            return
+        if signum == signal.SIGINT and not first:
+            forward = signal.SIGKILL
+        elif signum == signal.SIGUSR1:
+            forward = signal.SIGUSR1
+        else:
+            forward = signal.SIGTERM
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, forward)
+
+    def run(self, command: Sequence[str], **popen: Any) -> int:
+        """Run ``command`` (``subprocess.Popen`` keywords ``popen``) to its end; its exit status.
+        A signal that came before it starts (between cells) starts nothing: -1."""
+        if self.signum is not None:
+            return -1
+        self.child = subprocess.Popen(command, preexec_fn=_start_child, **popen)
+        try:
+            if self.signum is not None:  # arrived while the process was being started
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.child.pid, signal.SIGTERM)
+            return self.child.wait()
+        finally:
+            self.child = None
+
+
+class Interrupted(Exception):
+    """The sweep got a signal while a cell ran; that cell's try is recorded."""
+
+
+def _read_cell_record(plan: Plan) -> dict:
+    """The cell's record if it holds the same settings (its tries carry on), else a new one."""
+    path = plan.run_dir / CELL_FILE
+    old = report.read_record(path) if path.is_file() else {}
+    if not all(old.get(k) == v for k, v in plan.spec.items()):
+        return {**plan.spec, "tries": []}
+    tries = old.get("tries")
+    if tries is None:  # a record from before tries were recorded: its total as one try
+        tries = [{"wall_s": old["wall_s"]}] if old.get("wall_s") else []
+    return {**old, "tries": tries}
+
+
+def run_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> float:
+    """Run one cell's command, its output appended to ``<run_dir>/sweep.log``; its wall time.
+
+    Every try is recorded in ``sweep_cell.json`` (written atomically): start, action, wall time,
+    exit status, and the signal that interrupted it; the cell's ``wall_s`` is the sum over its
+    tries, interrupted ones included.
+
+    Raises:
+        Interrupted: a signal stopped the try (the training process saved and exited).
+        RuntimeError: the training tool failed (one line: its last log line, the log's path).
+    """
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     spec_file = plan.run_dir / CELL_FILE
-    old = json.loads(spec_file.read_text()) if spec_file.is_file() else {}
-    record = {**plan.spec, "command": plan.command, "wall_s": old.get("wall_s", 0.0)}
-    record["wall_s"] = record["wall_s"] if plan.action == "resume" else 0.0
-    spec_file.write_text(json.dumps(record, indent=1) + "\n")
+    record = _read_cell_record(plan)
+    record["command"] = plan.command
+    attempt = {
+        "action": plan.action,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "wall_s": None,
+        "exit": None,
+    }
+    record["tries"].append(attempt)
+    atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
     with (plan.run_dir / "sweep.log").open("a") as log:
         log.write(f"\n$ {show(plan.command)}  # {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         log.write(f"# exactly: {shlex.join(plan.command)}\n")
         log.flush()
         start = time.monotonic()
-        code = subprocess.run(
-            plan.command, stdout=log, stderr=subprocess.STDOUT, env=env
-        ).returncode
+        code = forwarder.run(
+            plan.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
         wall = time.monotonic() - start
-    record.update(wall_s=record["wall_s"] + wall, exit=code)
+    attempt.update(wall_s=round(wall, 3), exit=code)
+    if forwarder.signum is not None:
+        attempt["signal"] = signal_name(forwarder.signum)
+    record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in record["tries"]), 3)
+    record["exit"] = code
     if code == 0:
         plan.final = report.read_final(plan.family, plan.budget, plan.run_dir)
         record["metrics"] = None if plan.final is None else plan.final.metrics
-    spec_file.write_text(json.dumps(record, indent=1) + "\n")
+    atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
+    if forwarder.signum is not None and code != 0:
+        raise Interrupted(f"training stopped with exit status {code}")
     if code != 0:
         lines = [ln for ln in (plan.run_dir / "sweep.log").read_text().splitlines() if ln.strip()]
         raise RuntimeError(
@@ -353,13 +487,13 @@ def run_cell(plan: Plan, env: dict[str, str]) -> float:
 def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> None:
     """Write ``<out>/sweep.json``: the framework, family and every cell ever planned."""
     record = out / SWEEP_FILE
-    cells = json.loads(record.read_text())["cells"] if record.is_file() else []
+    cells = report.read_record(record)["cells"] if record.is_file() else []
     for plan in plans:
         if [plan.schedule, plan.budget] not in cells:
             cells.append([plan.schedule, plan.budget])
     out.mkdir(parents=True, exist_ok=True)
     meta = {"framework": framework, "family": label, "cells": cells}
-    record.write_text(json.dumps(meta, indent=1) + "\n")
+    atomic_write_text(record, json.dumps(meta, indent=1) + "\n")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -406,24 +540,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     args, extra = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return _sweep(args, extra)
+    except KeyboardInterrupt:  # before the cells run (planning, writing the toy set)
+        print("sweep: interrupted before any cell ran; run the same command again", file=sys.stderr)
+        return 130
+
+
+def sweep_lock(out: Path) -> FolderLock:
+    """The lock a sweep holds in ``out`` (:data:`SWEEP_LOCK`) while it runs."""
+    return FolderLock(
+        out,
+        SWEEP_LOCK,
+        "--out {folder} is in use: {holder} is running a sweep there (it holds {lock}); wait "
+        "for it to end, stop it, or choose another --out (nothing was written)",
+    )
+
+
+def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     framework = args.framework
     env = dict(os.environ)
     data, present = None, True
+    lock = sweep_lock(args.out)
     try:
+        if not args.dry_run:
+            lock.check()
         grid = check_grid(args, extra)
         if args.toy:
             data, present = toy_data(framework, args.data)
             if framework == "detectron2":
                 env["DETECTRON2_DATASETS"] = str(data)
         plans = plan_cells(args, grid, extra, data)
-    except (SweepError, ImportError) as err:
+        if not args.dry_run:
+            lock.acquire()  # the first write; another sweep may have taken it meanwhile
+    except (SweepError, ReportError, FolderBusyError, ImportError) as err:
         print(f"sweep: error: {err}", file=sys.stderr)
         return 2
-    if args.toy and not present:
-        print(f"[sweep] {'would write' if args.dry_run else 'writing'} the toy set in {data}")
-        if not args.dry_run:
-            make_toy_data(framework, data)
     if args.dry_run:
+        try:
+            lock.check()
+        except FolderBusyError:
+            print(f"[sweep] note: {lock.holder()} is running a sweep in {short(str(args.out))} now")
+        if args.toy and not present:
+            print(f"[sweep] would write the toy set in {data}")
         for plan in plans:
             line = (
                 f"skip (finished: {metrics_text(plan.final)})" if plan.final else show(plan.command)
@@ -431,11 +590,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             env_note = f"DETECTRON2_DATASETS={data} " if data and framework == "detectron2" else ""
             print(f"{plan.run_dir.name}: {'' if plan.final else env_note}{line}")
         return 0
-    save_sweep(args.out, framework, family_label(family(framework, args.toy)), plans)
+    with lock, SignalForwarder() as forwarder:
+        if args.toy and not present:
+            print(f"[sweep] writing the toy set in {data}", flush=True)
+            make_toy_data(framework, data)
+        save_sweep(args.out, framework, family_label(family(framework, args.toy)), plans)
+        return _run_cells(args.out, plans, env, forwarder)
+
+
+def _run_cells(
+    out: Path, plans: Sequence[Plan], env: dict[str, str], forwarder: SignalForwarder
+) -> int:
+    """Run, resume or skip each planned cell in order; the sweep's exit status."""
     total = time.monotonic()
     counts = {"run": 0, "resume": 0, "skip": 0}
     for i, plan in enumerate(plans, 1):
         head = f"[{i}/{len(plans)}] {plan.run_dir.name}:"
+        if forwarder.signum is not None:
+            print(f"sweep: stopped by {signal_name(forwarder.signum)} before {plan.run_dir.name}; "
+                  "rerun the same command to go on", file=sys.stderr)  # fmt: skip
+            return forwarder.exit_code
         counts[plan.action] += 1
         if plan.action == "skip":
             print(f"{head} skipped, already finished: {metrics_text(plan.final)}", flush=True)
@@ -443,20 +617,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         verb = "resuming" if plan.action == "resume" else "running"
         print(f"{head} {verb} {show(plan.command)} ...", end="", flush=True)
         try:
-            wall = run_cell(plan, env)
+            wall = run_cell(plan, env, forwarder)
         except RuntimeError as err:
             print(" FAILED", flush=True)
             print(f"sweep: error: {err}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
+        except Interrupted as err:
             print(" interrupted", flush=True)
-            print(f"sweep: interrupted; rerun the same command to resume {plan.run_dir.name}",
-                  file=sys.stderr)  # fmt: skip
-            return 130
+            print(
+                f"sweep: interrupted by {signal_name(forwarder.signum)} ({err}); rerun the same "
+                f"command to resume {plan.run_dir.name}",
+                file=sys.stderr,
+            )
+            return forwarder.exit_code
         print(f" {wall:.1f} s: {metrics_text(plan.final)}", flush=True)
     print(
         f"[sweep] {counts['run']} run, {counts['resume']} resumed, {counts['skip']} skipped in "
-        f"{time.monotonic() - total:.0f} s; table: budgeted-report {short(str(args.out))}"
+        f"{time.monotonic() - total:.0f} s; table: budgeted-report {short(str(out))}"
     )
     return 0
 

@@ -10,11 +10,10 @@ validations).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 from pathlib import Path
 
+from ..locks import FolderBusyError, FolderLock
 from ..records import read_json_lines
 
 __all__ = [
@@ -31,17 +30,14 @@ LOCK_NAME = ".train_seg.lock"
 """The lock file ``tools/train_seg.py`` holds (``flock``) in its work dir while it trains."""
 
 
-class WorkDirBusyError(ValueError):
-    """Another process trains in the work dir (one line naming it)."""
+WorkDirBusyError = FolderBusyError
+"""Another process trains in the work dir (one line naming it)."""
 
 
-class WorkDirLock:
-    """An exclusive ``flock`` on ``<folder>/.train_seg.lock`` while a run trains there.
-
-    The kernel drops the lock when its process ends, however it ends, so a lock left by a dead
-    process is never in the way; the file holds the holder's PID for the message. Checking
-    (:meth:`check`) writes nothing: only :meth:`acquire` creates the file, once every other
-    check has passed.
+class WorkDirLock(FolderLock):
+    """An exclusive ``flock`` on ``<folder>/.train_seg.lock`` while a run trains there
+    (:class:`budgeted.locks.FolderLock`: a lock left by a dead process is never in the way;
+    :meth:`check` writes nothing).
 
     Args:
         folder (str or PathLike): the work dir.
@@ -53,67 +49,12 @@ class WorkDirLock:
     """
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.path = Path(folder) / LOCK_NAME
-        self._fd: int | None = None
-
-    def _holder(self) -> str:
-        try:
-            pid = self.path.read_text().strip()
-        except OSError:
-            pid = ""
-        return f"pid {pid}" if pid.isdigit() else "a process"
-
-    def _busy(self) -> WorkDirBusyError:
-        return WorkDirBusyError(
-            f"work dir {self.path.parent} is in use: {self._holder()} is training there (it holds "
-            f"{self.path}); wait for it to end, stop it, or choose another --work-dir "
-            "(nothing was written)"
+        super().__init__(
+            folder,
+            LOCK_NAME,
+            "work dir {folder} is in use: {holder} is training there (it holds {lock}); wait "
+            "for it to end, stop it, or choose another --work-dir (nothing was written)",
         )
-
-    def check(self) -> None:
-        """Raise :class:`WorkDirBusyError` if a live process holds the lock (writes nothing)."""
-        if self._fd is not None:
-            return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError:
-            return  # no lock file (or unreadable): nobody trains here through our tool
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise self._busy() from None
-        except OSError:
-            pass  # a file system without flock: nothing to check
-        finally:
-            os.close(fd)
-
-    def acquire(self) -> None:
-        """Create the lock file (and the folder), take the lock, record this PID.
-
-        Raises:
-            WorkDirBusyError: another process took it in the meantime.
-        """
-        if self._fd is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise self._busy() from None
-        except OSError:
-            pass  # a file system without flock (some network file systems): run unlocked
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-
-    def release(self) -> None:
-        """Drop the lock (the file stays: it is only a name to lock)."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
 
 
 _NOT_METRICS = frozenset({"step", "iter", "epoch", "time", "data_time"})
