@@ -7,7 +7,7 @@ SETUP_INPUTS := tools/setup_env.sh setup.py pyproject.toml $(wildcard requiremen
 # Bytecode caching makes importing mmcv/mmseg/detectron2 several seconds faster per process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo bench evidence clean
 
 setup: $(STAMP)
 
@@ -29,6 +29,12 @@ demo: setup
 
 bench: setup
 	$(PY) benchmarks/scheduler_overhead.py
+
+# The toy evidence grid (docs/results/), in the background; resumable: run it again to go on.
+evidence: setup
+	@mkdir -p output/evidence
+	nohup env PYTHON=$(PY) bash tools/evidence.sh >> output/evidence/evidence.log 2>&1 &
+	@echo "[evidence] running in the background; follow: tail -f output/evidence/evidence.log"
 
 clean:
 	rm -rf $(VENV) output

@@ -13,7 +13,10 @@ import json
 import os
 from typing import Any
 
-__all__ = ["read_json_lines"]
+__all__ = ["CURVE_KEYS", "curve", "read_json_lines"]
+
+CURVE_KEYS = ("lr", "loss", "grad_norm")
+"""What a training curve holds per logged iteration (where the run logged it)."""
 
 
 def read_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -33,3 +36,35 @@ def read_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             if isinstance(record, dict):
                 records.append(record)
     return records
+
+
+def curve(
+    records: list[dict[str, Any]], step: str, names: dict[str, str]
+) -> list[dict[str, float]]:
+    """The training curve in ``records``: one dict per logged iteration, ascending, with
+    ``iteration`` and each of :data:`CURVE_KEYS` the records hold (under ``names[key]``).
+
+    A record without any of them (an evaluation) is left out; an iteration logged twice (a run
+    resumed from a checkpoint before it) keeps its last record.
+
+    Args:
+        records: the log's records, in order (:func:`read_json_lines`).
+        step: the key of the iteration (``"iteration"``, ``"step"``).
+        names: :data:`CURVE_KEYS` name -> key in the log (``{"loss": "total_loss"}``).
+
+    Example:
+        >>> rows = [{"step": 1, "lr": 0.1, "loss": 2.0}, {"step": 1, "mIoU": 40.0},
+        ...         {"step": 1, "lr": 0.2, "loss": 1.5}]
+        >>> curve(rows, "step", {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm"})
+        [{'iteration': 1.0, 'lr': 0.2, 'loss': 1.5}]
+    """
+    points: dict[float, dict[str, float]] = {}
+    for record in records:
+        point = {
+            name: float(record[key])
+            for name, key in names.items()
+            if isinstance(record.get(key), (int, float)) and not isinstance(record[key], bool)
+        }
+        if point and isinstance(record.get(step), (int, float)):
+            points[float(record[step])] = {"iteration": float(record[step]), **point}
+    return [points[k] for k in sorted(points)]

@@ -1,14 +1,25 @@
-"""Tabulate and plot a sweep (``budgeted-sweep``): each cell's final metric against the budget.
+"""Tabulate and plot a sweep (``budgeted-sweep``) in the paper's form.
 
-    budgeted-report output/sweep/mmseg_toy [MORE_SWEEPS ...] [--csv FILE] [--plot FILE.png]
+    budgeted-report output/sweep/mmseg_toy [MORE_SWEEPS ...] [--csv FILE.csv] [--plot FILE.png]
 
-Prints one Markdown table per metric (rows: budget fraction, columns: schedule); Detectron2 sweeps
-give box AP and mask AP, MMSegmentation sweeps the mIoU, each read from the training tool's own
-logs by the adapter (:func:`budgeted.detectron2.runs.final_metrics`,
-:func:`budgeted.mmengine.runs.final_metrics`): a cell counts only once its evaluation after the
-last iteration is logged, else it is ``-``. ``--csv`` writes every (cell, metric) value,
-``--plot`` the metric against the budget fraction on a log axis, one line per schedule (the
-paper's figures; needs matplotlib). See docs/sweeps.md.
+For each metric (Detectron2: box AP and mask AP; MMSegmentation: mIoU), read from the training
+tool's own logs by the adapter (:func:`budgeted.detectron2.runs.final_metrics`,
+:func:`budgeted.mmengine.runs.final_metrics`; a run counts only once its evaluation after the last
+iteration is logged, else it is ``-``), the report prints Markdown tables:
+
+- every cell: rows budget, columns schedule (and base LR with ``--lrs``), ``mean ± std (n)``
+  over seeds;
+- with several base LRs or seeds: the best-LR table (for each budget and schedule the LR with the
+  best mean, flagged where it lies at the edge of the grid), the paired differences linear - step
+  and linear - poly at those LRs with a 95 % t-interval over seeds and a verdict, and the
+  normalized metric (a fraction of the full budget's best);
+- with ``--best-progress``: where in training the best periodic evaluation fell (the paper's
+  Table 4).
+
+``--csv`` writes one row per run; ``--plot`` the metric against the budget with error bars, one
+line per schedule at its best LR (the paper's Figure 1), plus the LR and the training loss the
+runs logged against the iteration, and the full-gradient norm against the LR where the runs logged
+it (the paper's Figure 3); needs matplotlib. See docs/sweeps.md.
 
 This module imports no framework: a framework's adapter is imported only to read a sweep of it.
 """
@@ -25,22 +36,28 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from .checkpoints import atomic_write
 from .families import FAMILIES, ConfigFamily, budget_tag
+from .stats import best_lr, paired_difference, summarize, verdict
 
 __all__ = [
     "CELL_FILE",
+    "COMPARISONS",
+    "CSV_HEADER",
     "METRICS",
     "RUNS_MODULES",
     "SWEEP_FILE",
     "Cell",
+    "CellKey",
     "Final",
     "Group",
     "ReportError",
     "Sweep",
+    "best_progress",
     "cell_name",
+    "check_outputs",
     "family_label",
     "family_of",
     "group_sweeps",
@@ -48,8 +65,9 @@ __all__ = [
     "load_sweep",
     "main",
     "markdown",
-    "plot",
     "read_final",
+    "read_record",
+    "runs_module",
     "write_csv",
 ]
 
@@ -78,15 +96,32 @@ class Final:
     metrics: dict[str, float]
 
 
-@dataclass
-class Cell:
-    """One (schedule, budget) run of a sweep; ``final`` is None until it has finished."""
+class CellKey(NamedTuple):
+    """What one run of a sweep trains: a schedule at a budget, with a base LR and a seed (None:
+    the config's own)."""
 
     schedule: str
     budget: float
+    lr: float | None = None
+    seed: int | None = None
+
+
+@dataclass
+class Cell:
+    """One run of a sweep; ``final`` is None until it has finished."""
+
+    key: CellKey
     run_dir: Path
     final: Final | None = None
     wall_s: float | None = None
+
+    @property
+    def schedule(self) -> str:
+        return self.key.schedule
+
+    @property
+    def budget(self) -> float:
+        return self.key.budget
 
 
 @dataclass
@@ -99,13 +134,23 @@ class Sweep:
     cells: list[Cell] = field(default_factory=list)
 
 
-def cell_name(schedule: str, budget: float) -> str:
-    """The cell's folder name, with the configs' budget tag: ``linear_budget5`` for 5 %.
+def cell_name(
+    schedule: str, budget: float, lr: float | None = None, seed: int | None = None
+) -> str:
+    """The cell's folder name: the schedule, the configs' budget tag (``budget5`` for 5 %) and,
+    where the sweep sets them, the base LR and the seed.
 
     >>> cell_name("linear", 0.05), cell_name("step", 0.005)
     ('linear_budget5', 'step_budget0p5')
+    >>> cell_name("poly", 0.1, 0.03, 2)
+    'poly_budget10_lr0.03_seed2'
     """
-    return f"{schedule}_budget{budget_tag(budget)}"
+    name = f"{schedule}_budget{budget_tag(budget)}"
+    if lr is not None:
+        name += f"_lr{lr:g}"
+    if seed is not None:
+        name += f"_seed{seed}"
+    return name
 
 
 def family_label(family: ConfigFamily) -> str:
@@ -154,7 +199,7 @@ def read_record(path: Path) -> dict[str, Any]:
     return value
 
 
-def _runs(framework: str) -> Any:
+def runs_module(framework: str) -> Any:
     """The adapter's ``runs`` module (``ImportError`` in one line without the framework)."""
     if framework not in RUNS_MODULES:
         raise ReportError(
@@ -181,7 +226,7 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
     """
     if not run_dir.is_dir():
         return None
-    found = _runs(fam.framework).final_metrics(run_dir)
+    found = runs_module(fam.framework).final_metrics(run_dir)
     if found is None:
         return None
     metrics = {name: float(found[key]) for name, key in METRICS[fam.framework] if key in found}
@@ -190,7 +235,7 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
 
 def holds_run(framework: str, run_dir: Path) -> bool:
     """Whether the training tool of ``framework`` has left a run (checkpoints, logs) there."""
-    return run_dir.is_dir() and bool(_runs(framework).holds_run(run_dir))
+    return run_dir.is_dir() and bool(runs_module(framework).holds_run(run_dir))
 
 
 def load_sweep(path: Path) -> Sweep:
@@ -210,23 +255,33 @@ def load_sweep(path: Path) -> Sweep:
     sweep = Sweep(path, meta["framework"], meta["family"])
     fam = family_of(sweep.family)
     try:
-        planned = [(str(s), float(b)) for s, b in meta["cells"]]
+        planned = [_cell_key(*cell) for cell in meta["cells"]]
     except (TypeError, ValueError):
         raise ReportError(
-            f"{record} is not a sweep record: its cells are not [schedule, budget] pairs; "
-            "allowed: a JSON object written by budgeted-sweep"
+            f"{record} is not a sweep record: its cells are not [schedule, budget(, lr, seed)] "
+            "lists; allowed: a JSON object written by budgeted-sweep"
         ) from None
     for cell_file in sorted(path.glob(f"*/{CELL_FILE}")):
         spec = read_record(cell_file)
-        if (spec["schedule"], float(spec["budget"])) not in planned:
-            planned.append((spec["schedule"], float(spec["budget"])))
-    for schedule, budget in planned:
-        run_dir = path / cell_name(schedule, budget)
+        key = _cell_key(spec["schedule"], spec["budget"], spec.get("lr"), spec.get("seed"))
+        if key not in planned:
+            planned.append(key)
+    for key in planned:
+        run_dir = path / cell_name(*key)
         spec_file = run_dir / CELL_FILE
         wall = read_record(spec_file).get("wall_s") if spec_file.is_file() else None
-        final = read_final(fam, budget, run_dir)
-        sweep.cells.append(Cell(schedule, budget, run_dir, final, wall))
+        final = read_final(fam, key.budget, run_dir)
+        sweep.cells.append(Cell(key, run_dir, final, wall))
     return sweep
+
+
+def _cell_key(
+    schedule: str, budget: float, lr: float | None = None, seed: int | None = None
+) -> CellKey:
+    return CellKey(
+        str(schedule), float(budget), None if lr is None else float(lr),
+        None if seed is None else int(seed),
+    )  # fmt: skip
 
 
 @dataclass
@@ -236,15 +291,44 @@ class Group:
     framework: str
     family: str
     sources: list[Path] = field(default_factory=list)
-    cells: dict[tuple[str, float], Cell] = field(default_factory=dict)
+    cells: dict[CellKey, Cell] = field(default_factory=dict)
 
     @property
     def schedules(self) -> list[str]:
-        return list(dict.fromkeys(s for s, _ in self.cells))
+        return list(dict.fromkeys(k.schedule for k in self.cells))
 
     @property
     def budgets(self) -> list[float]:
-        return sorted({b for _, b in self.cells})
+        return sorted({k.budget for k in self.cells})
+
+    @property
+    def lrs(self) -> list[float | None]:
+        """The base LRs of the grid, ascending (None, the config's own, first)."""
+        found = {k.lr for k in self.cells}
+        return [None] * (None in found) + sorted(lr for lr in found if lr is not None)
+
+    @property
+    def seeds(self) -> list[int | None]:
+        found = {k.seed for k in self.cells}
+        return [None] * (None in found) + sorted(s for s in found if s is not None)
+
+    def values(self, metric: str, schedule: str, budget: float, lr: float | None) -> dict:
+        """seed -> the metric of each finished run of that schedule, budget and LR."""
+        return {
+            key.seed: cell.final.metrics[metric]
+            for key, cell in self.cells.items()
+            if (key.schedule, key.budget, key.lr) == (schedule, budget, lr)
+            and cell.final is not None
+            and metric in cell.final.metrics
+        }
+
+    def best(self, metric: str, schedule: str, budget: float) -> tuple[float | None, bool] | None:
+        """(best base LR, at the grid's edge) of ``schedule`` at ``budget``; None if no run of
+        it finished."""
+        by_lr = {lr: list(self.values(metric, schedule, budget, lr).values()) for lr in self.lrs}
+        if not any(by_lr.values()):
+            return None
+        return best_lr(by_lr)
 
 
 def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
@@ -256,15 +340,14 @@ def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
         )
         group.sources.append(sweep.path)
         for cell in sweep.cells:
-            key = (cell.schedule, cell.budget)
-            old = group.cells.get(key)
+            old = group.cells.get(cell.key)
             if old is not None and old.final is not None and cell.final is not None:
                 raise ReportError(
-                    f"cell {cell_name(*key)} is finished in both {old.run_dir.parent} and "
+                    f"cell {cell_name(*cell.key)} is finished in both {old.run_dir.parent} and "
                     f"{sweep.path}; allowed: each cell finished in one of the sweeps reported"
                 )
             if old is None or old.final is None:
-                group.cells[key] = cell
+                group.cells[cell.key] = cell
     return list(groups.values())
 
 
@@ -272,90 +355,204 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else ("nan" if math.isnan(value) else f"{value:.2f}")
 
 
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> list[str]:
+    """A Markdown table whose first ``right`` columns are right-aligned (numbers)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * right + "---|" * (len(head) - right)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _lr_text(lr: float | None) -> str:
+    return "config's" if lr is None else f"{lr:g}"
+
+
+def _iterations(group: Group, budget: float) -> str:
+    iters = sorted(
+        {c.final.iters for k, c in group.cells.items() if k.budget == budget and c.final}
+    )
+    return "/".join(str(i) for i in iters) or "-"
+
+
 def markdown(group: Group) -> str:
-    """One Markdown table per metric: rows = budget fraction (and iterations), columns =
-    schedules; ``-`` where the run has not finished."""
+    """The report's tables for ``group``, one section per metric (see the module's docstring):
+    every cell as ``mean ± std (n)`` over seeds (``-`` where none finished); with several base
+    LRs or seeds, the best-LR, paired-difference and normalized tables."""
     blocks = []
     done = sum(c.final is not None for c in group.cells.values())
+    lrs, seeds = group.lrs, group.seeds
+    axes = len(lrs) > 1 or lrs != [None] or len(seeds) > 1 or seeds != [None]
     for metric, _ in METRICS[group.framework]:
+        columns = [(s, lr) for s in group.schedules for lr in lrs]
+        head = [
+            "budget", "iterations",
+            *(s if lr is None else f"{s} lr={lr:g}" for s, lr in columns),
+        ]  # fmt: skip
+        rows = []
+        for budget in group.budgets:
+            row = [f"{budget:g}", _iterations(group, budget)]
+            for schedule, lr in columns:
+                values = list(group.values(metric, schedule, budget, lr).values())
+                row.append(summarize(values).text() if values else "-")
+            rows.append(row)
         lines = [
             f"### {metric}: {group.framework} {group.family}* "
-            f"({', '.join(str(p) for p in group.sources)}; {done}/{len(group.cells)} cells "
+            f"({', '.join(str(p) for p in group.sources)}; {done}/{len(group.cells)} runs "
             "finished)",
             "",
-            "| budget | iterations | " + " | ".join(group.schedules) + " |",
-            "|---:|---:|" + "---:|" * len(group.schedules),
+            *_table(head, rows, len(head)),
         ]
-        for budget in group.budgets:
-            row = [group.cells.get((s, budget)) for s in group.schedules]
-            iters = sorted({c.final.iters for c in row if c is not None and c.final is not None})
-            values = [
-                _fmt(c.final.metrics.get(metric) if c is not None and c.final else None)
-                for c in row
-            ]
-            label = "/".join(str(i) for i in iters) or "-"
-            lines.append(f"| {budget:g} | {label} | " + " | ".join(values) + " |")
+        if axes:
+            lines += ["", *_best_tables(group, metric)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
-CSV_HEADER = ("framework", "family", "schedule", "budget", "iterations", "metric", "value",
-              "wall_s", "run_dir")  # fmt: skip
-"""The first row of :func:`write_csv`'s file (and how an earlier report's CSV is recognized)."""
+COMPARISONS = (("linear", "step"), ("linear", "poly"))
+"""The paired differences the report shows, where both schedules are in the sweep."""
+
+
+def _best_tables(group: Group, metric: str) -> list[str]:
+    """The best-LR, paired-difference and normalized tables of ``metric``."""
+    lines = [
+        f"#### {metric} at the best base LR per budget and schedule (the paper's protocol: mean "
+        '± std over seeds (n) @ LR; "edge": the best LR is at the edge of the grid, widen it)',
+        "",
+    ]
+    best: dict[tuple[str, float], tuple[float | None, bool]] = {}
+    rows = []
+    for budget in group.budgets:
+        row = [f"{budget:g}"]
+        for schedule in group.schedules:
+            found = group.best(metric, schedule, budget)
+            if found is None:
+                row.append("-")
+                continue
+            best[schedule, budget] = found
+            values = list(group.values(metric, schedule, budget, found[0]).values())
+            edge = " (edge)" if found[1] else ""
+            row.append(f"{summarize(values).text()} @ {_lr_text(found[0])}{edge}")
+        rows.append(row)
+    lines += _table(["budget", *group.schedules], rows, 1 + len(group.schedules))
+    pairs = [(a, b) for a, b in COMPARISONS if a in group.schedules and b in group.schedules]
+    if pairs:
+        lines += [
+            "",
+            f"#### {metric}: paired differences at each schedule's best LR (seed k against seed "
+            "k; mean [95 % t-interval] (pairs))",
+            "",
+        ]
+        rows = []
+        for budget in group.budgets:
+            row = [f"{budget:g}"]
+            for a, b in pairs:
+                if (a, budget) not in best or (b, budget) not in best:
+                    row += ["-", "-"]
+                    continue
+                interval = paired_difference(
+                    group.values(metric, a, budget, best[a, budget][0]),
+                    group.values(metric, b, budget, best[b, budget][0]),
+                )
+                row += [interval.text() if interval else "-", verdict(interval, a, b)]
+            rows.append(row)
+        head = ["budget", *(c for a, b in pairs for c in (f"{a} − {b}", "verdict"))]
+        lines += _table(head, rows, 1)
+    reference = max(group.budgets)
+    means = {
+        key: summarize(list(group.values(metric, key[0], key[1], lr).values())).mean
+        for key, (lr, _) in best.items()
+    }
+    top = max((m for (_, b), m in means.items() if b == reference), default=None)
+    if top:
+        what = "the full budget" if reference == 1.0 else f"budget {reference:g}, the largest run"
+        lines += [
+            "",
+            f"#### {metric} normalized: mean at the best LR / the best schedule's at {what} "
+            f"({top:.2f})",
+            "",
+        ]
+        rows = [
+            [f"{budget:g}", *(
+                f"{means[s, budget] / top:.3f}" if (s, budget) in means else "-"
+                for s in group.schedules
+            )]
+            for budget in group.budgets
+        ]  # fmt: skip
+        lines += _table(["budget", *group.schedules], rows, 1 + len(group.schedules))
+    return lines
+
+
+def best_progress(group: Group) -> str:
+    """Where the best periodic evaluation fell in training (iteration / the run's length), per
+    budget and schedule at the best base LR: mean over seeds (the paper's Table 4). Runs need
+    periodic evaluation (``TEST.EVAL_PERIOD``, ``train_cfg.val_interval``) for it to say
+    anything; with one evaluation at the end it is 1.00."""
+    runs = runs_module(group.framework)
+    blocks = []
+    for metric, key in METRICS[group.framework]:
+        rows = []
+        for budget in group.budgets:
+            row = [f"{budget:g}"]
+            for schedule in group.schedules:
+                found = group.best(metric, schedule, budget)
+                fractions = []
+                for cell_key, cell in group.cells.items():
+                    if found is None or cell.final is None:
+                        continue
+                    if (cell_key.schedule, cell_key.budget, cell_key.lr) != (
+                        schedule, budget, found[0],
+                    ):  # fmt: skip
+                        continue
+                    evals = [(it, m[key]) for it, m in runs.evaluations(cell.run_dir) if key in m]
+                    if evals:
+                        at = max(evals, key=lambda e: e[1])[0]
+                        fractions.append(at / cell.final.iters)
+                row.append(summarize(fractions).text() if fractions else "-")
+            rows.append(row)
+        blocks.append("\n".join([
+            f"#### {metric}: where the best evaluation fell (fraction of training, at the best "
+            "LR; mean ± std over seeds (n))",
+            "",
+            *_table(["budget", *group.schedules], rows, 1 + len(group.schedules)),
+        ]))  # fmt: skip
+    return "\n\n".join(blocks)
+
+
+CSV_HEADER = ("framework", "family", "schedule", "budget", "lr", "seed", "iterations")
+"""The first columns of :func:`write_csv`'s file (and how an earlier report's CSV is recognized);
+then one column per metric, ``wall_s`` and ``run_dir``."""
 
 
 def write_csv(groups: Sequence[Group], path: Path) -> None:
-    """One row per (cell, metric); ``value`` is empty where the run has not finished. Written
-    atomically (a temporary file renamed into place)."""
+    """One row per run: its axes, iterations, each metric (empty where the run has not
+    finished), wall time and folder. Written atomically (a temporary file renamed into place)."""
+    metrics = list(dict.fromkeys(m for g in groups for m, _ in METRICS[g.framework]))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "w") as f:
         writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(CSV_HEADER)
+        writer.writerow([*CSV_HEADER, *metrics, "wall_s", "run_dir"])
         for group in groups:
-            for (schedule, budget), cell in sorted(group.cells.items(), key=lambda kv: kv[0][1]):
-                for metric, _ in METRICS[group.framework]:
-                    final = cell.final
-                    value = final.metrics.get(metric) if final else None
-                    writer.writerow(
-                        [group.framework, group.family, schedule, f"{budget:g}",
-                         final.iters if final else "", metric, "" if value is None else value,
-                         "" if cell.wall_s is None else f"{cell.wall_s:.1f}", cell.run_dir]
-                    )  # fmt: skip
+            for key, cell in sorted(group.cells.items(), key=lambda kv: _sort_key(kv[0])):
+                final = cell.final
+                values = [final.metrics.get(m) if final else None for m in metrics]
+                writer.writerow(
+                    [group.framework, group.family, key.schedule, f"{key.budget:g}",
+                     "" if key.lr is None else f"{key.lr:g}", "" if key.seed is None else key.seed,
+                     final.iters if final else "", *("" if v is None else v for v in values),
+                     "" if cell.wall_s is None else f"{cell.wall_s:.1f}", _shown(cell.run_dir)]
+                )  # fmt: skip
 
 
-def plot(groups: Sequence[Group], path: Path) -> None:
-    """Each metric against the budget fraction (log x), one line per schedule; unfinished cells
-    are gaps, not points."""
-    import matplotlib
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it lies under it (portable CSVs)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullLocator
 
-    panels = [(g, metric) for g in groups for metric, _ in METRICS[g.framework]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
-    for ax, (group, metric) in zip(axes[0], panels):
-        for schedule in group.schedules:
-            ys = []
-            for budget in group.budgets:
-                cell = group.cells.get((schedule, budget))
-                value = cell.final.metrics.get(metric) if cell and cell.final else None
-                ys.append(math.nan if value is None else value)
-            ax.plot(group.budgets, ys, marker="o", label=schedule)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticks(group.budgets)
-        ax.set_xticklabels([f"{b:g}" for b in group.budgets])
-        ax.set_xlabel("budget (fraction of the full schedule)")
-        ax.set_ylabel(metric)
-        ax.set_title(f"{group.framework}: {Path(group.family).name}", fontsize=9)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, dpi=120, format=path.suffix[1:].lower())
-    plt.close(fig)
+def _sort_key(key: CellKey) -> tuple:
+    return (key.budget, key.schedule, -1 if key.lr is None else key.lr,
+            -1 if key.seed is None else key.seed)  # fmt: skip
 
 
 def plot_formats() -> list[str]:
@@ -395,7 +592,7 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
         if csv_path.is_file():
             with csv_path.open(newline="", errors="replace") as f:
                 first = next(csv.reader(f), None)
-            if tuple(first or ()) != CSV_HEADER:
+            if tuple(first or ())[: len(CSV_HEADER)] != CSV_HEADER:
                 raise ReportError(
                     f"--csv {csv_path} exists and is not a CSV written by budgeted-report; "
                     "allowed: a new path, or an earlier report's CSV (which is replaced)"
@@ -426,8 +623,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _Parser(prog="budgeted-report", description=__doc__.split("\n\n")[0])
     parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders (budgeted-sweep --out)")
-    parser.add_argument("--csv", type=Path, metavar="FILE", help="write every value as CSV")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png", help="metric vs budget plot")
+    parser.add_argument("--csv", type=Path, metavar="FILE.csv", help="write one row per run")
+    parser.add_argument(
+        "--plot", type=Path, metavar="FILE.png",
+        help="metric vs budget (error bars, best LR); beside it FILE_lr.png, FILE_loss.png and "
+        "FILE_grad_norm.png from the runs' logs (any matplotlib file type)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--best-progress", action="store_true",
+        help="also tabulate where the best periodic evaluation fell in training (Table 4)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
@@ -441,12 +646,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"report: error: {err}", file=sys.stderr)
         return 2
     print("\n\n".join(markdown(g) for g in groups))
+    if args.best_progress:
+        print("\n\n" + "\n\n".join(best_progress(g) for g in groups))
     if args.csv is not None:
         write_csv(groups, args.csv)
         print(f"\nCSV: {args.csv}")
     if args.plot is not None:
-        plot(groups, args.plot)
-        print(f"plot: {args.plot}")
+        from .sweep_plots import plot_sweeps
+
+        for path in plot_sweeps(groups, args.plot):
+            print(f"plot: {path}")
     return 0
 
 

@@ -1,7 +1,7 @@
-"""Run the paper's comparison: one training run per (schedule, budget), one after the other.
+"""Run the paper's comparison: one training run per (schedule, budget, base LR, seed).
 
     budgeted-sweep mmseg --toy --schedules linear poly step --budgets 0.05 0.1 \
-        --out output/sweep/mmseg_toy
+        --lrs 0.03 0.1 0.3 --seeds 0 1 2 --out output/sweep/mmseg_toy
     budgeted-sweep detectron2 --toy --schedules linear step --budgets 0.1 0.25 \
         --out output/sweep/d2_toy -- SOLVER.IMS_PER_BATCH 4
     budgeted-report output/sweep/mmseg_toy --plot output/sweep/mmseg_toy.png
@@ -9,10 +9,13 @@
 Each cell trains the shipped config of its schedule and budget (the config families of
 :mod:`budgeted.families`; ``--toy``: the toy ones) with the real training tool
 (``budgeted-train-net``, ``budgeted-train-seg``) in a subprocess, into
-``<out>/<schedule>_budget<tag>/``, and prints one line: command, wall time, final metric.
+``<out>/<schedule>_budget<tag>[_lr<LR>][_seed<SEED>]/``, and prints one line: command, wall
+time, final metric. ``--lrs`` sets the framework's base LR key, ``--seeds`` its seed key.
 Arguments after ``--`` go to the training tool. A finished cell is skipped, never retrained; an
 unfinished one is resumed with the tool's ``--resume``. The first failing run stops the sweep
-(exit 1). See docs/sweeps.md.
+(exit 1) unless ``--keep-going``. One sweep at a time per ``--out`` (a lock); SIGINT, SIGTERM
+and SIGUSR1 are forwarded to the running training process, which saves and exits 75, and the
+sweep stops (exit 130 after Ctrl-C, else 75). See docs/sweeps.md.
 
 This module imports no framework: an adapter is imported only to read or write its runs.
 """
@@ -23,6 +26,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import shlex
 import signal
@@ -42,7 +46,7 @@ from .config_files import config_root
 from .families import ConfigFamily, family
 from .locks import FolderBusyError, FolderLock
 from .preemption import PREEMPTED_EXIT_CODE, restore_default_signals, signal_name
-from .report import CELL_FILE, SWEEP_FILE, ReportError, cell_name, family_label
+from .report import CELL_FILE, SWEEP_FILE, CellKey, ReportError, cell_name, family_label
 
 __all__ = [
     "FRAMEWORKS",
@@ -69,6 +73,10 @@ RESERVED = {
               "--work-dir", "--resume", "--budget"),
 }  # fmt: skip
 """Overrides the sweep sets per cell (run folder, budget, resuming): refused after ``--``."""
+LR_KEYS = {"detectron2": "SOLVER.BASE_LR", "mmseg": "optim_wrapper.optimizer.lr"}
+"""framework -> the config key ``--lrs`` sets (the base LR the schedule multiplies)."""
+SEED_KEYS = {"detectron2": "SEED", "mmseg": "randomness.seed"}
+"""framework -> the config key ``--seeds`` sets."""
 SWEEP_LOCK = ".sweep.lock"
 """The lock file a running sweep holds (``flock``) in its ``--out`` folder."""
 DEFAULT_TOY_CITYSCAPES = Path("datasets/toy_cityscapes")
@@ -87,6 +95,8 @@ class Plan:
     family: ConfigFamily
     schedule: str
     budget: float
+    lr: float | None
+    seed: int | None
     run_dir: Path
     spec: dict
     command: list[str]
@@ -143,15 +153,55 @@ def parse_budget(text: str, fam: ConfigFamily) -> float:
     raise SweepError(f"budget {text} is not a committed budget fraction; allowed: {allowed}")
 
 
-def check_extra(framework: str, extra: Sequence[str]) -> None:
-    """Refuse overrides that would clash with what the sweep sets per cell."""
+def check_extra(
+    framework: str, extra: Sequence[str], lrs: bool = False, seeds: bool = False
+) -> None:
+    """Refuse overrides that would clash with what the sweep sets per cell (with ``--lrs`` /
+    ``--seeds``, also the base LR / seed key)."""
+    reserved = [
+        *RESERVED[framework],
+        *([LR_KEYS[framework]] if lrs else []),
+        *([SEED_KEYS[framework]] if seeds else []),
+    ]
     for token in extra:
         key = token.split("=", 1)[0] if framework == "mmseg" or "=" in token else token
-        if key in RESERVED[framework]:
+        if key in reserved:
             raise SweepError(
                 f"override {token!r} after -- is set by the sweep per cell; allowed: any "
-                f"override but {', '.join(RESERVED[framework])}"
+                f"override but {', '.join(reserved)}"
             )
+
+
+def axis_overrides(framework: str, lr: float | None, seed: int | None) -> list[str]:
+    """The overrides that set a cell's base LR and seed, in the training tool's syntax.
+
+    Example:
+        >>> axis_overrides("detectron2", 0.03, 1), axis_overrides("mmseg", None, 2)
+        (['SOLVER.BASE_LR', '0.03', 'SEED', '1'], ['randomness.seed=2'])
+    """
+    pairs = [(LR_KEYS[framework], lr), (SEED_KEYS[framework], seed)]
+    pairs = [(k, v) for k, v in pairs if v is not None]
+    if framework == "detectron2":
+        return [t for k, v in pairs for t in (k, f"{v:g}" if isinstance(v, float) else str(v))]
+    return [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in pairs]
+
+
+def parse_lr(text: str) -> float:
+    """A base LR of ``--lrs``: a positive finite number; :class:`SweepError`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise SweepError(f"--lrs value {text!r} is not a positive number; allowed: e.g. 0.01 0.03")
+    return value
+
+
+def parse_seed(text: str) -> int:
+    """A seed of ``--seeds``: an integer >= 0; :class:`SweepError`."""
+    if not text.isdigit():
+        raise SweepError(f"--seeds value {text!r} is not an integer >= 0; allowed: e.g. 0 1 2")
+    return int(text)
 
 
 def split_mmseg_extra(extra: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -174,7 +224,8 @@ def build_command(
     framework: str, config: Path, run_dir: Path, data: Path | None, extra: Sequence[str],
     resume: bool,
 ) -> list[str]:  # fmt: skip
-    """The training tool's command line for one cell."""
+    """The training tool's command line for one cell (``extra``: the user's overrides, then
+    the cell's :func:`axis_overrides`)."""
     again = ["--resume"] if resume else []
     if framework == "detectron2":
         args = ["--config-file", str(config), *again, *extra, "OUTPUT_DIR", str(run_dir)]
@@ -239,7 +290,7 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
                 f"no committed config for schedule {schedule!r} at budget {budget:g} ({where}); "
                 f"committed: {describe(configs)}"
             )
-    check_extra(args.framework, extra)
+    check_extra(args.framework, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise SweepError(f"--out {out} is a file; allowed: a new folder or a sweep folder")
@@ -254,30 +305,38 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
     elif out.is_dir() and any(p.name != SWEEP_LOCK for p in out.iterdir()):
         raise SweepError(f"--out {out} is a folder holding other files; allowed: a new or empty "
                          "folder, or a sweep folder")  # fmt: skip
-    return [(s, b) for b in budgets for s in schedules]  # a table's rows fill in order
+    lrs = list(dict.fromkeys(parse_lr(t) for t in args.lrs)) if args.lrs else [None]
+    seeds = list(dict.fromkeys(parse_seed(t) for t in args.seeds)) if args.seeds else [None]
+    # a table's rows fill in order: budget, then seed (a whole replicate), then schedule and LR
+    return [
+        CellKey(s, b, lr, seed) for b in budgets for seed in seeds for s in schedules for lr in lrs
+    ]
 
 
 def plan_cells(
-    args: argparse.Namespace, grid: list[tuple[str, float]], extra: list[str], data: Path | None
+    args: argparse.Namespace, grid: list[CellKey], extra: list[str], data: Path | None
 ) -> list[Plan]:
     """Each cell's plan; raises :class:`SweepError` for a run folder it must not touch."""
     fam = family(args.framework, args.toy)
     configs = committed_configs(fam)
-    return [plan_cell(fam, s, b, configs, args.out, data, extra) for s, b in grid]
+    return [plan_cell(fam, key, configs, args.out, data, extra) for key in grid]
 
 
 def plan_cell(
-    fam: ConfigFamily, schedule: str, budget: float, configs: dict[tuple[str, float], Path],
-    out: Path, data: Path | None, extra: list[str],
+    fam: ConfigFamily, key: CellKey, configs: dict[tuple[str, float], Path], out: Path,
+    data: Path | None, extra: list[str],
 ) -> Plan:  # fmt: skip
     """One cell's plan: skip a finished run, resume a started one, else run it."""
     framework = fam.framework
+    schedule, budget, lr, seed = key
     config = configs[schedule, budget]
-    run_dir = out / cell_name(schedule, budget)
+    run_dir = out / cell_name(*key)
     spec = {
         "framework": framework,
         "schedule": schedule,
         "budget": budget,
+        "lr": lr,
+        "seed": seed,
         "config": f"configs/{fam.filename(budget, schedule)}",
         "data": None if data is None else str(data),
         "overrides": extra,
@@ -301,8 +360,59 @@ def plan_cell(
             f"settings (overrides {extra}), or another --out"
         )
     action = "skip" if final is not None else "resume" if started else "run"
-    command = build_command(framework, config, run_dir, data, extra, action == "resume")
-    return Plan(fam, schedule, budget, run_dir, spec, command, action, final)
+    overrides = [*extra, *axis_overrides(framework, lr, seed)]
+    command = build_command(framework, config, run_dir, data, overrides, action == "resume")
+    return Plan(fam, schedule, budget, lr, seed, run_dir, spec, command, action, final)
+
+
+PRIOR_COST: dict[str, tuple[float, float]] = {}
+"""family name -> (seconds per run, seconds per iteration) measured on 2 CPU cores, for
+``--dry-run``'s estimate before a run of the sweep has finished (see docs/sweeps.md)."""
+
+
+def cost_model(plans: Sequence[Plan], out: Path) -> tuple[float, float, str] | None:
+    """(seconds per run, seconds per iteration, where from): a least-squares line through the
+    finished runs of this sweep (wall time against iterations), else :data:`PRIOR_COST`."""
+    points = []
+    for cell_file in out.glob(f"*/{CELL_FILE}"):
+        with contextlib.suppress(ReportError, KeyError, TypeError, ValueError):
+            record = report.read_record(cell_file)
+            if record.get("metrics") and record.get("wall_s"):
+                fam = plans[0].family
+                points.append((fam.iters(float(record["budget"])), float(record["wall_s"])))
+    if len({x for x, _ in points}) >= 2:
+        n = len(points)
+        mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+        slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+        slope = max(slope, 0.0)
+        return max(my - slope * mx, 0.0), slope, f"fitted to the {n} finished runs in --out"
+    if points:
+        return 0.0, sum(y for _, y in points) / sum(x for x, _ in points), "from finished runs"
+    prior = PRIOR_COST.get(plans[0].family.name) if plans else None
+    if prior is not None:
+        return *prior, "measured on a 2-core machine (docs/sweeps.md)"
+    return None
+
+
+def estimate(plans: Sequence[Plan], out: Path) -> str:
+    """``--dry-run``'s first line: the grid's size, what is left, and its estimated cost."""
+    todo = [p for p in plans if p.action != "skip"]
+    iters = sum(p.family.iters(p.budget) for p in todo)
+    head = (
+        f"[sweep] grid: {len(plans)} runs ({len(plans) - len(todo)} finished, {len(todo)} to run "
+        f"or resume, {iters} iterations)"
+    )
+    model = cost_model(plans, out) if todo else None
+    if not todo:
+        return head
+    if model is None:
+        return f"{head}; cost unknown until one run has finished (time one with --budgets)"
+    per_run, per_iter, source = model
+    seconds = len(todo) * per_run + iters * per_iter
+    return (
+        f"{head}; estimated {seconds / 60:.0f} min at {per_run:.0f} s per run + "
+        f"{per_iter * 1000:.0f} ms per iteration ({source}; resumed runs cost less)"
+    )
 
 
 def short(path: str) -> str:
@@ -489,8 +599,10 @@ def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> 
     record = out / SWEEP_FILE
     cells = report.read_record(record)["cells"] if record.is_file() else []
     for plan in plans:
-        if [plan.schedule, plan.budget] not in cells:
-            cells.append([plan.schedule, plan.budget])
+        axes = [plan.lr, plan.seed] if (plan.lr, plan.seed) != (None, None) else []
+        cell = [plan.schedule, plan.budget, *axes]  # [schedule, budget] without --lrs / --seeds
+        if cell not in cells:
+            cells.append(cell)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"framework": framework, "family": label, "cells": cells}
     atomic_write_text(record, json.dumps(meta, indent=1) + "\n")
@@ -512,11 +624,24 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument(
         "--budgets", nargs="+", help="budget fractions, of the committed ones (default: all)"
     )
+    parser.add_argument(
+        "--lrs", nargs="+", metavar="LR",
+        help="base LRs, one cell each (SOLVER.BASE_LR / optim_wrapper.optimizer.lr; default: "
+        "the config's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seeds", nargs="+", metavar="SEED",
+        help="seeds, one cell each (SEED / randomness.seed; default: the config's)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="sweep folder (default: output/sweep/<framework>)")
     parser.add_argument(
         "--data", type=Path, help="with --toy: the toy set's root (default: as the demos)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument(
+        "--keep-going", action="store_true",
+        help="go on after a failed run (a diverged LR of a grid, say); exit 1 at the end",
+    )  # fmt: skip
     args = parser.parse_args(argv[:cut])
     if args.framework not in FRAMEWORKS:
         parser.error(f"unknown framework {args.framework!r}; allowed: {', '.join(FRAMEWORKS)}")
@@ -577,6 +702,7 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
         print(f"sweep: error: {err}", file=sys.stderr)
         return 2
     if args.dry_run:
+        print(estimate(plans, args.out))
         try:
             lock.check()
         except FolderBusyError:
@@ -595,15 +721,19 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"[sweep] writing the toy set in {data}", flush=True)
             make_toy_data(framework, data)
         save_sweep(args.out, framework, family_label(family(framework, args.toy)), plans)
-        return _run_cells(args.out, plans, env, forwarder)
+        return _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
 
 
 def _run_cells(
-    out: Path, plans: Sequence[Plan], env: dict[str, str], forwarder: SignalForwarder
-) -> int:
-    """Run, resume or skip each planned cell in order; the sweep's exit status."""
+    out: Path, plans: Sequence[Plan], env: dict[str, str], forwarder: SignalForwarder,
+    keep_going: bool = False,
+) -> int:  # fmt: skip
+    """Run, resume or skip each planned cell in order; the sweep's exit status. A failed run
+    stops the sweep (exit 1), or with ``keep_going`` is reported and the sweep goes on (exit 1
+    at the end)."""
     total = time.monotonic()
     counts = {"run": 0, "resume": 0, "skip": 0}
+    failed = []
     for i, plan in enumerate(plans, 1):
         head = f"[{i}/{len(plans)}] {plan.run_dir.name}:"
         if forwarder.signum is not None:
@@ -620,8 +750,11 @@ def _run_cells(
             wall = run_cell(plan, env, forwarder)
         except RuntimeError as err:
             print(" FAILED", flush=True)
-            print(f"sweep: error: {err}", file=sys.stderr)
-            return 1
+            print(f"sweep: error: {err}", file=sys.stderr, flush=True)
+            if not keep_going:
+                return 1
+            failed.append(plan.run_dir.name)
+            continue
         except Interrupted as err:
             print(" interrupted", flush=True)
             print(
@@ -632,9 +765,14 @@ def _run_cells(
             return forwarder.exit_code
         print(f" {wall:.1f} s: {metrics_text(plan.final)}", flush=True)
     print(
-        f"[sweep] {counts['run']} run, {counts['resume']} resumed, {counts['skip']} skipped in "
-        f"{time.monotonic() - total:.0f} s; table: budgeted-report {short(str(out))}"
+        f"[sweep] {counts['run']} run, {counts['resume']} resumed, {counts['skip']} skipped"
+        f"{f', {len(failed)} failed' if failed else ''} in {time.monotonic() - total:.0f} s; "
+        f"table: budgeted-report {short(str(out))}"
     )
+    if failed:
+        print(f"sweep: error: {len(failed)} runs failed: {', '.join(failed)}; their logs say why "
+              "(<run>/sweep.log); rerun the sweep to retry them", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 

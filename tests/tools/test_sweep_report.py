@@ -93,7 +93,7 @@ def test_mmseg_sweep_runs_each_cell_and_reports_the_logged_miou(mmseg_sweep, tmp
         assert f"{schedule}_budget1: running" in stdout and f"mIoU {miou:.2f}" in stdout
     assert rows["0.01"]["iterations"] == "32"
     with (tmp_path / "r.csv").open() as f:
-        values = {r["schedule"]: float(r["value"]) for r in csv.DictReader(f)}
+        values = {r["schedule"]: float(r["mIoU"]) for r in csv.DictReader(f)}
     assert values == pytest.approx(logged)
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -122,7 +122,12 @@ def test_dry_run_lists_commands_and_runs_nothing(mmseg_sweep):
     dry = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "step", "--budgets", "0.01",
               "0.05", "--data", data, "--out", out, "--dry-run")  # fmt: skip
     assert dry.returncode == 0, dry.stderr
-    lines = dry.stdout.splitlines()
+    estimate, *lines = dry.stdout.splitlines()
+    # the two finished 32-iteration runs time the two 160-iteration ones still to run
+    assert estimate.startswith(
+        "[sweep] grid: 4 runs (2 finished, 2 to run or resume, 320 iterations); estimated "
+    )
+    assert estimate.endswith("(from finished runs; resumed runs cost less)")
     assert lines[:2] == [
         "linear_budget1: skip (finished: mIoU " + lines[0].split("mIoU ")[1],
         "step_budget1: skip (finished: mIoU " + lines[1].split("mIoU ")[1],
@@ -149,7 +154,7 @@ def test_failing_run_stops_the_sweep_and_shows_as_dash(mmseg_sweep, tmp_path):
     assert not (out / "linear_budget5").exists()
     report = cli(REPORT, out)
     assert report.returncode == 0, report.stderr
-    assert "0/2 cells finished" in report.stdout
+    assert "0/2 runs finished" in report.stdout
     assert table(report.stdout, "### mIoU") == {
         "0.01": {"iterations": "-", "linear": "-"},
         "0.05": {"iterations": "-", "linear": "-"},
@@ -497,5 +502,5 @@ def test_report_replaces_its_own_csv(finished_looking_sweep, tmp_path):
         assert run.returncode == 0, run.stderr
     with (tmp_path / "r.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert [(r["schedule"], r["budget"], r["value"]) for r in rows] == [("linear", "0.01", "")]
+    assert [(r["schedule"], r["budget"], r["mIoU"]) for r in rows] == [("linear", "0.01", "")]
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]

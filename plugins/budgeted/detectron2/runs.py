@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..records import read_json_lines
+from ..records import curve, read_json_lines
 
 __all__ = [
+    "CURVE_NAMES",
     "EVAL_TASKS",
     "RUN_FILES",
     "check_new_run_folder",
+    "evaluations",
     "final_metrics",
     "holds_run",
     "max_iter",
+    "train_curve",
 ]
 
 RUN_FILES = ("last_checkpoint", "metrics.json", "model_final.pth")
@@ -133,3 +136,45 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
         if _is_eval_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = float(value)
     return out or None
+
+
+CURVE_NAMES = {"lr": "lr", "loss": "total_loss", "grad_norm": "grad_norm"}
+""":data:`budgeted.records.CURVE_KEYS` -> the key in ``metrics.json``."""
+
+
+def train_curve(folder: str | os.PathLike[str]) -> list[dict[str, float]]:
+    """The LR, training loss and full-gradient norm (where logged) per logged iteration, from
+    ``metrics.json`` (Detectron2 logs every ``SOLVER.BUDGET.WRITER_PERIOD`` iterations); ``[]``
+    without one.
+
+    Example:
+        >>> train_curve("/nonexistent/folder")
+        []
+    """
+    metrics = Path(folder) / "metrics.json"
+    if not metrics.is_file():
+        return []
+    return curve(read_json_lines(metrics), "iteration", CURVE_NAMES)
+
+
+def evaluations(folder: str | os.PathLike[str]) -> list[tuple[int, dict[str, float]]]:
+    """Every evaluation logged in ``metrics.json``: (iteration counted from 1, its results keyed
+    as logged), in order; ``[]`` without one. With ``TEST.EVAL_PERIOD`` there is one per
+    period, else one at the end.
+
+    Example:
+        >>> evaluations("/nonexistent/folder")
+        []
+    """
+    metrics = Path(folder) / "metrics.json"
+    if not metrics.is_file():
+        return []
+    found = []
+    for row in read_json_lines(metrics):
+        results = {
+            k: float(v) for k, v in row.items()
+            if _is_eval_key(k) and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }  # fmt: skip
+        if results:
+            found.append((int(row.get("iteration", -1)) + 1, results))
+    return found

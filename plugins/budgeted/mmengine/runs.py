@@ -14,16 +14,19 @@ import os
 from pathlib import Path
 
 from ..locks import FolderBusyError, FolderLock
-from ..records import read_json_lines
+from ..records import curve, read_json_lines
 
 __all__ = [
+    "CURVE_NAMES",
     "LOCK_NAME",
     "WorkDirBusyError",
     "WorkDirLock",
     "check_new_run_folder",
+    "evaluations",
     "final_metrics",
     "holds_run",
     "run_files",
+    "train_curve",
 ]
 
 LOCK_NAME = ".train_seg.lock"
@@ -174,3 +177,51 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
         and not isinstance(value, bool)
     }
     return metrics or None
+
+
+CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm"}
+""":data:`budgeted.records.CURVE_KEYS` -> the key in ``scalars.json``."""
+
+
+def _scalars(folder: str | os.PathLike[str]) -> list[dict]:
+    """The records of every launch's ``scalars.json`` in ``folder``, oldest launch first."""
+    return [
+        record
+        for path in sorted(Path(folder).glob("*/vis_data/scalars.json"))
+        for record in read_json_lines(path)
+    ]
+
+
+def train_curve(folder: str | os.PathLike[str]) -> list[dict[str, float]]:
+    """The LR, training loss and full-gradient norm (where logged) per logged iteration, from
+    every launch's ``scalars.json`` (MMEngine logs every ``LoggerHook`` interval); ``[]``
+    without one.
+
+    Example:
+        >>> import tempfile
+        >>> train_curve(tempfile.mkdtemp())
+        []
+    """
+    return curve(_scalars(folder), "step", CURVE_NAMES)
+
+
+def evaluations(folder: str | os.PathLike[str]) -> list[tuple[int, dict[str, float]]]:
+    """Every validation logged in the work dir: (iteration, its metrics), in order; ``[]``
+    without one. With ``train_cfg.val_interval`` below ``max_iters`` there is one per interval.
+
+    Example:
+        >>> import tempfile
+        >>> evaluations(tempfile.mkdtemp())
+        []
+    """
+    found = []
+    for record in _scalars(folder):
+        if "lr" in record or "loss" in record or not isinstance(record.get("step"), int):
+            continue
+        metrics = {
+            k: float(v) for k, v in record.items()
+            if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }  # fmt: skip
+        if metrics:
+            found.append((record["step"], metrics))
+    return found

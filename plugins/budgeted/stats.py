@@ -1,0 +1,163 @@
+"""Statistics for sweep reports: mean ± std over seeds, paired differences with a t-interval,
+the best base LR. Framework-free, standard library only (no numpy or scipy needed to report).
+
+The paper reports each cell as the mean of 3 runs and compares schedules at their tuned base
+LR; :func:`best_lr` picks that LR (highest mean), :func:`paired_difference` compares two
+schedules seed by seed (seed ``k`` of one against seed ``k`` of the other, which share the data
+order and initialization), and :func:`verdict` says whether the difference is outside noise.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "Interval",
+    "Summary",
+    "best_lr",
+    "paired_difference",
+    "summarize",
+    "t_quantile_975",
+    "verdict",
+]
+
+_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+          2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+          2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+"""The 0.975 quantile of Student's t for 1..30 degrees of freedom (two-sided 95 %)."""
+
+
+def t_quantile_975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (1.96 beyond 30).
+
+    Example:
+        >>> t_quantile_975(2), t_quantile_975(1000)
+        (4.303, 1.96)
+    """
+    if df < 1:
+        raise ValueError(f"degrees of freedom {df} is invalid; allowed: an integer >= 1")
+    return _T_975[df - 1] if df <= len(_T_975) else 1.96
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean and sample standard deviation (``n - 1``; None for one value) of ``n`` values."""
+
+    mean: float
+    std: float | None
+    n: int
+
+    def text(self, digits: int = 2) -> str:
+        """``"41.30 ± 1.20 (3)"``; one value: ``"41.30"``.
+
+        Example:
+            >>> summarize([40.0, 42.0]).text(), summarize([40.0]).text()
+            ('41.00 ± 1.41 (2)', '40.00')
+        """
+        if self.std is None:
+            return f"{self.mean:.{digits}f}"
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f} ({self.n})"
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    """Mean ± sample standard deviation of ``values`` (at least one).
+
+    ``std = sqrt(sum((x - mean)^2) / (n - 1))``.
+
+    Example:
+        >>> summarize([1.0, 2.0, 3.0])
+        Summary(mean=2.0, std=1.0, n=3)
+    """
+    if not values:
+        raise ValueError("no values to summarize; allowed: at least one")
+    std = statistics.stdev(values) if len(values) > 1 else None
+    return Summary(statistics.fmean(values), std, len(values))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean difference and its two-sided 95 % t-interval over ``n`` pairs (``low``/``high``
+    None for one pair)."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    n: int
+
+    def text(self, digits: int = 2) -> str:
+        """``"+2.10 [+0.40, +3.80] (3)"``; one pair: ``"+2.10 (1)"``."""
+        if self.low is None or self.high is None:
+            return f"{self.mean:+.{digits}f} ({self.n})"
+        return (
+            f"{self.mean:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}] ({self.n})"
+        )
+
+
+def paired_difference(a: Mapping[int, float], b: Mapping[int, float]) -> Interval | None:
+    """``a - b`` over the seeds both have: mean ``d`` and ``d ± t(0.975, n-1) * s_d / sqrt(n)``.
+
+    Args:
+        a, b: seed -> metric of two schedules (each at its own best LR).
+
+    Returns:
+        Interval or None: None when no seed is in both.
+
+    Example:
+        >>> paired_difference({0: 42.0, 1: 44.0, 2: 43.0}, {0: 40.0, 1: 41.0, 2: 42.0}).text()
+        '+2.00 [-0.48, +4.48] (3)'
+    """
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    diffs = [a[s] - b[s] for s in seeds]
+    mean = statistics.fmean(diffs)
+    if len(diffs) < 2:
+        return Interval(mean, None, None, 1)
+    half = t_quantile_975(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+    return Interval(mean, mean - half, mean + half, len(diffs))
+
+
+def verdict(interval: Interval | None, first: str, second: str) -> str:
+    """``"<first> ahead"`` / ``"<second> ahead"`` when the 95 % interval excludes 0, else
+    ``"within noise"``; with fewer than 2 pairs ``"one seed: no interval"``.
+
+    Example:
+        >>> verdict(Interval(2.0, 0.5, 3.5, 3), "linear", "step")
+        'linear ahead'
+        >>> verdict(Interval(1.0, -0.5, 2.5, 3), "linear", "step")
+        'within noise'
+    """
+    if interval is None:
+        return "no common seed"
+    if interval.low is None or interval.high is None:
+        return "one seed: no interval"
+    if interval.low > 0:
+        return f"{first} ahead"
+    if interval.high < 0:
+        return f"{second} ahead"
+    return "within noise"
+
+
+def best_lr(by_lr: Mapping[float | None, Sequence[float]]) -> tuple[float | None, bool]:
+    """The base LR with the highest mean metric, and whether it lies at an edge of the grid
+    searched (the smallest or the largest of 2 or more LRs: the search was not wide enough).
+
+    Args:
+        by_lr: base LR (None: the config's) -> the metric of each seed at that LR.
+
+    Example:
+        >>> best_lr({0.01: [30.0, 31.0], 0.03: [35.0, 36.0], 0.1: [33.0]})
+        (0.03, False)
+        >>> best_lr({0.01: [30.0], 0.03: [35.0]})
+        (0.03, True)
+    """
+    scored = {lr: statistics.fmean(v) for lr, v in by_lr.items() if v}
+    if not scored:
+        raise ValueError("no finished runs to choose a base LR from")
+    lr = max(scored, key=lambda k: scored[k])
+    grid = sorted(k for k in by_lr if k is not None)
+    edge = lr is not None and len(grid) >= 2 and lr in (grid[0], grid[-1])
+    return lr, edge

@@ -1,0 +1,65 @@
+"""budgeted.stats: mean ± std, paired t-intervals, verdicts and the best LR, by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from budgeted.stats import (
+    Interval,
+    best_lr,
+    paired_difference,
+    summarize,
+    t_quantile_975,
+    verdict,
+)
+
+
+def test_summarize_is_the_sample_mean_and_std():
+    values = [40.0, 43.0, 46.0]
+    s = summarize(values)
+    assert (s.mean, s.n) == (43.0, 3)
+    assert s.std == pytest.approx(math.sqrt(((3**2) * 2) / 2))  # sum of squares / (n - 1)
+    assert s.text() == "43.00 ± 3.00 (3)"
+    assert summarize([41.5]).std is None and summarize([41.5]).text() == "41.50"
+    with pytest.raises(ValueError, match="no values to summarize"):
+        summarize([])
+
+
+def test_t_quantiles_match_the_tables():
+    assert [t_quantile_975(df) for df in (1, 2, 4, 10, 30)] == [12.706, 4.303, 2.776, 2.228, 2.042]
+    assert t_quantile_975(31) == 1.96
+    with pytest.raises(ValueError, match="degrees of freedom 0 is invalid"):
+        t_quantile_975(0)
+
+
+def test_paired_difference_uses_common_seeds_only():
+    a = {0: 50.0, 1: 52.0, 2: 51.0, 3: 99.0}
+    b = {0: 48.0, 1: 49.0, 2: 50.0}  # seed 3 ran only for a: not a pair
+    interval = paired_difference(a, b)
+    diffs = [2.0, 3.0, 1.0]
+    half = 4.303 * 1.0 / math.sqrt(3)
+    assert interval == Interval(2.0, pytest.approx(2.0 - half), pytest.approx(2.0 + half), 3)
+    assert verdict(interval, "linear", "step") == "within noise"
+    assert sum(diffs) / 3 == interval.mean
+    assert paired_difference({0: 1.0}, {1: 1.0}) is None
+    one = paired_difference({0: 3.0}, {0: 1.0})
+    assert one.text() == "+2.00 (1)" and verdict(one, "a", "b") == "one seed: no interval"
+
+
+def test_verdicts_follow_the_sign_of_the_interval():
+    clear = paired_difference({0: 50.0, 1: 51.0, 2: 52.0}, {0: 45.0, 1: 45.5, 2: 46.0})
+    assert clear.low > 0 and verdict(clear, "linear", "step") == "linear ahead"
+    behind = paired_difference({0: 45.0, 1: 45.5, 2: 46.0}, {0: 50.0, 1: 51.0, 2: 52.0})
+    assert verdict(behind, "linear", "step") == "step ahead"
+    assert verdict(None, "linear", "step") == "no common seed"
+
+
+def test_best_lr_is_the_best_mean_and_flags_the_edges():
+    assert best_lr({0.03: [30.0, 40.0], 0.1: [36.0, 36.0], 0.3: [20.0]}) == (0.1, False)
+    assert best_lr({0.03: [30.0], 0.1: [20.0], 0.3: [10.0]}) == (0.03, True)
+    assert best_lr({0.03: [30.0], 0.1: [], 0.3: [31.0]}) == (0.3, True)  # no finished run at 0.1
+    assert best_lr({None: [30.0]}) == (None, False)  # the config's own LR: no grid, no edge
+    with pytest.raises(ValueError, match="no finished runs"):
+        best_lr({0.1: []})
