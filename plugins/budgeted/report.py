@@ -654,8 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot is not None:
         from .sweep_plots import plot_sweeps
 
-        for path in plot_sweeps(groups, args.plot):
-            print(f"plot: {path}")
+        print("\n" + "\n".join(f"plot: {path}" for path in plot_sweeps(groups, args.plot)))
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import math
 import os
 import signal
 import subprocess
@@ -303,7 +304,9 @@ def test_a_stale_lock_from_a_dead_sweep_is_taken_over(tmp_path):
 def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
     data, out = tmp_path / "datasets", tmp_path / "sweep"
     run = cli(SWEEP, "detectron2", "--toy", "--schedules", "linear", "--budgets", "0.01",
-              "--data", data, "--out", out, "--", *_d2_tiny())  # fmt: skip
+              "--data", data, "--out", out, "--", *_d2_tiny(),
+              "SOLVER.BUDGET.GRAD_NORM_PERIOD", "2",
+              "SOLVER.BUDGET.WRITER_PERIOD", "1")  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"writing the toy set in {data}" in run.stdout
     assert (data / "toy_coco/annotations/instances_val.json").is_file()
@@ -313,8 +316,17 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
     rows = (out / "linear_budget1/metrics.json").read_text().splitlines()
     final = next(r for r in map(json.loads, reversed(rows)) if "bbox/AP" in r)
     assert final["iteration"] >= 3  # 1 % of 400 iterations: the evaluation after the last one
-    report = cli(REPORT, out)
+    report = cli(REPORT, out, "--plot", tmp_path / "d2.svg")
     assert report.returncode == 0, report.stderr
+    # the diagnostics hook's norm, logged beside the LR, is read back and plotted against it
+    from budgeted.detectron2.runs import train_curve
+
+    logged = [p for p in train_curve(out / "linear_budget1") if "grad_norm" in p]
+    assert [p["iteration"] for p in logged] == [1.0, 3.0] and all(
+        p["grad_norm"] > 0 for p in logged
+    )
+    for suffix in ("", "_lr", "_loss", "_grad_norm"):
+        assert (tmp_path / f"d2{suffix}.svg").read_text().lstrip().startswith("<?xml")
     for title, key in (("### box AP", "bbox/AP"), ("### mask AP", "segm/AP")):
         assert table(report.stdout, title) == {
             "0.01": {"iterations": "4", "linear": f"{final[key]:.2f}"}
@@ -504,3 +516,93 @@ def test_report_replaces_its_own_csv(finished_looking_sweep, tmp_path):
         rows = list(csv.DictReader(f))
     assert [(r["schedule"], r["budget"], r["mIoU"]) for r in rows] == [("linear", "0.01", "")]
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def _group(values: dict[tuple[str, float, float, int], float]) -> object:
+    """A report group of finished MMSeg runs with the given final mIoU (no files needed)."""
+    from budgeted.report import Cell, CellKey, Final, Group
+
+    group = Group("mmseg", "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget")
+    for (schedule, budget, lr, seed), miou in values.items():
+        key = CellKey(schedule, budget, lr, seed)
+        final = None if math.isnan(miou) else Final(int(budget * 3200), {"mIoU": miou})
+        group.cells[key] = Cell(key, Path(f"/runs/{schedule}{budget}{lr}{seed}"), final, 10.0)
+    return group
+
+
+def test_report_tables_follow_the_papers_protocol():
+    """Best LR by mean, flagged at the grid's edge; paired differences at those LRs; normalized
+    by the largest budget's best; an unfinished run is left out of its mean (n says so)."""
+    from budgeted.report import markdown
+
+    values = {}
+    for seed, noise in enumerate((0.0, 1.0, -1.0)):
+        values["linear", 0.05, 0.01, seed] = 30 + noise
+        values["linear", 0.05, 0.1, seed] = 40 + noise  # best, at the edge of the grid
+        values["step", 0.05, 0.01, seed] = 36 + noise * 2  # best for step
+        values["step", 0.05, 0.1, seed] = 20 + noise
+        values["linear", 0.1, 0.01, seed] = 50 + noise
+        values["linear", 0.1, 0.1, seed] = 45 + noise
+        values["step", 0.1, 0.01, seed] = 49 + noise * 0.5
+        values["step", 0.1, 0.1, seed] = 44 + noise
+    values["step", 0.1, 0.1, 2] = math.nan  # did not finish
+    text = markdown(_group(values))
+    assert "23/24 runs finished" in text
+    cells = table(text, "### mIoU: mmseg")
+    assert cells["0.05"]["linear lr=0.1"] == "40.00 ± 1.00 (3)"
+    assert cells["0.1"]["step lr=0.1"] == "44.50 ± 0.71 (2)"
+    best = table(text, "#### mIoU at the best base LR")
+    assert best["0.05"] == {
+        "linear": "40.00 ± 1.00 (3) @ 0.1 (edge)",
+        "step": "36.00 ± 2.00 (3) @ 0.01 (edge)",
+    }
+    assert best["0.1"]["step"] == "49.00 ± 0.50 (3) @ 0.01 (edge)"
+    diffs = table(text, "#### mIoU: paired differences")
+    # 0.05: linear@0.1 - step@0.01 per seed = 4, 3, 5 -> mean 4, sd 1, t(2) 4.303 / sqrt(3)
+    assert diffs["0.05"] == {"linear − step": "+4.00 [+1.52, +6.48] (3)", "verdict": "linear ahead"}
+    # 0.1: linear@0.01 - step@0.01 = 1, 1.5, 0.5 -> mean 1, sd 0.5: [-0.24, +2.24]
+    assert diffs["0.1"] == {"linear − step": "+1.00 [-0.24, +2.24] (3)", "verdict": "within noise"}
+    normalized = table(text, "#### mIoU normalized")
+    assert "budget 0.1, the largest run (50.00)" in text
+    assert normalized["0.05"] == {"linear": "0.800", "step": "0.720"}
+    assert normalized["0.1"] == {"linear": "1.000", "step": "0.980"}
+
+
+@pytest.mark.slow
+def test_a_grid_of_lrs_and_seeds_sets_the_framework_keys_and_reports_means(mmseg_sweep, tmp_path):
+    """--lrs and --seeds reach MMSeg's own keys: the logged LR scales with the base LR, seeds
+    give different runs; the report's means and the CSV are those of the logs."""
+    data, _, _ = mmseg_sweep
+    out = tmp_path / "grid"
+    run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01",
+              "--lrs", "0.01", "0.03", "--seeds", "0", "1", "--data", data, "--out", out,
+              "--", "default_hooks.logger.interval=1")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    names = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert names == [f"linear_budget1_lr{lr}_seed{s}" for lr in ("0.01", "0.03") for s in (0, 1)]
+    from budgeted.mmengine.runs import train_curve
+
+    curves = {name: train_curve(out / name) for name in names}
+    for seed in (0, 1):
+        low, high = (curves[f"linear_budget1_lr{lr}_seed{seed}"] for lr in ("0.01", "0.03"))
+        assert [p["iteration"] for p in low] == list(map(float, range(1, 33)))
+        for a, b in zip(low, high):  # the same multiplier of a 3x base LR
+            assert b["lr"] == pytest.approx(3 * a["lr"], rel=1e-6)
+    assert curves[names[0]][5]["loss"] != curves[names[1]][5]["loss"]  # seed 0 vs 1
+    logged = {name: mmseg_logged_miou(out / name)[1] for name in names}
+    report = cli(REPORT, out, "--csv", tmp_path / "g.csv", "--plot", tmp_path / "g.png")
+    assert report.returncode == 0, report.stderr
+    from budgeted.stats import summarize
+
+    cells = table(report.stdout, "### mIoU: mmseg")
+    for lr in ("0.01", "0.03"):
+        expected = summarize([logged[f"linear_budget1_lr{lr}_seed{s}"] for s in (0, 1)]).text()
+        assert cells["0.01"][f"linear lr={lr}"] == expected
+    with (tmp_path / "g.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["lr"], r["seed"]): float(r["mIoU"]) for r in rows} == {
+        (lr, str(s)): pytest.approx(logged[f"linear_budget1_lr{lr}_seed{s}"])
+        for lr in ("0.01", "0.03") for s in (0, 1)
+    }  # fmt: skip
+    for suffix in ("", "_lr", "_loss"):
+        assert (tmp_path / f"g{suffix}.png").read_bytes()[:4] == b"\x89PNG"

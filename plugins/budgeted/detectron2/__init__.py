@@ -26,6 +26,7 @@ require("budgeted.detectron2", "detectron2", "yaml")
 from .checkpoint import SafeCheckpointer, use_safe_checkpointer  # noqa: E402
 from .config import add_budget_config, load_config, resolve_budget, split_overrides  # noqa: E402
 from .data import check_datasets, register_toy_coco  # noqa: E402
+from .grad_norm import FullGradNormHook  # noqa: E402
 from .launch import launch  # noqa: E402
 from .preemption import PreemptionHook  # noqa: E402
 from .solver import (  # noqa: E402
@@ -49,6 +50,7 @@ __all__ = [
     "BudgetLRScheduler",
     "BudgetResumeError",
     "BudgetTrainer",
+    "FullGradNormHook",
     "PreemptionHook",
     "SafeCheckpointer",
     "add_budget_config",

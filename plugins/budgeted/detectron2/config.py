@@ -14,7 +14,10 @@ factor of ``BudgetStep``) keep their Detectron2 meaning. ``SOLVER.BUDGET`` adds 
 - ``<SCHEDULE>_<PARAM>``: the parameters of every schedule registered in :mod:`budgeted.core`
   (``COSINE_ETA``, ``POLY_POWER``, ``HTD_LOWER``, ..., defaults from the core; see
   :func:`param_key`);
-- ``WRITER_PERIOD``: how often :class:`BudgetTrainer` writes metrics (Detectron2 hard-codes 20).
+- ``WRITER_PERIOD``: how often :class:`BudgetTrainer` writes metrics (Detectron2 hard-codes 20);
+- ``GRAD_NORM_PERIOD``: every how many iterations :class:`BudgetTrainer` logs the full-gradient
+  norm over a fixed subset of ``GRAD_NORM_BATCHES`` training batches (0: never; see
+  :mod:`budgeted.detectron2.grad_norm`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "NATIVE_KEYS",
     "add_budget_config",
     "budget_max_iter",
+    "check_grad_norm_config",
     "load_config",
     "max_iter_agrees",
     "param_key",
@@ -108,6 +112,8 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
             if key.startswith("SOLVER.BUDGET."):
                 keys[key[len("SOLVER.BUDGET.") :]] = _cfg_value(default)
     keys["WRITER_PERIOD"] = 20
+    keys["GRAD_NORM_PERIOD"] = 0
+    keys["GRAD_NORM_BATCHES"] = 2
     for key, value in keys.items():
         if key not in b:
             b[key] = value
@@ -169,6 +175,34 @@ def _check_int(key: str, value: Any, low: int, what: str) -> None:
         raise ValueError(f"{key}={value!r} is invalid; allowed: {what}")
 
 
+def check_grad_norm_config(cfg: CfgNode) -> None:
+    """Validate ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` and ``GRAD_NORM_BATCHES`` (absent keys: their
+    defaults, 0 and 2).
+
+    Raises:
+        ValueError: one line naming the bad key and what is allowed.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.GRAD_NORM_PERIOD = -1
+        >>> try:
+        ...     check_grad_norm_config(cfg)
+        ... except ValueError as err:
+        ...     print(str(err)[:66])
+        SOLVER.BUDGET.GRAD_NORM_PERIOD=-1 is invalid; allowed: a whole num
+    """
+    b = cfg.SOLVER.get("BUDGET") or {}
+    _check_int(
+        "SOLVER.BUDGET.GRAD_NORM_PERIOD", b.get("GRAD_NORM_PERIOD", 0), 0,
+        "a whole number >= 0 (iterations between full-gradient-norm evaluations; 0: off)",
+    )  # fmt: skip
+    _check_int(
+        "SOLVER.BUDGET.GRAD_NORM_BATCHES", b.get("GRAD_NORM_BATCHES", 2), 1,
+        "a whole number >= 1 (training batches in the fixed subset)",
+    )  # fmt: skip
+
+
 def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
     """Set ``SOLVER.MAX_ITER`` from ``SOLVER.BUDGET`` (in place) and validate the budget keys.
 
@@ -209,6 +243,7 @@ def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
         "a whole number >= 0 (the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)",
     )  # fmt: skip
     _check_int("SOLVER.IMS_PER_BATCH", cfg.SOLVER.IMS_PER_BATCH, 1, "a whole number >= 1")
+    check_grad_norm_config(cfg)
     max_iter = cfg.SOLVER.MAX_ITER
     _check_int("SOLVER.MAX_ITER", max_iter, 1, "a whole number >= 1")
     was_frozen = cfg.is_frozen()

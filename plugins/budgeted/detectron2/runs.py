@@ -138,7 +138,7 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
     return out or None
 
 
-CURVE_NAMES = {"lr": "lr", "loss": "total_loss", "grad_norm": "grad_norm"}
+CURVE_NAMES = {"lr": "lr", "loss": "total_loss", "grad_norm": "full_grad_norm"}
 """:data:`budgeted.records.CURVE_KEYS` -> the key in ``metrics.json``."""
 
 

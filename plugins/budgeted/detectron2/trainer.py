@@ -19,6 +19,7 @@ from detectron2.utils.logger import setup_logger
 
 from ..checkpoints import load_checkpoint
 from .checkpoint import SafeCheckpointer, last_checkpoint_file
+from .grad_norm import grad_norm_hook_from_cfg
 from .preemption import PreemptionHook
 from .solver import BudgetConfigError, build_lr_scheduler
 
@@ -86,7 +87,10 @@ class BudgetTrainer(DefaultTrainer):
     :class:`~budgeted.detectron2.SafeCheckpointer` (no code from the file runs; one-line
     refusals), and every checkpoint it writes is written atomically. Preemption: SIGTERM or
     SIGUSR1 end the run after the current iteration with a checkpoint and exit status 75
-    (:class:`~budgeted.detectron2.PreemptionHook`, registered last).
+    (:class:`~budgeted.detectron2.PreemptionHook`, registered last). Diagnostics:
+    ``SOLVER.BUDGET.GRAD_NORM_PERIOD > 0`` registers
+    :class:`~budgeted.detectron2.grad_norm.FullGradNormHook` before the writers
+    (``full_grad_norm`` in metrics.json).
     """
 
     def __init__(self, cfg: CfgNode) -> None:
@@ -163,9 +167,14 @@ class BudgetTrainer(DefaultTrainer):
     def build_hooks(self) -> list[Any]:
         ret = super().build_hooks()
         period = self.cfg.SOLVER.BUDGET.WRITER_PERIOD
+        writer_at = len(ret)  # the writer is main-process only: elsewhere, the end
         for i, hook in enumerate(ret):
             if isinstance(hook, hooks.PeriodicWriter):
                 ret[i] = hooks.PeriodicWriter(self.build_writers(), period=period)
+                writer_at = i
+        grad_norm = grad_norm_hook_from_cfg(self.cfg)
+        if grad_norm is not None:  # before the writers: its value is written at its iteration
+            ret.insert(writer_at, grad_norm)
         ret.append(PreemptionHook(self.checkpointer))  # last: after the writers
         return ret
 

@@ -12,6 +12,8 @@
 - :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically)
   and ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75), in
   MMEngine's ``HOOKS``;
+- :mod:`.grad_norm`: ``FullGradNormHook`` (the full-gradient norm over a fixed subset of
+  training batches every ``interval`` iterations, beside ``lr`` in scalars.json), in ``HOOKS``;
 - :mod:`.resume`: what a run will load, checked before anything is written;
 - :mod:`.cli` (``tools/train_seg.py``), :mod:`.runs` (what a work dir holds), :mod:`.toy` (the
   toy Cityscapes set), :mod:`.cityscapes` (label conversion), :mod:`.launch` (CPU launchers).
@@ -41,6 +43,7 @@ from .checkpoint import (  # noqa: E402
     check_checkpoint,
     load_mmengine_checkpoint,
 )
+from .grad_norm import FullGradNormHook  # noqa: E402
 from .hooks import AtomicCheckpointHook, PreemptionHook  # noqa: E402
 from .schedulers import (  # noqa: E402
     NAMED_SCHEDULERS,
@@ -59,6 +62,7 @@ __all__ = [
     "BudgetParamScheduler",
     "BudgetScheduleLR",
     "DamagedCheckpointError",
+    "FullGradNormHook",
     "PreemptionHook",
     "UnsafeCheckpointError",
     "allow_mmengine_checkpoints",

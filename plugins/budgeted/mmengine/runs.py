@@ -179,7 +179,7 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
     return metrics or None
 
 
-CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm"}
+CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "full_grad_norm"}
 """:data:`budgeted.records.CURVE_KEYS` -> the key in ``scalars.json``."""
 
 

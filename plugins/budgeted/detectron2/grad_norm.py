@@ -1,0 +1,253 @@
+"""``FullGradNormHook``: the budgeted-convergence diagnostics (the paper's Figure 3) for
+Detectron2: every ``period`` iterations, the full-gradient norm over a fixed subset of training
+batches, logged as ``full_grad_norm`` beside ``lr`` in metrics.json (and TensorBoard).
+
+    full_grad_norm = ||(1/B) sum_b grad_w L_b(w)||_2
+
+over the ``B = SOLVER.BUDGET.GRAD_NORM_BATCHES`` batches, ``L_b`` the training loss (the sum of
+the model's loss dict, as ``SimpleTrainer`` sums it), ``w`` the weights after the iteration
+(:func:`budgeted.grad_norm.full_gradient_norm`).
+
+- The subset: the first ``B`` batches of a second train loader, built once before training
+  with the trainer's own ``build_train_loader(cfg)`` (``DATALOADER.NUM_WORKERS`` 0, as
+  Detectron2's ``PreciseBN`` hook builds its loader) and random generators seeded with 0 (so the
+  subset is the same in every run of the config, whatever its ``SEED``). The training loader is
+  never read. With several workers each reads its own ``B`` batches (the sampler shards by
+  rank; ``SOLVER.IMS_PER_BATCH`` images per batch over all workers) and the gradients are
+  averaged over the workers: the value is the same on every worker.
+- The mode: the model (the module inside DDP, so no gradient is synchronized by DDP) in training
+  mode; buffers (BatchNorm statistics) restored bitwise, ``.grad`` and the optimizer untouched,
+  the random generators restored; the losses the model records (``roi_head/...``) go to an event
+  storage of the hook's own, not to metrics.json. Training continues exactly as without the
+  hook (``tests/detectron2/test_grad_norm_hook.py`` compares the weights bit for bit).
+- The cost: ``B`` extra forward and backward passes every ``period`` iterations (logged in
+  log.txt with each value), plus building the second loader once (it reads the dataset's
+  annotations again).
+
+Switched on from the config: ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` (0: off) and
+``SOLVER.BUDGET.GRAD_NORM_BATCHES`` (default 2); :class:`~budgeted.detectron2.BudgetTrainer`
+then registers the hook before its writers. A value is computed after iterations ``period``,
+``2 period``, ... and after the last, and written to metrics.json in the row of its iteration at
+the writer's next write: with a period that is a multiple of ``SOLVER.BUDGET.WRITER_PERIOD`` it
+is the row that holds the ``lr`` of that iteration; a period shorter than the writer's keeps only
+the latest value of each write (a warning says so). The hook must run before the writers (a
+value put after the writer wrote its iteration is never written; the hook warns when a writer
+comes first). In your own ``DefaultTrainer`` subclass::
+
+    def build_hooks(self):
+        ret = super().build_hooks()
+        ret.insert(len(ret) - 1, FullGradNormHook(period=100, num_batches=2))  # before the writer
+        return ret
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from detectron2.config import CfgNode
+from detectron2.engine import HookBase, hooks
+from detectron2.utils.events import EventStorage
+
+from ..grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
+from .config import check_grad_norm_config
+from .solver import BudgetConfigError
+
+__all__ = ["SCALAR_NAME", "FullGradNormHook", "detectron2_loss", "grad_norm_hook_from_cfg"]
+
+SCALAR_NAME = "full_grad_norm"
+"""The key of the value in metrics.json."""
+
+SUBSET_SEED = 0
+"""The seed of the random generators while the subset is drawn and the norm computed."""
+
+logger = logging.getLogger("detectron2.budgeted")  # into log.txt, with Detectron2's own lines
+
+
+def detectron2_loss(model: torch.nn.Module, batch: list[dict[str, Any]]) -> torch.Tensor:
+    """The training loss of one batch, as ``SimpleTrainer.run_step`` forms it: the model's
+    output if it is a tensor, else the sum of its loss dict.
+
+    Example:
+        >>> model = lambda batch: {"a": torch.tensor(1.0), "b": torch.tensor(2.0)}
+        >>> float(detectron2_loss(model, []))
+        3.0
+    """
+    out = model(batch)
+    if isinstance(out, torch.Tensor):
+        return out
+    return sum(out.values())
+
+
+def _check(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise BudgetConfigError(
+            f"FullGradNormHook: {name}={value!r} is invalid; allowed: an int >= {low}"
+        )
+
+
+class FullGradNormHook(HookBase):
+    """Every ``period`` iterations (and after the last), ``full_grad_norm`` over a fixed subset
+    of ``num_batches`` training batches, put in the trainer's event storage (see the module
+    docstring for the formula, the subset, the mode and the cost).
+
+    Args:
+        period (int): iterations between evaluations (>= 1).
+        num_batches (int): batches in the subset (>= 1).
+        data_loader (Iterable, optional): where to take the subset from; default: a second loader
+            from the trainer's ``build_train_loader(cfg)`` (never the training loader itself).
+        seed (int): the random generators' seed while the subset is drawn and each norm is
+            computed (restored afterwards).
+        name (str): the scalar's name.
+
+    Attributes:
+        evaluations (int): norms computed so far.
+        seconds (float): the time they took, in all.
+
+    Example:
+        >>> FullGradNormHook(period=20).num_batches
+        2
+        >>> try:
+        ...     FullGradNormHook(period=0)
+        ... except BudgetConfigError as err:
+        ...     print(err)
+        FullGradNormHook: period=0 is invalid; allowed: an int >= 1
+    """
+
+    def __init__(
+        self,
+        period: int,
+        num_batches: int = 2,
+        *,
+        data_loader: Iterable[Any] | None = None,
+        seed: int = SUBSET_SEED,
+        name: str = SCALAR_NAME,
+    ) -> None:
+        _check("period", period, 1)
+        _check("num_batches", num_batches, 1)
+        self.period = period
+        self.num_batches = num_batches
+        self.data_loader = data_loader
+        self.seed = seed
+        self.name = name
+        self.batches: list[Any] | None = None
+        self.evaluations = 0
+        self.seconds = 0.0
+
+    def _make_loader(self) -> Iterable[Any]:
+        if self.data_loader is not None:
+            return self.data_loader
+        cfg = getattr(self.trainer, "cfg", None)
+        build = getattr(self.trainer, "build_train_loader", None)
+        if not isinstance(cfg, CfgNode) or build is None:
+            raise BudgetConfigError(
+                "FullGradNormHook: the trainer has no cfg and build_train_loader (a "
+                "DefaultTrainer's); allowed: pass data_loader= (a loader of its own, not the "
+                "training one)"
+            )
+        cfg = cfg.clone()
+        cfg.defrost()
+        cfg.DATALOADER.NUM_WORKERS = 0  # as DefaultTrainer builds PreciseBN's loader
+        return build(cfg)
+
+    def _model(self) -> torch.nn.Module:
+        return unwrap_model(self.trainer.model)
+
+    def before_train(self) -> None:
+        self.batches = first_batches(
+            self._make_loader,
+            self.num_batches,
+            seed=self.seed,
+            devices=model_devices(self._model()),
+        )
+        self._warn_about_writers()
+
+    def _warn_about_writers(self) -> None:
+        registered = list(getattr(self.trainer, "_hooks", []))
+        mine = next((i for i, h in enumerate(registered) if h is self), len(registered))
+        for i, hook in enumerate(registered):
+            if not isinstance(hook, hooks.PeriodicWriter):
+                continue
+            if i < mine:
+                logger.warning(
+                    "FullGradNormHook is registered after a PeriodicWriter: a value computed at "
+                    "an iteration the writer has just written is never written; register it "
+                    "before the writers"
+                )
+            period = getattr(hook, "_period", 1)
+            if self.period < period:
+                logger.warning(
+                    "FullGradNormHook: period %d < the writers' period %d: metrics.json keeps "
+                    "only the latest %s of each write (use a multiple of the writers' period)",
+                    self.period,
+                    period,
+                    self.name,
+                )
+
+    def after_step(self) -> None:
+        done = self.trainer.iter + 1
+        if done % self.period and done != self.trainer.max_iter:
+            return
+        value = self.evaluate()
+        self.trainer.storage.put_scalar(self.name, value, smoothing_hint=False)
+
+    def evaluate(self) -> float:
+        """The norm at the current weights (also logged, with its cost)."""
+        if self.batches is None:
+            raise RuntimeError("FullGradNormHook: before_train has not drawn the subset yet")
+        start = time.perf_counter()
+        with EventStorage(self.trainer.iter):  # the model's own put_scalar calls land here
+            value = full_gradient_norm(self._model(), self.batches, detectron2_loss, seed=self.seed)
+        seconds = time.perf_counter() - start
+        self.evaluations += 1
+        self.seconds += seconds
+        logger.info(
+            "%s: %.6g after iteration %d (%d batches, %.2f s)",
+            self.name,
+            value,
+            self.trainer.iter + 1,
+            len(self.batches),
+            seconds,
+        )
+        return value
+
+    def after_train(self) -> None:
+        if self.evaluations:
+            logger.info(
+                "FullGradNormHook: %d evaluations of %d batches, %.2f s each on average",
+                self.evaluations,
+                self.num_batches,
+                self.seconds / self.evaluations,
+            )
+        self.batches = None
+
+
+def grad_norm_hook_from_cfg(cfg: CfgNode) -> FullGradNormHook | None:
+    """The hook ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` / ``GRAD_NORM_BATCHES`` ask for; None when
+    the period is 0 (or the config has no such key).
+
+    Raises:
+        BudgetConfigError: one line naming a bad key and what is allowed.
+
+    Example:
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> grad_norm_hook_from_cfg(cfg) is None
+        True
+        >>> cfg.SOLVER.BUDGET.GRAD_NORM_PERIOD = 20
+        >>> grad_norm_hook_from_cfg(cfg).period
+        20
+    """
+    try:
+        check_grad_norm_config(cfg)
+    except ValueError as err:
+        raise BudgetConfigError(str(err)) from None
+    budget = cfg.SOLVER.get("BUDGET") or {}
+    period = budget.get("GRAD_NORM_PERIOD", 0)
+    if not period:
+        return None
+    return FullGradNormHook(period, budget.get("GRAD_NORM_BATCHES", 2))

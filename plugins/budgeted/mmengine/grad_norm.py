@@ -1,0 +1,243 @@
+"""``FullGradNormHook``: the budgeted-convergence diagnostics (the paper's Figure 3) for MMEngine
+and MMSegmentation: every ``interval`` iterations, the full-gradient norm over a fixed subset of
+training batches, logged as ``full_grad_norm`` beside ``lr`` in ``vis_data/scalars.json`` (and
+the log, and any other visualizer backend). Registered in MMEngine's ``HOOKS``.
+
+    full_grad_norm = ||(1/B) sum_b grad_w L_b(w)||_2
+
+over the ``B = num_batches`` batches, ``L_b`` the training loss (``data_preprocessor(data,
+True)``, ``forward(mode="loss")``, ``parse_losses``: what ``BaseModel.train_step`` optimizes),
+``w`` the weights after the iteration (:func:`budgeted.grad_norm.full_gradient_norm`).
+
+- The subset: the first ``B`` batches of a second dataloader, built once before training from
+  the config's ``train_dataloader`` (``num_workers=0``, no persistent workers) with the sampler
+  seeded with ``seed`` and every random generator seeded with ``seed`` while it is read, so the
+  subset is the same in every run of the config, whatever ``randomness.seed``. The training
+  dataloader is never read. With several ranks each reads its own ``B`` batches (the sampler
+  shards by rank) and the gradients are averaged over the ranks: the value is the same on every
+  rank.
+- The mode: the model (the module inside ``MMDistributedDataParallel``: DDP synchronizes
+  nothing) in training mode, in full precision (no AMP autocast); buffers (BatchNorm statistics)
+  restored bitwise, ``.grad`` and the optimizer wrapper untouched, the random generators
+  restored. Training continues exactly as without the hook
+  (``tests/mmengine/test_mmengine_grad_norm.py`` compares the weights bit for bit).
+- The cost: ``B`` extra forward and backward passes every ``interval`` iterations (logged with
+  each value), plus reading ``B`` batches once. It is kept out of the ``time`` and ``data_time``
+  that ``IterTimerHook`` logs (and so out of the ETA).
+
+Where the value lands: the hook runs before the ``LoggerHook`` of the same iteration, so when
+the logger writes a row at that iteration (``interval`` a multiple of the logger's interval)
+the value is in that row, beside ``lr``; when it does not, the hook writes a row of its own
+(``{"full_grad_norm": ..., "step": N}``), so no value is lost; no later row repeats an old value.
+The key is not ``grad_norm``: MMEngine logs that name for gradient clipping
+(``optim_wrapper.clip_grad``), the norm of one mini-batch. In a config::
+
+    custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
+    custom_hooks = [dict(type="FullGradNormHook", interval=100, num_batches=2)]
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from mmengine.hooks import Hook, IterTimerHook, LoggerHook
+from mmengine.registry import HOOKS
+
+from ..grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
+from .schedulers import BudgetConfigError
+
+__all__ = ["SCALAR_NAME", "FullGradNormHook", "mmengine_loss"]
+
+SCALAR_NAME = "full_grad_norm"
+"""The key of the value in scalars.json (``train/full_grad_norm`` in the message hub)."""
+
+
+def mmengine_loss(model: torch.nn.Module, data: Any) -> torch.Tensor:
+    """The training loss of one batch, as ``BaseModel.train_step`` forms it (without AMP):
+    ``parse_losses(model(**data_preprocessor(data, True), mode="loss"))[0]``.
+
+    Args:
+        model: an MMEngine ``BaseModel`` (unwrapped).
+        data: a batch as the dataloader yields it.
+
+    Example:
+        >>> from mmengine.model import BaseModel
+        >>> class Net(BaseModel):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.w = torch.nn.Parameter(torch.tensor(2.0))
+        ...     def forward(self, x, mode="tensor"):
+        ...         return {"loss_a": self.w * x.sum(), "acc": x.mean()}
+        >>> float(mmengine_loss(Net(), {"x": torch.ones(3)}))  # losses only: 2 * 3
+        6.0
+    """
+    data = model.data_preprocessor(data, True)
+    losses = model(**data, mode="loss") if isinstance(data, dict) else model(*data, mode="loss")
+    loss, _ = model.parse_losses(losses)
+    return loss
+
+
+def _check(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise BudgetConfigError(
+            f"FullGradNormHook: {name}={value!r} is invalid; allowed: an int >= {low}"
+        )
+
+
+@HOOKS.register_module()
+class FullGradNormHook(Hook):
+    """Every ``interval`` iterations (and after the last), ``full_grad_norm`` over a fixed
+    subset of ``num_batches`` training batches (see the module docstring for the formula, the
+    subset, the mode, the cost and where the value is written).
+
+    Args:
+        interval (int): iterations between evaluations (>= 1).
+        num_batches (int): batches in the subset (>= 1).
+        seed (int): the random generators' seed while the subset is drawn and each norm is
+            computed (restored afterwards). Defaults to 0.
+        dataloader (dict, optional): the subset's dataloader config; default: the config's
+            ``train_dataloader`` (its ``num_workers`` set to 0 either way).
+        name (str): the scalar's name. Defaults to ``"full_grad_norm"``.
+
+    Attributes:
+        evaluations (int): norms computed so far.
+        seconds (float): the time they took, in all.
+
+    In a config: ``custom_hooks = [dict(type="FullGradNormHook", interval=100)]``.
+
+    Example:
+        >>> FullGradNormHook(interval=100).num_batches
+        2
+        >>> try:
+        ...     FullGradNormHook(interval=0)
+        ... except BudgetConfigError as err:
+        ...     print(err)
+        FullGradNormHook: interval=0 is invalid; allowed: an int >= 1
+    """
+
+    priority = "NORMAL"  # before the LoggerHook (BELOW_NORMAL) of the same iteration
+
+    def __init__(
+        self,
+        interval: int,
+        num_batches: int = 2,
+        seed: int = 0,
+        dataloader: Mapping[str, Any] | None = None,
+        name: str = SCALAR_NAME,
+    ) -> None:
+        _check("interval", interval, 1)
+        _check("num_batches", num_batches, 1)
+        _check("seed", seed, 0)
+        if dataloader is not None and not isinstance(dataloader, Mapping):
+            raise BudgetConfigError(
+                f"FullGradNormHook: dataloader={type(dataloader).__name__} is invalid; allowed: "
+                "a dataloader config (dict), from which a loader of its own is built"
+            )
+        self.interval = interval
+        self.num_batches = num_batches
+        self.seed = seed
+        self.dataloader = dataloader
+        self.name = name
+        self.key = f"train/{name}"
+        self.batches: list[Any] | None = None
+        self.evaluations = 0
+        self.seconds = 0.0
+        self._logger_hook: LoggerHook | None = None
+        self._timer: IterTimerHook | None = None
+
+    # --- the subset -------------------------------------------------------------------------
+
+    def _loader_cfg(self, runner: Any) -> dict[str, Any]:
+        cfg = self.dataloader if self.dataloader is not None else runner.cfg.get("train_dataloader")
+        if not isinstance(cfg, Mapping):
+            raise BudgetConfigError(
+                f"FullGradNormHook: train_dataloader is a {type(cfg).__name__}, not a config; "
+                "allowed: a dict config (pass dataloader=dict(...) to the hook): a built loader "
+                "would be the training one"
+            )
+        cfg = copy.deepcopy(dict(cfg))
+        cfg["num_workers"] = 0
+        cfg["persistent_workers"] = False
+        cfg.pop("prefetch_factor", None)
+        return cfg
+
+    def before_train(self, runner: Any) -> None:
+        cfg = self._loader_cfg(runner)
+        model = unwrap_model(runner.model)
+        self.batches = first_batches(
+            lambda: runner.build_dataloader(cfg, seed=self.seed),
+            self.num_batches,
+            seed=self.seed,
+            devices=model_devices(model),
+        )
+        self._logger_hook = next((h for h in runner.hooks if isinstance(h, LoggerHook)), None)
+        # the IterTimerHook that times an iteration before this hook runs (its after_train_iter
+        # comes first): the evaluation is then moved out of the next iteration's data_time
+        hooks = list(runner.hooks)
+        timers = [h for h in hooks[: hooks.index(self)] if isinstance(h, IterTimerHook)]
+        self._timer = timers[0] if len(timers) == 1 else None
+
+    # --- every iteration --------------------------------------------------------------------
+
+    def before_train_iter(self, runner: Any, batch_idx: int, data_batch: Any = None) -> None:
+        # an earlier value must not reappear beside a later iteration's lr
+        runner.message_hub.log_scalars.pop(self.key, None)
+
+    def after_train_iter(
+        self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
+    ) -> None:
+        done = runner.iter + 1  # iterations trained (runner.iter counts up after the hooks)
+        if done % self.interval and done != runner.max_iters:
+            return
+        value = self.evaluate(runner)
+        runner.message_hub.update_scalar(self.key, value)
+        if not self._logger_writes(runner, batch_idx):
+            hook = self._logger_hook
+            runner.visualizer.add_scalars(
+                {self.name: value},
+                step=done,
+                file_path=hook.json_log_path if hook is not None else None,
+            )
+
+    def _logger_writes(self, runner: Any, batch_idx: int) -> bool:
+        """Whether the LoggerHook writes a training row at this iteration (its own test, as
+        ``LoggerHook.after_train_iter`` of MMEngine 0.10 makes it)."""
+        hook = self._logger_hook
+        if hook is None:
+            return False
+        if hook.every_n_inner_iters(batch_idx, hook.interval):
+            return True
+        return hook.end_of_epoch(runner.train_dataloader, batch_idx) and (
+            not hook.ignore_last or len(runner.train_dataloader) <= hook.interval
+        )
+
+    def evaluate(self, runner: Any) -> float:
+        """The norm at the current weights (also logged, with its cost)."""
+        if self.batches is None:
+            raise RuntimeError("FullGradNormHook: before_train has not drawn the subset yet")
+        start = time.perf_counter()
+        value = full_gradient_norm(
+            unwrap_model(runner.model), self.batches, mmengine_loss, seed=self.seed
+        )
+        seconds = time.perf_counter() - start
+        self.evaluations += 1
+        self.seconds += seconds
+        if self._timer is not None and isinstance(getattr(self._timer, "t", None), float):
+            self._timer.t += seconds
+        runner.logger.info(
+            f"FullGradNormHook: {self.name}={value:.6g} after iteration {runner.iter + 1} "
+            f"({len(self.batches)} batches, {seconds:.2f} s)"
+        )
+        return value
+
+    def after_train(self, runner: Any) -> None:
+        if self.evaluations:
+            runner.logger.info(
+                f"FullGradNormHook: {self.evaluations} evaluations of {self.num_batches} "
+                f"batches, {self.seconds / self.evaluations:.2f} s each on average"
+            )
+        self.batches = None
