@@ -456,7 +456,7 @@ def _best_tables(group: Group, metric: str) -> list[str]:
             rows.append(row)
         head = ["budget", *(c for a, b in pairs for c in (f"{a} − {b}", "verdict"))]
         lines += _table(head, rows, 1)
-    reference = max(group.budgets)
+    reference = max((b for _, b in best), default=None)  # the largest budget that has results
     means = {
         key: summarize(list(group.values(metric, key[0], key[1], lr).values())).mean
         for key, (lr, _) in best.items()
