@@ -257,7 +257,9 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
     dry = run([str(bin_dir / "budgeted-sweep"), "mmseg", "--toy", "--budgets", "0.05",
                "--data", str(tmp_path / "data"), "--out", str(tmp_path / "sweep"), "--dry-run"],
               cwd=tmp_path)  # fmt: skip
-    lines = dry.stdout.splitlines()[1:]
+    head, *lines = dry.stdout.splitlines()
+    assert head.startswith("[sweep] grid: 3 runs (0 finished, 3 to run or resume, 480 iterations)")
+    assert lines.pop(0) == f"[sweep] would write the toy set in {tmp_path / 'data'}"
     configs = next(venv.glob("lib/python*/site-packages/budgeted/configs"))
     assert [line.split()[:3] for line in lines] == [
         [f"{s}_budget5:", "budgeted-train-seg",
