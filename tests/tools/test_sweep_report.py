@@ -281,6 +281,39 @@ def test_a_second_sweep_is_refused_and_sigterm_stops_the_sweep_and_its_run(mmseg
     assert record["tries"][-1]["signal"] == "SIGTERM" and record["tries"][-1]["exit"] == 75
 
 
+@pytest.mark.slow
+def test_a_killed_sweep_leaves_no_training_run_behind(mmseg_sweep, tmp_path):
+    """SIGKILL to the sweep (nothing can be forwarded): the kernel sends its training run
+    SIGTERM (PR_SET_PDEATHSIG), which saves its iteration and ends, releasing the work dir."""
+    from budgeted.mmengine.runs import WorkDirBusyError, WorkDirLock
+
+    data, _, _ = mmseg_sweep
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [*SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.05", "--data",
+         str(data), "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True, preexec_fn=restore_default_signals,
+    )  # fmt: skip
+    cell = out / "linear_budget5"
+    _wait_for(cell, "*/vis_data/scalars.json", proc)  # a logged iteration: it is training
+    with pytest.raises(WorkDirBusyError):
+        WorkDirLock(cell).check()  # the training run holds its work dir
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    deadline, log = time.monotonic() + 300, cell / "sweep.log"
+    while time.monotonic() < deadline:
+        try:
+            WorkDirLock(cell).check()
+        except WorkDirBusyError:
+            time.sleep(0.2)
+            continue
+        break  # the lock is gone with its process
+    WorkDirLock(cell).check()
+    assert "train_seg: preempted by SIGTERM at iteration" in log.read_text()
+    saved = (cell / "last_checkpoint").read_text().strip()
+    assert Path(saved).name != "iter_160.pth" and (cell / Path(saved).name).is_file()
+
+
 def test_a_stale_lock_from_a_dead_sweep_is_taken_over(tmp_path):
     """A lock file whose holder died (however: here it exits at once) is no obstacle."""
     from budgeted.sweep import SWEEP_LOCK
@@ -369,6 +402,25 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
             "override but OUTPUT_DIR",
         ),
         (["mmseg", "--data", "x"], "--data is for --toy runs"),
+        (
+            ["mmseg", "--toy", "--lrs", "0.1", "fast"],
+            "--lrs value 'fast' is not a positive number; allowed: e.g. 0.01 0.03",
+        ),
+        (["mmseg", "--toy", "--lrs", "-0.1"], "--lrs value '-0.1' is not a positive number"),
+        (["mmseg", "--toy", "--lrs", "nan"], "--lrs value 'nan' is not a positive number"),
+        (
+            ["mmseg", "--toy", "--seeds", "0", "1.5"],
+            "--seeds value '1.5' is not an integer >= 0; allowed: e.g. 0 1 2",
+        ),
+        (
+            ["mmseg", "--toy", "--lrs", "0.1", "--", "optim_wrapper.optimizer.lr=0.3"],
+            "override 'optim_wrapper.optimizer.lr=0.3' after -- is set by the sweep per cell",
+        ),
+        (
+            ["detectron2", "--toy", "--seeds", "0", "--", "SEED", "3"],
+            "override 'SEED' after -- is set by the sweep per cell; allowed: any override but "
+            "OUTPUT_DIR",
+        ),
         (["mmseg", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
