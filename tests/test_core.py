@@ -28,11 +28,21 @@ SCHEDULE_PARAMS = {
     "step": {"milestones": [2 / 3, 8 / 9], "gamma": 0.1},
     "exp": {"end_factor": 0.01},
     "constant": {},
+    "wsd": {"cooldown": 0.3},
 }
 
 
 def test_public_schedule_names():
-    assert budgeted.SCHEDULES == ("linear", "cosine", "poly", "htd", "step", "exp", "constant")
+    assert budgeted.SCHEDULES == (
+        "linear",
+        "cosine",
+        "poly",
+        "htd",
+        "step",
+        "exp",
+        "constant",
+        "wsd",
+    )
 
 
 @pytest.mark.parametrize(
@@ -59,6 +69,12 @@ def test_public_schedule_names():
         ("exp", {}, 0.5, 0.1),
         ("exp", {"end_factor": 0.25}, 1.0, 0.25),
         ("constant", {}, 0.9, 1.0),
+        ("wsd", {}, 0.8, 1.0),
+        ("wsd", {}, 0.9, 0.5),
+        ("wsd", {}, 1.0, 0.0),
+        ("wsd", {"cooldown": 0.5}, 0.4, 1.0),
+        ("wsd", {"cooldown": 0.5}, 0.75, 0.5),
+        ("wsd", {"cooldown": 1.0}, 0.25, 0.75),  # c = 1: linear
     ],
 )
 def test_decay_at_reference_points(schedule, params, p, expected):
@@ -264,3 +280,128 @@ def test_budget_state_round_trips_and_names_its_differences():
         budget.check_resume(None)
     with pytest.raises(ValueError, match="budget state lacks total"):
         BudgetSchedule.from_state({"schedule": "linear"})
+
+
+# --- changing the budget during training (replan) -------------------------------------------
+
+
+@pytest.mark.parametrize("warmup", [0, 100])
+def test_linear_replan_is_a_straight_line_from_the_current_multiplier_to_zero(warmup):
+    old = BudgetSchedule("linear", 1000, warmup)
+    at = 700
+    new = old.replan(3000, at)
+    m0 = old(at)
+    assert new(at) == pytest.approx(m0)  # no jump
+    for t in (1000, 1850, 2900):
+        assert new(t) == pytest.approx(m0 * (3000 - t) / (3000 - at))
+    assert new(3000) == 0.0
+    shorter = old.replan(800, at)  # cutting the budget: the same rule, a steeper line
+    assert shorter(750) == pytest.approx(m0 / 2)
+    assert shorter(800) == 0.0
+
+
+def test_step_replan_keeps_the_drops_taken_and_places_the_rest_in_what_remains():
+    old = BudgetSchedule("step", 900, 0)  # drops at 600 and 800
+    assert old(700) == pytest.approx(0.1)
+    new = old.replan(1800, 700)  # p0 = 7/9; the drop at p = 8/9 is halfway through the rest
+    assert new(700) == pytest.approx(0.1)
+    assert new(1249) == pytest.approx(0.1)
+    assert new(1251) == pytest.approx(0.01)
+    early = old.replan(1800, 300)  # before any drop: both drops move
+    assert early(300 + (1800 - 300) * 0.49) == 1.0  # p = 1/3 + 2/3 * 0.49 < 2/3
+    assert early(300 + (1800 - 300) * 0.51) == pytest.approx(0.1)
+
+
+@given(
+    schedule=st.sampled_from(sorted(SCHEDULE_PARAMS)),
+    budget=budgets,
+    at_fraction=st.floats(0.0, 0.99),
+    new_total=st.integers(1, 10000),
+)
+def test_replan_is_continuous_and_ends_where_the_schedule_ends(
+    schedule, budget, at_fraction, new_total
+):
+    total, warmup = budget
+    old = BudgetSchedule(schedule, total, warmup, params=SCHEDULE_PARAMS[schedule])
+    at = at_fraction * total
+    if new_total <= max(at, warmup) or old.progress(at) >= 1.0:
+        with pytest.raises(ValueError, match="budget"):
+            old.replan(new_total, at)
+        return
+    new = old.replan(new_total, at)
+    assert new(at) == pytest.approx(old(at))
+    assert new(new_total) == pytest.approx(old(total))
+    values = [new(at + (new_total - at) * k / 50) for k in range(51)]
+    if at >= warmup:
+        assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
+
+
+def test_replan_state_round_trips_and_chains():
+    first = BudgetSchedule("cosine", 1000, 50).replan(2000, 400)
+    again = BudgetSchedule.from_state(first.state())
+    assert again == first and again(1500) == first(1500)
+    assert first.state()["replan"] == {"at": 400, "from_progress": pytest.approx(350 / 950)}
+    second = first.replan(1500, 1200)
+    assert second(1200) == pytest.approx(first(1200))
+    assert second(1500) == 0.0
+    # a budget never re-planned has no "replan" key: older checkpoints compare equal
+    assert "replan" not in BudgetSchedule("cosine", 1000, 50).state()
+
+
+def test_replan_during_warmup_keeps_the_warmup():
+    new = BudgetSchedule("linear", 1000, 100).replan(2000, 40)
+    assert new == BudgetSchedule("linear", 2000, 100)
+
+
+@pytest.mark.parametrize(
+    ("total", "at", "message"),
+    [
+        (
+            2000,
+            1000,
+            "the budget of 1000 has run out there .multiplier 0.; re-plan from a "
+            "checkpoint saved before 1000",
+        ),
+        (
+            600,
+            700,
+            "cannot change the budget to 600: 700 of it has already elapsed; allowed: "
+            "a budget > 700",
+        ),
+        (700, 700, "allowed: a budget > 700"),
+        (80, 10, "10 of it has already elapsed and the warmup is 100; allowed: a budget > 100"),
+        (2000, -1, "replan at=-1 is invalid; allowed: a number >= 0"),
+        (float("nan"), 10, "cannot change the budget to nan"),
+    ],
+)
+def test_a_replan_that_cannot_be_made_is_refused_in_one_line(total, at, message):
+    with pytest.raises(budgeted.core.BudgetReplanError, match=message) as err:
+        BudgetSchedule("linear", 1000, 100).replan(total, at)
+    assert "\n" not in str(err.value)
+
+
+def test_resume_with_the_same_budget_keeps_the_checkpoints_replan():
+    replanned = BudgetSchedule("linear", 1000, 0).replan(2000, 500)
+    config = BudgetSchedule("linear", 2000, 0)  # what the config states after the replan
+    budget, line = config.resume(replanned.state(), at=800)
+    assert budget == replanned and line is None
+    assert budget(800) != config(800)
+
+
+def test_resume_with_another_length_refuses_unless_replan():
+    config = BudgetSchedule("linear", 2000, 10)
+    saved = BudgetSchedule("linear", 1000, 10).state()
+    with pytest.raises(BudgetMismatchError, match="total=1000, the config's total=2000"):
+        config.resume(saved, at=500, names={})
+    budget, line = config.resume(saved, at=500, on_resume="replan", names={"total": "max_iters"})
+    assert budget(500) == pytest.approx(BudgetSchedule("linear", 1000, 10)(500))
+    assert budget(2000) == 0.0
+    assert line.startswith("budget re-planned at 500: max_iters 1000 -> 2000; the multiplier")
+    # other differences are never re-planned: only the budget's length
+    other = BudgetSchedule("cosine", 1000, 10).state()
+    with pytest.raises(BudgetMismatchError, match="schedule='cosine'"):
+        config.resume(other, at=500, on_resume="replan")
+    with pytest.raises(ValueError, match="on_resume='extend' is invalid; allowed: refuse, replan"):
+        config.resume(saved, at=500, on_resume="extend")
+    with pytest.raises(budgeted.core.BudgetReplanError, match="max_iters: cannot change"):
+        config.resume(saved, at=1000, on_resume="replan", names={"total": "max_iters"})

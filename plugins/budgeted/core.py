@@ -42,6 +42,10 @@ class BudgetMismatchError(ValueError):
     """A checkpoint's budget differs from the configured one: resuming is refused (one line)."""
 
 
+class BudgetReplanError(ValueError):
+    """A budget change that cannot be made (one line: the value, what is allowed)."""
+
+
 @dataclass(frozen=True)
 class ScheduleInfo:
     """A registered schedule: its function, parameters with defaults, and their rules.
@@ -192,6 +196,24 @@ def constant(p: float) -> float:
     return 1.0
 
 
+@register_schedule(
+    "wsd",
+    label="WSD",
+    rules={"cooldown": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]")},
+)
+def wsd(p: float, cooldown: float = 0.2) -> float:
+    """Warmup-stable-decay: ``1`` while ``p <= 1 - c``, then ``(1 - p) / c`` down to 0.
+
+    The cooldown is the last fraction ``c`` of the decay phase (the budget after the warmup), so
+    the stable phase is the same for every budget: one stable run can be branched into a
+    cooldown per budget (Hägele et al. 2024; HF ``get_wsd_schedule`` with a linear decay).
+
+    >>> wsd(0.5), round(wsd(0.9), 9), wsd(1.0)
+    (1.0, 0.5, 0.0)
+    """
+    return 1.0 if p <= 1.0 - cooldown else (1.0 - p) / cooldown
+
+
 WARMUP_METHODS = ("linear", "constant")
 
 
@@ -248,6 +270,11 @@ class BudgetSchedule:
 
     Call it with the elapsed amount of the budget (iterations, images, seconds: the unit of
     ``total`` and ``warmup``) to get the learning-rate multiplier.
+
+    A budget changed during training (:meth:`replan`) carries where: ``replanned_at`` (the
+    elapsed amount then) and ``replanned_from`` (the progress ``p0`` reached then). From there
+    the progress runs on linearly to 1 at the new ``total``:
+    ``p = p0 + (1 - p0) (e - a) / (T - a)`` with ``a = max(replanned_at, W)``.
     """
 
     schedule: str
@@ -256,6 +283,8 @@ class BudgetSchedule:
     warmup_factor: float = 0.001
     warmup_method: str = "linear"
     params: dict[str, Any] = field(default_factory=dict)
+    replanned_at: float | None = None
+    replanned_from: float = 0.0
     _decay: Callable[[float], float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -276,6 +305,17 @@ class BudgetSchedule:
         if self.warmup_method not in WARMUP_METHODS:
             raise ValueError(
                 f"unknown warmup_method {self.warmup_method!r}; valid: {', '.join(WARMUP_METHODS)}"
+            )
+        if self.replanned_at is not None and not (
+            _is_number(self.replanned_at)
+            and 0 <= self.replanned_at < self.total
+            and _is_number(self.replanned_from)
+            and 0.0 <= self.replanned_from < 1.0
+        ):
+            raise ValueError(
+                f"replanned_at={self.replanned_at!r}, replanned_from={self.replanned_from!r} are "
+                f"invalid; allowed: 0 <= replanned_at < total={self.total!r} and "
+                "0 <= replanned_from < 1"
             )
         params = check_params(self.schedule, self.params)
         object.__setattr__(self, "params", params)
@@ -300,6 +340,8 @@ class BudgetSchedule:
         state["params"] = {
             k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()
         }
+        if self.replanned_at is not None:  # absent otherwise: older checkpoints stay equal
+            state["replan"] = {"at": self.replanned_at, "from_progress": self.replanned_from}
         return state
 
     @classmethod
@@ -308,7 +350,57 @@ class BudgetSchedule:
         missing = [key for key in cls.STATE_KEYS if key not in state]
         if missing:
             raise ValueError(f"budget state lacks {', '.join(missing)}; it has {sorted(state)}")
-        return cls(**{key: state[key] for key in cls.STATE_KEYS})
+        replan = state.get("replan") or {}
+        return cls(
+            **{key: state[key] for key in cls.STATE_KEYS},
+            replanned_at=replan.get("at"),
+            replanned_from=replan.get("from_progress", 0.0),
+        )
+
+    def replan(self, total: float, at: float) -> BudgetSchedule:
+        """This budget changed to ``total`` once ``at`` of it has elapsed.
+
+        The multiplier goes on from the value it had reached at ``at`` (no jump) and reaches the
+        schedule's end at the new ``total``: the progress ``p0`` reached at ``at`` runs on
+        linearly to 1 over the new remaining budget (see the class). For ``linear`` that is a
+        straight line from the current multiplier to 0; ``step`` keeps the drops it has taken
+        and places the remaining ones at their fractions of what remains of ``p``. A replan
+        during the warmup leaves the warmup as it is and decays over ``total - warmup``.
+
+        Raises :class:`BudgetReplanError` (one line) when the budget has already run out at
+        ``at`` (``p = 1``, nothing left to re-plan: re-plan from an earlier checkpoint) or when
+        ``total`` is not beyond ``at`` and the warmup.
+
+        >>> s = BudgetSchedule("linear", 1000, warmup=0).replan(2000, at=500)
+        >>> s(500), s(1250), s(2000)
+        (0.5, 0.25, 0.0)
+        """
+        if not _is_number(at) or at < 0:
+            raise BudgetReplanError(f"replan at={at!r} is invalid; allowed: a number >= 0")
+        reached = self.progress(at)
+        if reached >= 1.0:
+            raise BudgetReplanError(
+                f"cannot change the budget at {at:g}: the budget of {self.total:g} has run out "
+                f"there (multiplier {self(at):g}); re-plan from a checkpoint saved before "
+                f"{self.total:g}"
+            )
+        floor = max(at, self.warmup)
+        if not _is_number(total) or total <= floor:
+            raise BudgetReplanError(
+                f"cannot change the budget to {total!r}: {at:g} of it has already elapsed"
+                + (f" and the warmup is {self.warmup:g}" if self.warmup > at else "")
+                + f"; allowed: a budget > {floor:g}"
+            )
+        return BudgetSchedule(
+            self.schedule,
+            total,
+            self.warmup,
+            self.warmup_factor,
+            self.warmup_method,
+            dict(self.params),
+            replanned_at=at if at > self.warmup else None,
+            replanned_from=reached if at > self.warmup else 0.0,
+        )
 
     def differences(self, other: BudgetSchedule | Mapping[str, Any] | None) -> dict[str, Any]:
         """``{key: (other's value, this budget's value)}`` for every key of :meth:`state` that
@@ -362,16 +454,79 @@ class BudgetSchedule:
             f"cannot resume: the checkpoint's budget {old}, the config's {new}; {fix}"
         )
 
+    RESUME_POLICIES: ClassVar[tuple[str, ...]] = ("refuse", "replan")
+    """What a resume does with a checkpoint of another budget length: refuse it (the default),
+    or :meth:`replan` the checkpoint's budget to this one."""
+
+    def resume(
+        self,
+        saved: Mapping[str, Any] | None,
+        *,
+        at: float,
+        on_resume: str = "refuse",
+        names: Mapping[str, str] | None = None,
+        fix: str = "keep the checkpoint's budget to resume, or start a new run from its weights",
+    ) -> tuple[BudgetSchedule, str | None]:
+        """The budget to go on with when resuming a checkpoint whose budget state is ``saved``,
+        ``at`` of it elapsed; and a line to log when it was re-planned (else ``None``).
+
+        - The same budget: the checkpoint's (with any re-plan it records, so a resume of a
+          re-planned run is exact).
+        - Another budget length (``total``) and ``on_resume="replan"``: the checkpoint's budget
+          re-planned to this one's ``total`` at ``at`` (:meth:`replan`).
+        - Anything else: :meth:`check_resume`'s one-line :class:`BudgetMismatchError`; a replan
+          that cannot be made: :class:`BudgetReplanError`.
+
+        >>> config = BudgetSchedule("linear", 2000, warmup=0)
+        >>> old = BudgetSchedule("linear", 1000, warmup=0).state()
+        >>> budget, line = config.resume(old, at=500, on_resume="replan")
+        >>> budget(1250)
+        0.25
+        >>> print(line)  # doctest: +NORMALIZE_WHITESPACE
+        budget re-planned at 500: total 1000 -> 2000; the multiplier goes on from 0.5 to 0
+        over the remaining 1500
+        """
+        if on_resume not in self.RESUME_POLICIES:
+            raise ValueError(
+                f"on_resume={on_resume!r} is invalid; allowed: {', '.join(self.RESUME_POLICIES)}"
+            )
+        diff = self.differences(saved)
+        if not diff:
+            return BudgetSchedule.from_state(saved), None  # type: ignore[arg-type]
+        if on_resume == "refuse" or saved is None or set(diff) != {"total"}:
+            self.check_resume(saved, names=names, fix=fix)
+        old = BudgetSchedule.from_state(saved)  # type: ignore[arg-type]
+        names = names or {}
+        try:
+            new = old.replan(self.total, at)
+        except BudgetReplanError as err:
+            key = names.get("total", "total")
+            raise BudgetReplanError(f"{key}: {err}") from None
+        line = (
+            f"budget re-planned at {at:g}: {names.get('total', 'total')} {old.total:g} -> "
+            f"{self.total:g}; the multiplier goes on from {old(at):.4g} to 0 over the "
+            f"remaining {self.total - max(at, self.warmup):g}"
+        )
+        return new, line
+
     @property
     def decay_length(self) -> float:
         """``T - W``: the length of the decay phase."""
         return self.total - self.warmup
 
     def progress(self, elapsed: float) -> float:
-        """Progress ``p`` in [0, 1] through the decay phase (0 during warmup)."""
+        """Progress ``p`` in [0, 1] through the decay phase (0 during warmup).
+
+        ``(e - W) / (T - W)``; after a :meth:`replan`, ``p0 + (1 - p0) (e - a) / (T - a)``.
+        """
         if elapsed <= self.warmup:
             return 0.0
-        return min((elapsed - self.warmup) / (self.total - self.warmup), 1.0)
+        if self.replanned_at is None:
+            return min((elapsed - self.warmup) / (self.total - self.warmup), 1.0)
+        start, reached = self.replanned_at, self.replanned_from
+        if elapsed <= start:
+            return reached
+        return min(reached + (1.0 - reached) * (elapsed - start) / (self.total - start), 1.0)
 
     def __call__(self, elapsed: float) -> float:
         if elapsed < self.warmup:
@@ -381,8 +536,7 @@ class BudgetSchedule:
                 return self.warmup_factor
             alpha = elapsed / self.warmup
             return self.warmup_factor * (1.0 - alpha) + alpha
-        p = (elapsed - self.warmup) / (self.total - self.warmup)
-        return self._decay(p if p < 1.0 else 1.0)
+        return self._decay(self.progress(elapsed))
 
 
 def lr_multiplier(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
-from .core import BudgetMismatchError, BudgetSchedule
+from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule
 
-__all__ = ["BudgetLR", "BudgetMismatchError"]
+__all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError"]
 
 
 class BudgetLR(_LRScheduler):
@@ -21,6 +22,23 @@ class BudgetLR(_LRScheduler):
     Call ``step()`` once per iteration, after ``optimizer.step()``. ``t`` is the number of
     ``step()`` calls so far (``last_epoch`` in torch's terms), so the first iteration trains at
     ``base_lr * warmup_factor`` and the budget ends after ``total_iters`` steps.
+
+    ``on_resume`` says what :meth:`load_state_dict` does with a checkpoint of another
+    ``total_iters``: ``"refuse"`` (the default: a one-line :class:`BudgetMismatchError`) or
+    ``"replan"``: the multiplier goes on from where the checkpoint left it and reaches the
+    schedule's end at the new ``total_iters`` (:meth:`budgeted.core.BudgetSchedule.replan`; one
+    line is logged, and the re-plan is saved in :meth:`state_dict`, so a later resume is exact).
+
+    Example:
+        >>> import torch
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> first = BudgetLR(opt, "linear", 1000, warmup_iters=0)
+        >>> for _ in range(500):
+        ...     first.step()
+        >>> longer = BudgetLR(opt, "linear", 2000, warmup_iters=0, on_resume="replan")
+        >>> longer.load_state_dict(first.state_dict())
+        >>> round(longer.get_last_lr()[0], 6)  # no jump: 0.1 x (1 - 500/1000)
+        0.05
     """
 
     def __init__(
@@ -33,16 +51,25 @@ class BudgetLR(_LRScheduler):
         warmup_factor: float = 0.001,
         warmup_method: str = "linear",
         last_epoch: int = -1,
+        on_resume: str = "refuse",
         **params: Any,
     ) -> None:
         self.budget = BudgetSchedule(
             schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
         )
+        if on_resume not in BudgetSchedule.RESUME_POLICIES:
+            allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
+            raise ValueError(f"on_resume={on_resume!r} is invalid; allowed: {allowed}")
+        self.on_resume = on_resume
         super().__init__(optimizer, last_epoch)
 
     @classmethod
     def from_schedule(
-        cls, optimizer: Optimizer, budget: BudgetSchedule, last_epoch: int = -1
+        cls,
+        optimizer: Optimizer,
+        budget: BudgetSchedule,
+        last_epoch: int = -1,
+        on_resume: str = "refuse",
     ) -> BudgetLR:
         """The scheduler of an already validated :class:`~budgeted.core.BudgetSchedule`."""
         return cls(
@@ -53,6 +80,7 @@ class BudgetLR(_LRScheduler):
             warmup_factor=budget.warmup_factor,
             warmup_method=budget.warmup_method,
             last_epoch=last_epoch,
+            on_resume=on_resume,
             **budget.params,
         )
 
@@ -86,19 +114,35 @@ class BudgetLR(_LRScheduler):
         "train with another budget"
     )
 
+    LOGGER: ClassVar[str] = __name__
+    """The logger of the re-plan line (adapters name one their framework's log files show)."""
+    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "budget", "on_resume")
+
     def state_dict(self) -> dict[str, Any]:
         """torch's scheduler state plus ``budget``: :meth:`BudgetSchedule.state`."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "budget")}
+        state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
         state["budget"] = self.budget.state()
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume; a checkpoint of another budget raises :class:`BudgetMismatchError`."""
-        state = dict(state_dict)
-        self.budget.check_resume(
-            state.pop("budget", None), names=self.RESUME_NAMES, fix=self.RESUME_FIX
+        """Resume (:meth:`budgeted.core.BudgetSchedule.resume`): a checkpoint of another budget
+        raises :class:`BudgetMismatchError`, unless ``on_resume="replan"`` and only the length
+        differs; a re-plan that cannot be made raises :class:`BudgetReplanError`."""
+        state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
+        self.budget, line = self.budget.resume(
+            state_dict.get("budget"),
+            at=state.get("last_epoch", 0),
+            on_resume=self.on_resume,
+            names=self.RESUME_NAMES,
+            fix=self.RESUME_FIX,
         )
+        if line is not None:
+            logging.getLogger(self.LOGGER).warning(line)
         self.__dict__.update(state)
+        if line is not None:  # the LR of the next iteration, from the re-planned budget
+            self._last_lr = [base * self.budget(self.last_epoch) for base in self.base_lrs]
+            for group, lr in zip(self.optimizer.param_groups, self._last_lr):
+                group["lr"] = lr
 
 
 def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:

@@ -75,6 +75,79 @@ def test_resume_with_another_budget_is_refused(toy_run: Path, tmp_path: Path) ->
     assert not (out / "model_0000011.pth").exists()
 
 
+def _stopped_at(toy_run: Path, tmp_path: Path, checkpoint: str) -> Path:
+    """A copy of the 8-iteration toy run whose last checkpoint is ``checkpoint``."""
+    out = tmp_path / "run"
+    shutil.copytree(toy_run, out)
+    (out / "metrics.json").unlink()
+    (out / "last_checkpoint").write_text(checkpoint)
+    return out
+
+
+@pytest.mark.slow
+def test_replan_on_resume_goes_on_from_the_current_lr_and_is_saved(toy_run, tmp_path) -> None:
+    out = _stopped_at(toy_run, tmp_path, "model_0000003.pth")  # 4 of 8 iterations done
+    twelve = [*TINY, "SOLVER.BUDGET.FRACTION", "0.03", "SOLVER.CHECKPOINT_PERIOD", "4",
+              "DATASETS.TEST", "()", "OUTPUT_DIR", str(out)]  # fmt: skip
+    run(["--config-file", TOY_CONFIG, "--resume", *twelve, "SOLVER.BUDGET.ON_RESUME", "replan"])
+    cfg = load_config(TOY_CONFIG, [*TINY, *EIGHT])
+    base, old = cfg.SOLVER.BASE_LR, bd2.budget_schedule_from_cfg(cfg)
+    new = old.replan(12, at=4)
+    lrs = logged_lrs(out)
+    assert sorted(lrs) == list(range(4, 12))
+    assert lrs[4] == pytest.approx(base * old(4), rel=1e-9)  # what the 8-iteration run had
+    assert [lrs[i] for i in range(4, 12)] == pytest.approx(
+        [base * (old(4) * (12 - i) / (12 - 4)) for i in range(4, 12)], rel=1e-9
+    )  # linear: a straight line from the current LR to 0 at the new end
+    assert [lrs[i] for i in range(4, 12)] == pytest.approx([base * new(i) for i in range(4, 12)])
+    log = (out / "log.txt").read_text()
+    assert log.count("budget re-planned at 4: SOLVER.MAX_ITER 8 -> 12") >= 1
+    # the re-plan is in the checkpoints: resuming one later is exact, with the default policy
+    (out / "metrics.json").unlink()
+    (out / "last_checkpoint").write_text("model_0000007.pth")
+    run(["--config-file", TOY_CONFIG, "--resume", *twelve])
+    again = logged_lrs(out)
+    assert sorted(again) == [8, 9, 10, 11]
+    assert [again[i] for i in range(8, 12)] == [lrs[i] for i in range(8, 12)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("checkpoint", "fraction", "expected"),
+    [
+        ("model_final.pth", "0.03", "SOLVER.MAX_ITER: cannot change the budget at 8: the budget "
+         "of 8 has run out there (multiplier 0); re-plan from a checkpoint saved before 8"),
+        ("model_0000003.pth", "0.01", "SOLVER.MAX_ITER: cannot change the budget to 4: 4 of it "
+         "has already elapsed; allowed: a budget > 4"),
+    ],
+)  # fmt: skip
+def test_a_replan_that_cannot_be_made_is_refused_in_one_line(
+    toy_run, tmp_path, checkpoint, fraction, expected
+) -> None:
+    out = _stopped_at(toy_run, tmp_path, checkpoint)
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(SystemExit) as err:
+        run(["--config-file", TOY_CONFIG, "--resume", *TINY, "SOLVER.BUDGET.FRACTION", fraction,
+             "SOLVER.BUDGET.ON_RESUME", "replan", "OUTPUT_DIR", str(out)])  # fmt: skip
+    assert str(err.value.code).endswith(expected) and "\n" not in str(err.value.code)
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing written
+
+
+def test_an_unknown_on_resume_policy_is_refused_in_one_line() -> None:
+    cfg = load_config(TOY_CONFIG, ["SOLVER.BUDGET.ON_RESUME", "extend"])
+    with pytest.raises(BudgetConfigError) as err:
+        bd2.build_lr_scheduler(cfg, sgd_for(cfg))
+    assert str(err.value) == (
+        "SOLVER.BUDGET.ON_RESUME='extend' is invalid; allowed: refuse, replan"
+    )
+
+
+def sgd_for(cfg):
+    import torch
+
+    return torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.SOLVER.BASE_LR)
+
+
 class OwnTrainer(DefaultTrainer):
     """A user's trainer, adopting the schedulers in the documented one line."""
 

@@ -31,6 +31,7 @@ CORE = {
     "BudgetStep": ("step", {"milestones": (0.5, 0.75), "gamma": 0.2}),
     "BudgetExp": ("exp", {"end_factor": 0.05}),
     "BudgetConstant": ("constant", {}),
+    "BudgetWSD": ("wsd", {"cooldown": 0.4}),
 }
 
 
@@ -41,7 +42,7 @@ def make_cfg(name: str, max_iter: int = 60, warmup: int = 7, **solver):
     s.WARMUP_FACTOR, s.GAMMA = 0.01, 0.2
     b = s.BUDGET
     b.COSINE_ETA, b.POLY_POWER, b.HTD_LOWER, b.HTD_UPPER = 0.05, 2.0, -4.0, 2.0
-    b.STEP_MILESTONES, b.EXP_END_FACTOR = (0.5, 0.75), 0.05
+    b.STEP_MILESTONES, b.EXP_END_FACTOR, b.WSD_COOLDOWN = (0.5, 0.75), 0.05, 0.4
     for k, v in solver.items():
         setattr(s, k, v)
     return cfg

@@ -25,6 +25,7 @@ PARAMS = {  # non-default parameters, so that passing them through is tested too
     "step": {"milestones": [0.5, 0.75], "gamma": 0.2},
     "exp": {"end_factor": 0.05},
     "constant": {},
+    "wsd": {"cooldown": 0.4},
 }
 
 

@@ -137,6 +137,59 @@ def test_our_tool_refuses_a_resume_with_another_budget(first_run, tmp_path, toy_
     assert not (tmp_path / "lr_rank0.json").exists()
 
 
+def test_stock_runner_replans_a_longer_budget_from_the_current_lr(first_run, tmp_path, toy_root):
+    resumed = resume_dir(first_run, tmp_path)  # iter_6.pth of the 12-iteration run
+    ckpt = resumed / "iter_6.pth"
+    cfg = stock_config(
+        tmp_path, toy_root, iters=20, resume=True, load_from=str(ckpt), budget_on_resume="replan"
+    )
+    cfg.work_dir = str(resumed)
+    Runner.from_cfg(cfg).train()
+    first = recorded_lrs(first_run[0])
+    after = recorded_lrs(tmp_path)
+    assert sorted(after) == list(range(6, 20))
+    assert after[6] == pytest.approx(first[6], rel=1e-9)  # no jump at the re-plan
+    # linear: a straight line from the LR it had reached to 0 at the new end (20)
+    assert after == pytest.approx({it: first[6] * (20 - it) / (20 - 6) for it in range(6, 20)})
+    log = next(resumed.glob("*/*.log")).read_text()
+    assert "budget re-planned at 6: train_cfg.max_iters 12 -> 20" in log
+    # the re-plan is in the new checkpoints: resuming one is exact, with the default policy
+    again_dir = tmp_path / "again"
+    again_dir.mkdir()
+    shutil.copy(resumed / "iter_20.pth", again_dir / "iter_20.pth")
+    saved = torch.load(resumed / "iter_20.pth", weights_only=False)["param_schedulers"][0]
+    assert saved["budget"]["replan"] == {"at": 6, "from_progress": pytest.approx(2 / 8)}
+    assert saved["budget"]["total"] == 20 and saved["end"] == 20
+
+
+def test_our_tool_replans_and_refuses_to_extend_a_finished_run(
+    first_run, tmp_path, toy_root, cli, capsys
+):
+    resumed = resume_dir(first_run, tmp_path)
+    ckpt = resumed / "iter_6.pth"
+    args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}", iters=16)
+    assert cli.main([*args, "budget_on_resume=replan", "--resume"]) == 0
+    after = recorded_lrs(tmp_path)
+    first = recorded_lrs(first_run[0])
+    assert after == pytest.approx({it: first[6] * (16 - it) / (16 - 6) for it in range(6, 16)})
+    # the run is finished (LR 0 at 16): extending it again is refused, nothing written
+    final = resumed / "iter_16.pth"
+    before = sorted(p.name for p in resumed.glob("*.pth"))
+    args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={final}", iters=24)
+    assert cli.main([*args, "budget_on_resume=replan", "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        "train_seg: error: BudgetLinearLR: train_cfg.max_iters: cannot change the budget at 16: "
+        "the budget of 16 has run out there (multiplier 0); re-plan from a checkpoint saved "
+        "before 16"
+    )
+    assert sorted(p.name for p in resumed.glob("*.pth")) == before
+    args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}", iters=24)
+    assert cli.main([*args, "budget_on_resume=later", "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("budget_on_resume='later' is invalid; allowed: refuse, replan")
+
+
 def test_checkpoint_with_a_foreign_global_is_refused(first_run, tmp_path, toy_root, cli, capsys):
     resumed = resume_dir(first_run, tmp_path)
     ckpt = resumed / "iter_6.pth"

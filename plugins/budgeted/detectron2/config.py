@@ -114,6 +114,7 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
     keys["WRITER_PERIOD"] = 20
     keys["GRAD_NORM_PERIOD"] = 0
     keys["GRAD_NORM_BATCHES"] = 2
+    keys["ON_RESUME"] = "refuse"  # or "replan": resume a checkpoint of another MAX_ITER
     for key, value in keys.items():
         if key not in b:
             b[key] = value

@@ -27,6 +27,7 @@ from detectron2.utils.registry import Registry
 from .. import SCHEDULES
 from ..core import (
     BudgetMismatchError,
+    BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
     on_schedule_registered,
@@ -234,7 +235,12 @@ class BudgetLRScheduler(BudgetLR):
     Resuming with a different budget (MAX_ITER, warmup, schedule or its parameters) is refused
     with a one-line :class:`BudgetResumeError` (a ``BudgetMismatchError`` and a
     :class:`BudgetConfigError`), raised from ``load_state_dict``: before training, in any
-    ``DefaultTrainer`` that builds it.
+    ``DefaultTrainer`` that builds it. With ``SOLVER.BUDGET.ON_RESUME replan`` a checkpoint of
+    another ``SOLVER.MAX_ITER`` is re-planned instead: the LR goes on from where the checkpoint
+    left it to the schedule's end at the new ``MAX_ITER`` (one line logged; the re-plan is
+    saved in later checkpoints, so resuming them is exact). A finished run (LR already at its
+    end) or a ``MAX_ITER`` already passed cannot be re-planned: one-line
+    :class:`BudgetResumeError`.
 
     Example:
         >>> import torch
@@ -244,6 +250,7 @@ class BudgetLRScheduler(BudgetLR):
         900
     """
 
+    LOGGER: ClassVar[str] = "detectron2.budgeted"  # a child of Detectron2's: in its log.txt
     RESUME_NAMES: ClassVar[dict[str, str]] = {
         "total": "SOLVER.MAX_ITER",
         "warmup": "SOLVER.WARMUP_ITERS",
@@ -257,19 +264,36 @@ class BudgetLRScheduler(BudgetLR):
     )
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume; a checkpoint of another budget raises :class:`BudgetResumeError`."""
+        """Resume; a checkpoint of another budget raises :class:`BudgetResumeError` (unless
+        ``SOLVER.BUDGET.ON_RESUME replan`` and only ``MAX_ITER`` differs)."""
         try:
-            self.budget.check_resume(
-                state_dict.get("budget"), names=self.RESUME_NAMES, fix=self.RESUME_FIX
-            )
-        except BudgetMismatchError as err:
+            super().load_state_dict(state_dict)
+        except (BudgetMismatchError, BudgetReplanError) as err:
             raise BudgetResumeError(str(err)) from None
-        super().load_state_dict(state_dict)
         # the LR of the next iteration, now: a resumed run's first iteration trains at the LR an
         # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def on_resume(cfg: CfgNode) -> str:
+    """``SOLVER.BUDGET.ON_RESUME``: ``"refuse"`` (the default) or ``"replan"``.
+
+    Raises:
+        BudgetConfigError: one line for any other value.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> on_resume(add_budget_config(get_cfg()))
+        'refuse'
+    """
+    value = cfg.SOLVER.get("BUDGET", CfgNode()).get("ON_RESUME", "refuse")
+    if value not in BudgetSchedule.RESUME_POLICIES:
+        allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
+        raise BudgetConfigError(f"SOLVER.BUDGET.ON_RESUME={value!r} is invalid; allowed: {allowed}")
+    return value
 
 
 def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:
@@ -298,7 +322,8 @@ def register_budget_scheduler(name: str, schedule: str, params: ParamReader | No
     _SCHEDULERS[name] = (schedule, params)
 
     def build(cfg: CfgNode, optimizer: torch.optim.Optimizer) -> BudgetLRScheduler:
-        return BudgetLRScheduler.from_schedule(optimizer, budget_schedule_from_cfg(cfg, name))
+        budget = budget_schedule_from_cfg(cfg, name)
+        return BudgetLRScheduler.from_schedule(optimizer, budget, on_resume=on_resume(cfg))
 
     build.__name__ = build.__qualname__ = name
     build.__doc__ = f"``{name}``: the core's {schedule!r} budget schedule over SOLVER.MAX_ITER."

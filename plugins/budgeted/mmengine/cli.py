@@ -43,7 +43,7 @@ from mmengine.runner import Runner
 
 from ..budget import budget_iters
 from ..config_files import find_config
-from ..core import BudgetMismatchError
+from ..core import BudgetMismatchError, BudgetSchedule
 from ..preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
 from . import hooks as _hooks  # noqa: F401  (registers AtomicCheckpointHook, PreemptionHook)
 from .checkpoint import allow_mmengine_checkpoints
@@ -56,7 +56,13 @@ from .launch import (
 )
 from .resume import NothingToResume, plan_load
 from .runs import WorkDirBusyError, WorkDirLock, check_new_run_folder
-from .schedulers import BudgetConfigError, BudgetParamScheduler, check_loop_end, scheduler_types
+from .schedulers import (
+    BudgetConfigError,
+    BudgetParamScheduler,
+    check_loop_end,
+    resume_step,
+    scheduler_types,
+)
 
 __all__ = [
     "add_reliability_hooks",
@@ -254,6 +260,10 @@ def build_budget_schedulers(
         BudgetConfigError: one line naming the scheduler, the value and what is allowed.
     """
     max_iters = (cfg.get("train_cfg") or {}).get("max_iters")
+    policy = cfg.get("budget_on_resume")
+    if policy is not None and policy not in BudgetSchedule.RESUME_POLICIES:
+        allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
+        raise BudgetConfigError(f"budget_on_resume={policy!r} is invalid; allowed: {allowed}")
     registry = _scope_registry(cfg)
     built = []
     for group, entries in _scheduler_groups(cfg):
@@ -263,6 +273,8 @@ def build_budget_schedulers(
             args = dict(entry)
             if max_iters is not None:
                 args.setdefault("end", max_iters)
+            if policy is not None:  # what the runner's build reads from the config
+                args.setdefault("on_resume", policy)
             optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
             scheduler = registry.build(args, default_args=dict(optimizer=optimizer))
             if isinstance(args.get("end"), int):
@@ -321,7 +333,10 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
             saved = saved if isinstance(saved, Mapping) else None
             scheduler = built.get((group, index))
             if scheduler is not None:
-                scheduler.check_resume(saved.get("budget") if saved is not None else None)
+                scheduler.check_resume(
+                    saved.get("budget") if saved is not None else None,
+                    at=resume_step(saved) if saved is not None else None,
+                )
             elif saved is not None and "budget" in saved and not _is_budget_entry(entry):
                 where = f"param_scheduler[{group!r}][{index}]" if group else f"[{index}]"
                 raise BudgetMismatchError(

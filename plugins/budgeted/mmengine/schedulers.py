@@ -18,11 +18,18 @@ import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from mmengine.logging import print_log
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
 from mmengine.registry import PARAM_SCHEDULERS
 
-from ..core import BudgetMismatchError, BudgetSchedule, ScheduleInfo, on_schedule_registered
+from ..core import (
+    BudgetMismatchError,
+    BudgetReplanError,
+    BudgetSchedule,
+    ScheduleInfo,
+    on_schedule_registered,
+)
 
 __all__ = [
     "NAMED_SCHEDULERS",
@@ -76,6 +83,20 @@ def check_loop_end(name: str, end: int, max_iters: int | None) -> None:
     )
 
 
+def _building_runner_option(key: str) -> Any:
+    """``cfg[key]`` of the runner building this scheduler (see :func:`_building_loop_max_iters`),
+    else None: how a top-level config key such as ``budget_on_resume`` reaches the schedulers."""
+    frame = sys._getframe(1)
+    for _ in range(_STACK_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_build_param_scheduler":
+            cfg = getattr(frame.f_locals.get("self"), "cfg", None)  # an mmengine Config
+            return cfg.get(key) if callable(getattr(cfg, "get", None)) else None
+        frame = frame.f_back
+    return None
+
+
 def _building_loop_max_iters() -> int | None:
     """``max_iters`` of the train loop whose runner is building this scheduler, else None.
 
@@ -99,6 +120,23 @@ def _building_loop_max_iters() -> int | None:
             return max_iters if isinstance(max_iters, int) else None
         frame = frame.f_back
     return None
+
+
+def resume_step(state: Mapping[str, Any]) -> int:
+    """The steps a budget scheduler's saved ``state`` has trained since its ``begin``.
+
+    MMEngine's ``_global_step`` (every ``step()``), less ``begin``: ``last_step`` stops one short
+    at the end of the budget (it only counts steps inside ``[begin, end)``), so a finished run's
+    ``last_step`` would read as one iteration still to train.
+
+    Example:
+        >>> resume_step({"_global_step": 12, "last_step": 11, "begin": 0})
+        12
+    """
+    step = state.get("_global_step")
+    if not isinstance(step, int):
+        return int(state.get("last_step") or 0)
+    return max(step - int(state.get("begin") or 0), 0)
 
 
 @PARAM_SCHEDULERS.register_module()
@@ -127,6 +165,12 @@ class BudgetParamScheduler(_ParamScheduler):
         by_epoch (bool): must be False, or True with ``convert_to_iter_based=True`` (the budget
             is planned in iterations). Defaults to True, as in MMEngine.
         verbose (bool): as in MMEngine. Defaults to False.
+        on_resume (str, optional): what a resume does with a checkpoint of another
+            ``train_cfg.max_iters``: ``"refuse"`` (one line) or ``"replan"``: the value goes on
+            from where the checkpoint left it to the schedule's end at the new ``max_iters``
+            (:meth:`budgeted.core.BudgetSchedule.replan`; one line logged, the re-plan saved in
+            later checkpoints). Default: the config's top-level ``budget_on_resume``, else
+            ``"refuse"``.
         **params: the schedule's parameters (``power``, ``eta``, ``milestones``, ``gamma``...).
 
     Example:
@@ -155,9 +199,19 @@ class BudgetParamScheduler(_ParamScheduler):
         last_step: int = -1,
         by_epoch: bool = True,
         verbose: bool = False,
+        on_resume: str | None = None,
         **params: Any,
     ) -> None:
         name = type(self).__name__
+        key = "on_resume"
+        if on_resume is None:
+            on_resume = _building_runner_option("budget_on_resume")
+            key = "budget_on_resume"
+        on_resume = "refuse" if on_resume is None else on_resume
+        if on_resume not in BudgetSchedule.RESUME_POLICIES:
+            allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
+            raise BudgetConfigError(f"{name}: {key}={on_resume!r} is invalid; allowed: {allowed}")
+        self.on_resume = on_resume
         if self.fixed_schedule is not None:
             if schedule not in (None, self.fixed_schedule):
                 raise BudgetConfigError(
@@ -294,21 +348,28 @@ class BudgetParamScheduler(_ParamScheduler):
         factor = self._plan(self.last_step)
         return [base * factor for base in self.base_values]
 
-    def check_resume(self, saved: Mapping[str, Any] | None) -> None:
-        """Refuse to resume from a checkpoint whose budget differs from this scheduler's.
+    def check_resume(
+        self, saved: Mapping[str, Any] | None, at: int | None = None
+    ) -> tuple[BudgetSchedule, str | None]:
+        """Refuse to resume from a checkpoint whose budget differs from this scheduler's
+        (unless ``on_resume="replan"`` and only the length differs); return the budget to go on
+        with and the re-plan line to log (None: not re-planned).
 
         Args:
             saved (dict, optional): the ``budget`` of the checkpoint's scheduler state; None for a
                 scheduler that is not budget-aware.
+            at (int, optional): the checkpoint's ``last_step`` (where a re-plan starts).
 
         Raises:
             budgeted.core.BudgetMismatchError: one line naming what differs and what to do.
+            budgeted.core.BudgetReplanError: a re-plan that cannot be made (one line).
 
         Example:
             >>> import torch
             >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
             >>> sched = BudgetLinearLR(opt, end=900, warmup_iters=100, by_epoch=False)
-            >>> sched.check_resume(dict(sched.budget))  # the same budget: resumes
+            >>> sched.check_resume(dict(sched.budget))[1] is None  # the same budget: resumes
+            True
         """
         if saved is not None and not isinstance(saved, Mapping):
             saved = None
@@ -327,16 +388,37 @@ class BudgetParamScheduler(_ParamScheduler):
                 f"config's begin={self.begin!r}; {fix}"
             )
         state = None if saved is None else {k: v for k, v in saved.items() if k != "begin"}
-        self._plan.check_resume(state, names=RESUME_NAMES, fix=fix)
+        try:
+            return self._plan.resume(
+                state,
+                at=at or 0,
+                on_resume=self.on_resume,
+                names={"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
+                if self.on_resume == "replan"
+                else RESUME_NAMES,
+                fix=fix,
+            )
+        except BudgetReplanError as err:
+            raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
+
+    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "_plan", "on_resume")
 
     def state_dict(self) -> dict[str, Any]:
         """MMEngine's state (plain values only, safe for ``weights_only`` loading)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_plan")}
+        return {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget."""
-        self.check_resume(state_dict.get("budget"))
-        self.__dict__.update({k: v for k, v in state_dict.items() if k != "_plan"})
+        """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget, or re-plan
+        it (``on_resume="replan"``)."""
+        plan, line = self.check_resume(state_dict.get("budget"), at=resume_step(state_dict))
+        keep = ("end", "budget") if line is not None else ()  # a re-plan keeps the new end
+        self.__dict__.update(
+            {k: v for k, v in state_dict.items() if k not in self._NOT_STATE and k not in keep}
+        )
+        self._plan = plan
+        self.budget = {"begin": self.begin, **plan.state()}
+        if line is not None:
+            print_log(f"{type(self).__name__}: {line}", logger="current")
 
 
 @PARAM_SCHEDULERS.register_module()
