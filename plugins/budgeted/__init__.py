@@ -29,6 +29,7 @@ __all__ = [
     "BudgetLR",
     "BudgetMismatchError",
     "BudgetSchedule",
+    "BudgetTimeLR",
     "__version__",
     "budget_iters",
     "lr_multiplier",
@@ -41,8 +42,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # BudgetLR needs torch; importing it lazily keeps ``budgeted.lr_multiplier`` torch-free.
-    if name == "BudgetLR":
-        from .pytorch import BudgetLR
+    if name in ("BudgetLR", "BudgetTimeLR"):
+        from . import pytorch
 
-        return BudgetLR
+        return getattr(pytorch, name)
     raise AttributeError(f"module 'budgeted' has no attribute {name!r}")

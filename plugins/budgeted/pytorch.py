@@ -8,9 +8,10 @@ from typing import Any, ClassVar
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
+from .clock import TimeBudget, TrainingClock
 from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule
 
-__all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError"]
+__all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError", "BudgetTimeLR"]
 
 
 class BudgetLR(_LRScheduler):
@@ -148,3 +149,95 @@ class BudgetLR(_LRScheduler):
 def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
     """Deprecated: :meth:`BudgetSchedule.state`."""
     return budget.state()
+
+
+class BudgetTimeLR(_LRScheduler):
+    """``lr = base_lr * m(i, e)`` over a wall-clock budget (:class:`budgeted.clock.TimeBudget`).
+
+    ``i`` is the number of ``step()`` calls so far and ``e`` the training seconds the
+    :class:`~budgeted.clock.TrainingClock` reports after them (the same on every rank): the
+    warmup runs over the first ``warmup_iters`` steps, the decay over the seconds left after it.
+    Call ``step()`` once per iteration, after ``optimizer.step()``; :meth:`done` says when the
+    budget is spent (the training loop stops there). The budget and the clock are in
+    :meth:`state_dict`: a resumed run goes on with the same clock and refuses another budget.
+
+    Example:
+        >>> import torch
+        >>> from budgeted.clock import TimeBudget, TrainingClock
+        >>> now = iter(float(t) for t in range(100))
+        >>> clock = TrainingClock(now=lambda: next(now))
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> sched = BudgetTimeLR(opt, TimeBudget("linear", "10s", warmup_iters=0), clock)
+        >>> clock.start()
+        >>> while not sched.done():
+        ...     opt.step()  # one second per iteration on this clock
+        ...     sched.step()
+        >>> sched.last_epoch, sched.get_last_lr()[0]
+        (10, 0.0)
+    """
+
+    RESUME_FIX: ClassVar[str] = (
+        "resume with the checkpoint's time budget, or start a new run from its weights"
+    )
+    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "budget", "clock")
+
+    def __init__(
+        self, optimizer: Optimizer, budget: TimeBudget, clock: TrainingClock, last_epoch: int = -1
+    ) -> None:
+        self.budget = budget
+        self.clock = clock
+        self.last_trained_factor = 0.0  # the multiplier of the last iteration stepped past
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._factor = self.budget.multiplier(max(self.last_epoch, 0), self.clock.elapsed)
+        return [base_lr * self._factor for base_lr in self.base_lrs]
+
+    def step(self, epoch: None = None) -> None:
+        """Advance one iteration: read the agreed clock, set the next iteration's LR."""
+        if epoch is not None:
+            raise ValueError(f"BudgetTimeLR.step() takes no epoch (got {epoch!r})")
+        if self.last_epoch < 0:
+            super().step()
+            return
+        self._step_count += 1
+        self.last_trained_factor = self._factor
+        self.last_epoch += 1
+        self.clock.tick(self.last_epoch)
+        self._last_lr = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, self._last_lr):
+            group["lr"] = lr
+
+    def done(self) -> bool:
+        """Whether the time budget is spent (the next iteration should not start)."""
+        return self.budget.done(self.clock.elapsed)
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
+        state["time_budget"] = self.budget.state()
+        state["clock"] = self.clock.state()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Resume the budget and the clock; a checkpoint of another budget is refused."""
+        state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
+        saved = state.pop("time_budget", None)
+        clock = state.pop("clock", None) or {}
+        mine = {k: v for k, v in self.budget.state().items() if k != "warmup_seconds"}
+        theirs = {k: v for k, v in (saved or {}).items() if k != "warmup_seconds"}
+        if mine != theirs:
+            diff = ", ".join(
+                f"{k}={theirs.get(k)!r} (config: {v!r})"
+                for k, v in mine.items()
+                if theirs.get(k) != v
+            )
+            what = diff if saved is not None else "no time budget"
+            raise BudgetMismatchError(
+                f"cannot resume: the checkpoint's budget has {what}; {self.RESUME_FIX}"
+            )
+        self.budget.warmup_seconds = saved.get("warmup_seconds")
+        self.clock.elapsed = self.clock._local = float(clock.get("elapsed", 0.0))
+        self.__dict__.update(state)
+        self._last_lr = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, self._last_lr):
+            group["lr"] = lr

@@ -41,6 +41,7 @@ from .solver import (  # noqa: E402
     check_max_iter,
     register_budget_scheduler,
 )
+from .time_budget import TimeBudgetHook  # noqa: E402
 from .trainer import BudgetTrainer, check_budget, has_compiled_ops  # noqa: E402
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "FullGradNormHook",
     "PreemptionHook",
     "SafeCheckpointer",
+    "TimeBudgetHook",
     "add_budget_config",
     "budget_schedule_from_cfg",
     "budget_scheduler_names",

@@ -33,6 +33,7 @@ from detectron2.evaluation import verify_results
 from detectron2.utils import comm
 
 from ..checkpoints import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
+from ..clock import TimeBudgetReached, parse_duration
 from ..config_files import find_config
 from ..preemption import Preempted, PreemptionGuard, active_guard
 from .checkpoint import SafeCheckpointer, last_checkpoint_file, load_weights_file, offer_intact
@@ -86,6 +87,12 @@ def argument_parser(epilog: str | None = EPILOG) -> argparse.ArgumentParser:
         "(mask_rcnn_budget10.yaml)",
     )
     parser.add_argument(
+        "--budget-time",
+        metavar="DURATION",
+        help="a wall-clock budget of training time: 6h, 90m, 2h30m, or seconds (sets "
+        "SOLVER.BUDGET.SECONDS; SOLVER.MAX_ITER then only caps the iterations)",
+    )
+    parser.add_argument(
         "--resume-from",
         metavar="CHECKPOINT",
         help="resume exactly from this checkpoint (model, optimizer, schedule, iteration) "
@@ -118,6 +125,10 @@ def _resolve_config(args: argparse.Namespace) -> None:
         )
     args.config_file = path
     args.opts = split_overrides(args.opts or [])
+    if getattr(args, "budget_time", None) is not None:
+        seconds = parse_duration(args.budget_time)  # one-line ValueError for a bad value
+        args.opts += ["SOLVER.BUDGET.SECONDS", repr(seconds)]
+        args.budget_time = None  # applied once (preflight and the workers both resolve)
 
 
 def setup(args: argparse.Namespace) -> CfgNode:
@@ -248,7 +259,10 @@ def main(args: argparse.Namespace) -> Any:
         trainer.resume_from(args.resume_from)
     else:
         trainer.resume_or_load(resume=args.resume)
-    res = trainer.train()
+    try:
+        res = trainer.train()
+    except TimeBudgetReached:  # the deadline: saved and evaluated, a finished run
+        res = getattr(trainer, "_last_eval_results", None)
     if comm.is_main_process():
         logging.getLogger("detectron2").info(
             "metrics: %s; TensorBoard events: %s (tensorboard --logdir %s)",

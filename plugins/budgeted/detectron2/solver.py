@@ -33,8 +33,9 @@ from ..core import (
     on_schedule_registered,
     schedule_info,
 )
-from ..pytorch import BudgetLR
+from ..pytorch import BudgetLR, BudgetTimeLR
 from .config import budget_max_iter, max_iter_agrees, param_key
+from .time_budget import time_budget_from_cfg, time_budget_seconds
 
 __all__ = [
     "BUDGET_SCHEDULERS",
@@ -321,8 +322,10 @@ def register_budget_scheduler(name: str, schedule: str, params: ParamReader | No
         raise ValueError(f"LR scheduler {name!r} is already registered; allowed: a new name")
     _SCHEDULERS[name] = (schedule, params)
 
-    def build(cfg: CfgNode, optimizer: torch.optim.Optimizer) -> BudgetLRScheduler:
+    def build(cfg: CfgNode, optimizer: torch.optim.Optimizer) -> BudgetLR | BudgetTimeLR:
         budget = budget_schedule_from_cfg(cfg, name)
+        if time_budget_seconds(cfg) > 0:
+            return time_budget_from_cfg(cfg, optimizer, budget.schedule, budget.params)
         return BudgetLRScheduler.from_schedule(optimizer, budget, on_resume=on_resume(cfg))
 
     build.__name__ = build.__qualname__ = name

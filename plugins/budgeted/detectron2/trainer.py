@@ -18,10 +18,12 @@ from detectron2.utils import comm
 from detectron2.utils.logger import setup_logger
 
 from ..checkpoints import load_checkpoint
+from ..pytorch import BudgetTimeLR
 from .checkpoint import SafeCheckpointer, last_checkpoint_file
 from .grad_norm import grad_norm_hook_from_cfg
 from .preemption import PreemptionHook
 from .solver import BudgetConfigError, build_lr_scheduler
+from .time_budget import TimeBudgetHook
 
 __all__ = ["BudgetTrainer", "check_budget", "check_resume", "has_compiled_ops"]
 
@@ -176,6 +178,8 @@ class BudgetTrainer(DefaultTrainer):
         if grad_norm is not None:  # before the writers: its value is written at its iteration
             ret.insert(writer_at, grad_norm)
         ret.append(PreemptionHook(self.checkpointer))  # last: after the writers
+        if isinstance(self.scheduler, BudgetTimeLR):  # first: its clock pauses after run_step
+            ret.insert(0, TimeBudgetHook(self.scheduler))
         return ret
 
 

@@ -1,0 +1,258 @@
+"""Wall-clock budgets: a training clock every rank agrees on, and the schedule over it.
+
+A time budget of ``T`` seconds counts *training* time: from the start of the first training
+iteration, paused between :meth:`TrainingClock.pause` and :meth:`TrainingClock.resume` (the
+adapters pause it around evaluation and checkpoint writing; start-up, data-loader creation and the
+final evaluation are outside it). The warmup stays in iterations; the decay runs over the time
+left after it:
+
+- iteration ``i < W``: the warmup multiplier of :class:`~budgeted.core.BudgetSchedule`;
+- otherwise ``p = (e - e_W) / (T - e_W)`` with ``e`` the agreed training seconds and ``e_W`` those
+  at the end of the warmup, and the multiplier is ``schedule(p)``: the core's
+  ``BudgetSchedule(schedule, total=T, warmup=e_W)`` evaluated at ``e`` (:meth:`TimeBudget.plan`).
+
+**One clock for all ranks.** Each rank measures its own time, but the LR of an iteration must be
+the same on every rank. Every ``sync_period`` iterations rank 0's reading (and its seconds per
+iteration over the last period) is shared (``share``: the adapters pass a broadcast from rank 0);
+in between, every rank extrapolates the same way from the shared values, so the agreed seconds at
+each iteration, and the stopping iteration, are identical everywhere. With one process the
+clock reads itself at every sync.
+
+Nothing here imports a framework; the adapters count iterations and checkpoint
+:meth:`TrainingClock.state`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import BudgetSchedule
+
+__all__ = ["TimeBudget", "TimeBudgetReached", "TrainingClock", "parse_duration"]
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+DURATION_FORMS = "seconds (5400), or hours/minutes/seconds such as 6h, 90m, 2h30m, 45s"
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds of a duration: ``5400``, ``"6h"``, ``"90m"``, ``"2h30m"``, ``"1h2m3s"``, ``"45s"``.
+
+    Raises ``ValueError`` (one line naming the value and the forms allowed) for anything else,
+    including 0 and negative durations.
+
+    >>> parse_duration("2h30m"), parse_duration("90m"), parse_duration(45)
+    (9000.0, 5400.0, 45.0)
+    """
+    bad = ValueError(f"time budget {text!r} is invalid; allowed: a duration > 0: {DURATION_FORMS}")
+    if isinstance(text, bool):
+        raise bad
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        value = str(text).strip().lower()
+        try:
+            seconds = float(value)
+        except ValueError:
+            match = _DURATION.fullmatch(value)
+            if not value or match is None or not any(match.groups()):
+                raise bad from None
+            hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
+            seconds = 3600 * hours + 60 * minutes + secs
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise bad
+    return seconds
+
+
+Share = Callable[[list[float]], list[float]]
+"""``values -> rank 0's values``: a broadcast from rank 0 (identity with one process)."""
+
+
+class TrainingClock:
+    """Training seconds elapsed, the same on every rank at every iteration.
+
+    Call :meth:`tick` once per iteration, with the number of iterations trained so far in this
+    budget, where the adapter sets the next iteration's LR; :meth:`pause`/:meth:`resume` around
+    what is not training. :attr:`elapsed` is then the agreed seconds (see the module).
+
+    Args:
+        sync_period (int): share rank 0's reading every this many ticks (1: every iteration).
+        share (callable, optional): the broadcast from rank 0; None with one process.
+        now (callable): the clock read (``time.perf_counter``; tests pass a fake one).
+        elapsed (float): training seconds already spent (a resumed run's, from :meth:`state`).
+
+    Example:
+        >>> t = iter([0.0, 2.0, 3.0, 5.0, 6.0])
+        >>> clock = TrainingClock(now=lambda: next(t))
+        >>> clock.start()                  # 0.0: the first iteration starts
+        >>> clock.tick(1)                  # 2.0: one iteration done
+        2.0
+        >>> clock.pause(); clock.resume()  # 3.0 to 5.0: an evaluation, not counted
+        >>> clock.tick(2)                  # 6.0: 3 s before the evaluation, 1 s after
+        4.0
+    """
+
+    def __init__(
+        self,
+        *,
+        sync_period: int = 1,
+        share: Share | None = None,
+        now: Callable[[], float] = time.perf_counter,
+        elapsed: float = 0.0,
+    ) -> None:
+        if not isinstance(sync_period, int) or isinstance(sync_period, bool) or sync_period < 1:
+            raise ValueError(f"sync_period={sync_period!r} is invalid; allowed: an integer >= 1")
+        self.sync_period = sync_period
+        self._share = share
+        self._now = now
+        self._local = float(elapsed)  # this rank's training seconds, up to _since
+        self._since: float | None = None  # running since (None: paused or not started)
+        self.elapsed = float(elapsed)  # the agreed seconds at the last tick
+        self._anchor: tuple[int, float, float] | None = None  # (tick, seconds, seconds/tick)
+        self.syncs = 0
+        self.sync_seconds = 0.0
+
+    def local_elapsed(self) -> float:
+        """This rank's own training seconds, now."""
+        running = 0.0 if self._since is None else self._now() - self._since
+        return self._local + running
+
+    def start(self) -> None:
+        """Start (or go on) counting: the first training iteration begins."""
+        if self._since is None:
+            self._since = self._now()
+
+    resume = start
+
+    def pause(self) -> None:
+        """Stop counting (evaluation, checkpoint writing) until :meth:`resume`."""
+        if self._since is not None:
+            self._local += self._now() - self._since
+            self._since = None
+
+    def tick(self, trained: int) -> float:
+        """The agreed training seconds after ``trained`` iterations of this run (every rank
+        calls it at the same iterations); also kept in :attr:`elapsed`."""
+        due = self._anchor is None or (trained - self._anchor[0]) >= self.sync_period
+        if due:
+            local = self.local_elapsed()
+            rate = 0.0
+            if self._anchor is not None and trained > self._anchor[0]:
+                rate = (local - self._anchor[1]) / (trained - self._anchor[0])
+            values = [local, rate]
+            if self._share is not None:
+                start = time.perf_counter()
+                values = [float(v) for v in self._share(values)]
+                self.syncs += 1
+                self.sync_seconds += time.perf_counter() - start
+            self._anchor = (trained, values[0], values[1])
+            self.elapsed = values[0]
+        else:
+            assert self._anchor is not None
+            tick0, seconds0, rate = self._anchor
+            self.elapsed = seconds0 + (trained - tick0) * rate
+        return self.elapsed
+
+    def state(self) -> dict[str, float]:
+        """What a checkpoint keeps: the agreed training seconds so far."""
+        return {"elapsed": self.elapsed}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any] | None, **kwargs: Any) -> TrainingClock:
+        """A clock going on from a checkpoint's :meth:`state` (none: from 0)."""
+        elapsed = float((state or {}).get("elapsed", 0.0))
+        return cls(elapsed=elapsed, **kwargs)
+
+
+@dataclass
+class TimeBudget:
+    """A schedule over ``seconds`` of training, its warmup ``warmup_iters`` iterations long.
+
+    ``warmup_seconds`` (the training seconds at the end of the warmup) is measured by
+    :meth:`multiplier` when the warmup ends and checkpointed in :meth:`state`.
+
+    Example:
+        >>> budget = TimeBudget("linear", seconds=100, warmup_iters=2)
+        >>> budget.multiplier(0, 0.0), budget.multiplier(2, 10.0), budget.multiplier(9, 55.0)
+        (0.001, 1.0, 0.5)
+        >>> budget.done(99.0), budget.done(100.0)
+        (False, True)
+    """
+
+    schedule: str
+    seconds: float
+    warmup_iters: int = 500
+    warmup_factor: float = 0.001
+    warmup_method: str = "linear"
+    params: dict[str, Any] = field(default_factory=dict)
+    warmup_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        self.seconds = parse_duration(self.seconds)
+        # the warmup, in iterations (validates schedule, warmup and parameters too)
+        self._warmup = BudgetSchedule(
+            self.schedule,
+            self.warmup_iters + 1,
+            self.warmup_iters,
+            self.warmup_factor,
+            self.warmup_method,
+            self.params,
+        )
+        self._plan: BudgetSchedule | None = None
+
+    def plan(self) -> BudgetSchedule:
+        """The decay as the core's schedule in seconds: ``total=seconds, warmup=warmup_seconds``."""
+        if self.warmup_seconds is None:
+            raise ValueError("the warmup has not ended yet: no decay to plan")
+        if self._plan is None:
+            warmup = min(self.warmup_seconds, math.nextafter(self.seconds, 0.0))
+            self._plan = BudgetSchedule(
+                self.schedule,
+                self.seconds,
+                warmup,
+                self.warmup_factor,
+                self.warmup_method,
+                self.params,
+            )
+        return self._plan
+
+    def multiplier(self, iteration: int, elapsed: float) -> float:
+        """The multiplier of (0-based) ``iteration`` starting at ``elapsed`` training seconds."""
+        if iteration < self.warmup_iters:
+            return self._warmup(iteration)
+        if self.warmup_seconds is None:
+            self.warmup_seconds = float(elapsed)
+        return self.plan()(max(elapsed, self.warmup_seconds))
+
+    def done(self, elapsed: float) -> bool:
+        """Whether the budget is spent at ``elapsed`` training seconds."""
+        return elapsed >= self.seconds
+
+    def state(self) -> dict[str, Any]:
+        """Plain values a checkpoint keeps (compared on resume like an iteration budget's)."""
+        return {
+            "schedule": self.schedule,
+            "seconds": self.seconds,
+            "warmup_iters": self.warmup_iters,
+            "warmup_factor": self.warmup_factor,
+            "warmup_method": self.warmup_method,
+            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()},
+            "warmup_seconds": self.warmup_seconds,
+        }
+
+
+class TimeBudgetReached(SystemExit):
+    """Raised to end training at a time budget's deadline, once the final checkpoint is saved.
+
+    A ``SystemExit`` with code 0 (so ``except Exception`` blocks, Detectron2's training loop
+    among them, let it through, and the trainer's ``after_train`` hooks, the final evaluation
+    among them, still run): uncaught, the process ends with status 0, as a finished run does.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0)
+        self.message = message

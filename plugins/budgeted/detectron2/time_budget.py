@@ -1,0 +1,160 @@
+"""Wall-clock budgets in Detectron2: ``SOLVER.BUDGET.SECONDS`` and :class:`TimeBudgetHook`.
+
+With ``SOLVER.BUDGET.SECONDS > 0`` (``tools/train_net.py --budget-time 6h`` sets it),
+:func:`~budgeted.detectron2.build_lr_scheduler` builds a :class:`budgeted.BudgetTimeLR` (the
+schedule named by ``SOLVER.LR_SCHEDULER_NAME``, its warmup ``SOLVER.WARMUP_ITERS`` iterations,
+its decay over the training seconds left after it; :mod:`budgeted.clock`), and
+``BudgetTrainer`` registers :class:`TimeBudgetHook` first. ``SOLVER.MAX_ITER`` is then only a cap
+on iterations. The hook:
+
+- starts the clock at the first training iteration and pauses it from the end of each
+  iteration's ``run_step`` to the start of the next (so periodic evaluation, checkpoint writing
+  and metric writing are not training time; an iteration's own data loading is);
+- before each iteration, ends training if the budget is spent: the main worker saves
+  ``model_final.pth`` (atomically, with the clock), one line is printed, the final evaluation
+  runs (``EvalHook.after_train``) and the process ends with status 0
+  (:class:`~budgeted.clock.TimeBudgetReached`).
+
+Every worker uses rank 0's clock (broadcast every ``SOLVER.BUDGET.CLOCK_SYNC_PERIOD``
+iterations, extrapolated in between), so all stop after the same iteration with the same LRs.
+A resumed run goes on with the checkpoint's clock. Your own trainer registers the hook first::
+
+    trainer.register_hooks([bd2.TimeBudgetHook()])  # then move it to the front:
+    trainer._hooks.insert(0, trainer._hooks.pop())
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from detectron2.config import CfgNode
+from detectron2.engine import HookBase
+from detectron2.utils import comm
+
+from ..clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
+from ..pytorch import BudgetTimeLR
+
+__all__ = ["TimeBudgetHook", "broadcast_from_rank0", "time_budget_from_cfg", "time_budget_seconds"]
+
+logger = logging.getLogger("detectron2.budgeted")
+
+
+def broadcast_from_rank0(values: list[float]) -> list[float]:
+    """Rank 0's ``values`` on every worker (itself with one worker)."""
+    if comm.get_world_size() == 1:
+        return values
+    on_gpu = dist.get_backend() == "nccl"
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else "cpu"
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.broadcast(tensor, src=0)
+    return tensor.tolist()
+
+
+def time_budget_seconds(cfg: CfgNode) -> float:
+    """``SOLVER.BUDGET.SECONDS`` (0: no time budget); bad values raise one line."""
+    from .solver import BudgetConfigError
+
+    b = cfg.SOLVER.get("BUDGET", CfgNode())
+    value = b.get("SECONDS", 0)
+    if value in (0, 0.0, "", None):
+        return 0.0
+    try:
+        seconds = parse_duration(value)
+    except ValueError as err:
+        raise BudgetConfigError(f"SOLVER.BUDGET.SECONDS: {err}") from None
+    if b.get("FULL_ITERS", 0) and b.get("FRACTION", 1.0) != 1.0:
+        raise BudgetConfigError(
+            f"SOLVER.BUDGET.SECONDS={value!r} with SOLVER.BUDGET.FRACTION={b.FRACTION}: a time "
+            "budget and a fraction of the schedule are two budgets; allowed: one of them "
+            "(FRACTION 1.0 with SECONDS, SOLVER.MAX_ITER then only caps the iterations)"
+        )
+    return seconds
+
+
+def time_budget_from_cfg(
+    cfg: CfgNode, optimizer: torch.optim.Optimizer, schedule: str, params: dict[str, Any]
+) -> BudgetTimeLR:
+    """The time-budget scheduler ``cfg`` states (``SOLVER.BUDGET.SECONDS > 0``)."""
+    s = cfg.SOLVER
+    budget = TimeBudget(
+        schedule,
+        time_budget_seconds(cfg),
+        s.WARMUP_ITERS,
+        s.WARMUP_FACTOR,
+        s.WARMUP_METHOD,
+        params,
+    )
+    period = s.BUDGET.get("CLOCK_SYNC_PERIOD", 10)
+    clock = TrainingClock(sync_period=period, share=broadcast_from_rank0)
+    return BudgetTimeLR(optimizer, budget, clock)
+
+
+class TimeBudgetHook(HookBase):
+    """Run the time budget's clock and stop training at its deadline (see the module).
+
+    Args:
+        scheduler (BudgetTimeLR, optional): default: the trainer's ``scheduler``.
+        prog (str): the name the printed line starts with.
+
+    Attributes:
+        stopped_at (int or None): the iterations trained when the deadline stopped training.
+    """
+
+    def __init__(self, scheduler: BudgetTimeLR | None = None, prog: str = "train_net") -> None:
+        self._scheduler = scheduler
+        self.prog = prog
+        self.stopped_at: int | None = None
+
+    @property
+    def scheduler(self) -> BudgetTimeLR:
+        scheduler = self._scheduler or getattr(self.trainer, "scheduler", None)
+        if not isinstance(scheduler, BudgetTimeLR):
+            raise TypeError(
+                f"TimeBudgetHook needs a time-budget scheduler (SOLVER.BUDGET.SECONDS > 0); the "
+                f"trainer's is {type(scheduler).__name__}"
+            )
+        return scheduler
+
+    def before_train(self) -> None:
+        self.scheduler  # noqa: B018  (fail before training with the wrong scheduler)
+
+    def before_step(self) -> None:
+        sched = self.scheduler
+        if sched.done():
+            self._stop(sched)
+        sched.clock.resume()
+
+    def after_step(self) -> None:
+        self.scheduler.clock.pause()  # first hook: nothing after run_step is training time
+
+    def _stop(self, sched: BudgetTimeLR) -> None:
+        trainer = self.trainer
+        trained = trainer.iter  # iterations 0 .. iter - 1 are done
+        self.stopped_at = trained
+        # iter == max_iter: what a finished loop leaves, so after_train hooks treat the run as
+        # finished (EvalHook evaluates, its results are written at this iteration)
+        trainer.max_iter = trained
+        checkpointer = getattr(trainer, "checkpointer", None)
+        if checkpointer is not None and trained > trainer.start_iter:
+            if comm.is_main_process():
+                checkpointer.save("model_final", iteration=trained - 1)
+            comm.synchronize()
+        seconds = sched.clock.elapsed
+        message = (
+            f"{self.prog}: time budget of {sched.budget.seconds:g} s reached after {trained} "
+            f"iterations ({seconds:.1f} s of training, last LR multiplier "
+            f"{sched.last_trained_factor:.4g}); final evaluation follows"
+        )
+        if sched.clock.syncs:
+            message += (
+                f"; clock shared {sched.clock.syncs} times, "
+                f"{1e6 * sched.clock.sync_seconds / sched.clock.syncs:.0f} us each"
+            )
+        if comm.is_main_process():
+            logger.info(message)
+            print(message, file=sys.stderr, flush=True)
+        raise TimeBudgetReached(message)

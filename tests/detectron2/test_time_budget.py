@@ -1,0 +1,112 @@
+"""Wall-clock budgets with the real Detectron2 trainer on toy data (real clocks, short budgets).
+
+Assertions hold under load: they compare the run with its own clock, never with fixed times.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from d2_testutils import REPO, TINY, TOY_CONFIG, logged_lrs, read_metrics
+
+from budgeted.detectron2 import BudgetConfigError, load_config
+from budgeted.detectron2.cli import run
+
+pytestmark = pytest.mark.slow
+# the full toy schedule (400 iterations) as the cap, a 6-second budget, warmup 3 iterations
+TIMED = [*TINY, "SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.CLOCK_SYNC_PERIOD", "1"]
+
+
+def scheduler_state(path) -> dict:
+    checkpoint = torch.load(path, weights_only=False)
+    return checkpoint["trainer"]["hooks"]["LRScheduler"]
+
+
+def test_a_time_budget_decays_over_the_seconds_and_stops_with_a_checkpoint_and_evaluation(
+    toy_root, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    run(["--config-file", TOY_CONFIG, "--budget-time", "6s", *TIMED, "OUTPUT_DIR", str(out)])
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "time budget of 6 s reached" in x)
+    trained = int(line.split("reached after ")[1].split()[0])
+    assert 3 < trained < 400
+    lrs = logged_lrs(out)
+    assert sorted(lrs) == list(range(trained))
+    decay = [lrs[i] for i in range(3, trained)]
+    assert all(b <= a for a, b in zip(decay, decay[1:])) and decay[-1] > 0.0
+    state = scheduler_state(out / "model_final.pth")
+    assert state["last_epoch"] == trained
+    assert state["clock"]["elapsed"] >= 6.0  # it stopped at the deadline, not before
+    budget = state["time_budget"]
+    assert budget["seconds"] == 6.0 and 0 < budget["warmup_seconds"] < 6.0
+    # the last LR is the schedule's at the last iteration's start: 1 - p, p from the clock
+    assert final_eval(out)  # the final evaluation ran after the deadline
+
+
+def final_eval(out) -> bool:
+    return any("bbox/AP" in row for row in read_metrics(out))
+
+
+def test_an_interrupted_time_budget_resumes_the_same_clock(toy_root, tmp_path):
+    out = tmp_path / "run"
+    opts = [*TIMED, "DATASETS.TEST", "()", "SOLVER.CHECKPOINT_PERIOD", "4", "OUTPUT_DIR", str(out)]
+    tool = [sys.executable, str(REPO / "tools" / "train_net.py"), "--config-file", TOY_CONFIG,
+            "--budget-time", "8s"]  # fmt: skip
+    cmd = [*tool, *opts]
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    # SIGTERM once training has begun: after the first periodic checkpoint exists
+    deadline = time.monotonic() + 600
+    while not (out / "model_0000003.pth").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.terminate()
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 75, err[-2000:]
+    stopped = scheduler_state(out / (out / "last_checkpoint").read_text().strip())
+    assert 0 < stopped["clock"]["elapsed"] < 8.0
+    done = subprocess.run([*tool, "--resume", *opts], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    final = scheduler_state(out / "model_final.pth")
+    assert final["clock"]["elapsed"] >= 8.0  # one clock: the two parts add up to the budget
+    assert final["time_budget"]["warmup_seconds"] == stopped["time_budget"]["warmup_seconds"]
+    lrs = logged_lrs(out)
+    assert sorted(lrs) == list(range(final["last_epoch"]))  # both parts, no gap, no repeat
+    assert "time budget of 8 s reached" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--budget-time", "0s"], "time budget '0s' is invalid; allowed: a duration > 0"),
+        (["--budget-time=-1h"], "time budget '-1h' is invalid"),
+        (["--budget-time", "abc"], "time budget 'abc' is invalid"),
+        (["--budget-time", "2h", "SOLVER.BUDGET.FRACTION", "0.1"],
+         "SOLVER.BUDGET.SECONDS=7200.0 with SOLVER.BUDGET.FRACTION=0.1: a time budget and a "
+         "fraction of the schedule are two budgets"),
+    ],
+)  # fmt: skip
+def test_bad_time_budgets_are_refused_in_one_line(toy_root, tmp_path, args, expected):
+    with pytest.raises(SystemExit) as err:
+        run(["--config-file", TOY_CONFIG, *args, *TINY, "OUTPUT_DIR", str(tmp_path / "o")])
+    message = str(err.value.code)
+    assert expected in message and "\n" not in message
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_time_budget_config_key_alone_builds_the_time_scheduler():
+    cfg = load_config(TOY_CONFIG, ["SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.SECONDS", "60"])
+    from budgeted.detectron2 import build_lr_scheduler
+    from budgeted.pytorch import BudgetTimeLR
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
+    sched = build_lr_scheduler(cfg, opt)
+    assert isinstance(sched, BudgetTimeLR) and sched.budget.seconds == 60.0
+    cfg = load_config(TOY_CONFIG, ["SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.SECONDS", "-5"])
+    with pytest.raises(BudgetConfigError, match=r"SOLVER\.BUDGET\.SECONDS: time budget -5\.0"):
+        build_lr_scheduler(cfg, opt)

@@ -1,0 +1,106 @@
+"""Time budgets: durations, the clock every rank agrees on, and the schedule over seconds."""
+
+from __future__ import annotations
+
+import pytest
+
+from budgeted.clock import TimeBudget, TrainingClock, parse_duration
+from budgeted.core import BudgetSchedule
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("5400", 5400.0), (90, 90.0), ("6h", 21600.0), ("90m", 5400.0), ("2h30m", 9000.0),
+     ("1h2m3s", 3723.0), ("45s", 45.0), ("1.5h", 5400.0), (" 10M ", 600.0)],
+)  # fmt: skip
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0s", "0", "-1h", "abc", "", "h", "1d", "5m2h", True, -3, "nan"])
+def test_a_bad_duration_is_refused_in_one_line(text):
+    with pytest.raises(ValueError) as err:
+        parse_duration(text)
+    assert str(err.value) == (
+        f"time budget {text!r} is invalid; allowed: a duration > 0: seconds (5400), or "
+        "hours/minutes/seconds such as 6h, 90m, 2h30m, 45s"
+    )
+
+
+class FakeTime:
+    """A clock read that the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_paused_time_is_not_training_time_and_a_resumed_clock_goes_on():
+    t = FakeTime()
+    clock = TrainingClock(now=t)
+    clock.start()
+    t.now += 3.0
+    assert clock.tick(1) == 3.0
+    clock.pause()
+    t.now += 50.0  # an evaluation
+    clock.resume()
+    t.now += 2.0
+    assert clock.tick(2) == 5.0
+    again = TrainingClock.from_state(clock.state(), now=t)  # a resumed run
+    again.start()
+    t.now += 1.0
+    assert again.tick(3) == 6.0
+
+
+def test_ranks_agree_on_every_iteration_with_rank_0s_reading():
+    """Two ranks with clocks running at different speeds; rank 0's reading is shared every 4
+    ticks and extrapolated in between: both compute the same seconds at every iteration."""
+    times = [FakeTime(), FakeTime()]
+    shared: dict[int, list[float]] = {}
+
+    def share_for(rank: int):
+        def share(values: list[float]) -> list[float]:
+            return shared[rank] if rank else values
+
+        return share
+
+    clocks = [TrainingClock(sync_period=4, share=share_for(r), now=times[r]) for r in (0, 1)]
+    for clock in clocks:
+        clock.start()
+    agreed: list[list[float]] = [[], []]
+    for it in range(1, 21):
+        times[0].now += 1.0
+        times[1].now += 1.5  # rank 1 is slower, and its own reading differs
+        due = clocks[0]._anchor is None or it - clocks[0]._anchor[0] >= 4
+        agreed[0].append(clocks[0].tick(it))
+        if due:
+            shared[1] = [clocks[0]._anchor[1], clocks[0]._anchor[2]]
+        agreed[1].append(clocks[1].tick(it))
+    assert agreed[0] == agreed[1]
+    assert agreed[0][-1] == pytest.approx(20.0)  # rank 0's own seconds
+    assert clocks[1].syncs == 5
+
+
+def test_sync_period_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="sync_period=0 is invalid; allowed: an integer >= 1"):
+        TrainingClock(sync_period=0)
+
+
+def test_time_budget_warmup_in_iterations_then_decay_over_the_remaining_seconds():
+    budget = TimeBudget("linear", seconds="100s", warmup_iters=3, warmup_factor=0.01)
+    warm = BudgetSchedule("linear", 4, 3, 0.01)
+    assert [budget.multiplier(i, 2.0 * i) for i in range(3)] == [warm(i) for i in range(3)]
+    assert budget.multiplier(3, 6.0) == 1.0 and budget.warmup_seconds == 6.0
+    assert budget.multiplier(10, 53.0) == pytest.approx(0.5)  # (53 - 6) / (100 - 6)
+    assert budget.multiplier(20, 100.0) == 0.0 and budget.done(100.0)
+    again = TimeBudget(**budget.state())  # the checkpointed state plans the same decay
+    assert again.multiplier(10, 53.0) == budget.multiplier(10, 53.0)
+
+
+def test_a_time_budget_validates_like_any_budget():
+    with pytest.raises(ValueError, match="time budget '-1h' is invalid"):
+        TimeBudget("linear", seconds="-1h")
+    with pytest.raises(ValueError, match="unknown schedule 'lin'"):
+        TimeBudget("lin", seconds=10)
