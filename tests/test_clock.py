@@ -56,31 +56,46 @@ def test_paused_time_is_not_training_time_and_a_resumed_clock_goes_on():
 
 def test_ranks_agree_on_every_iteration_with_rank_0s_reading():
     """Two ranks with clocks running at different speeds; rank 0's reading is shared every 4
-    ticks and extrapolated in between: both compute the same seconds at every iteration."""
+    ticks (and at every tick until its rate is known), extrapolated in between: both compute
+    the same seconds at every iteration, and those never go back."""
     times = [FakeTime(), FakeTime()]
-    shared: dict[int, list[float]] = {}
+    broadcasts: list[list[float]] = []  # what rank 0 sent, in order
 
-    def share_for(rank: int):
-        def share(values: list[float]) -> list[float]:
-            return shared[rank] if rank else values
+    def share_rank0(values: list[float]) -> list[float]:
+        broadcasts.append(list(values))
+        return values
 
-        return share
+    received = iter(broadcasts)
 
-    clocks = [TrainingClock(sync_period=4, share=share_for(r), now=times[r]) for r in (0, 1)]
+    def share_rank1(values: list[float]) -> list[float]:
+        return next(received)
+
+    clocks = [
+        TrainingClock(sync_period=4, share=share_rank0, now=times[0]),
+        TrainingClock(sync_period=4, share=share_rank1, now=times[1]),
+    ]
     for clock in clocks:
         clock.start()
     agreed: list[list[float]] = [[], []]
-    for it in range(1, 21):
-        times[0].now += 1.0
-        times[1].now += 1.5  # rank 1 is slower, and its own reading differs
-        due = clocks[0]._anchor is None or it - clocks[0]._anchor[0] >= 4
+    for it in range(1, 22):
+        step = 1.0 if it % 3 else 2.5  # uneven iterations: extrapolation is wrong in between
+        times[0].now += step
+        times[1].now += 1.7  # rank 1's own reading differs, and is never used
         agreed[0].append(clocks[0].tick(it))
-        if due:
-            shared[1] = [clocks[0]._anchor[1], clocks[0]._anchor[2]]
         agreed[1].append(clocks[1].tick(it))
     assert agreed[0] == agreed[1]
-    assert agreed[0][-1] == pytest.approx(20.0)  # rank 0's own seconds
-    assert clocks[1].syncs == 5
+    assert all(b >= a for a, b in zip(agreed[0], agreed[0][1:]))
+    assert agreed[0][-1] >= times[0].now - 100.0 - 1e-9  # at least rank 0's reading at a sync
+    assert clocks[0].syncs == clocks[1].syncs == len(broadcasts) == 6  # ticks 1, 2, 6, ..., 18
+
+
+def test_with_one_process_the_clock_reads_itself_at_every_tick():
+    t = FakeTime()
+    clock = TrainingClock(now=t)
+    clock.start()
+    for it in range(1, 6):
+        t.now += it
+        assert clock.tick(it) == sum(range(1, it + 1))
 
 
 def test_sync_period_must_be_a_positive_integer():

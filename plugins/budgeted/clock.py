@@ -112,7 +112,8 @@ class TrainingClock:
         self._local = float(elapsed)  # this rank's training seconds, up to _since
         self._since: float | None = None  # running since (None: paused or not started)
         self.elapsed = float(elapsed)  # the agreed seconds at the last tick
-        self._anchor: tuple[int, float, float] | None = None  # (tick, seconds, seconds/tick)
+        # the last sync: (tick, agreed seconds, rank 0's seconds per tick or None, its reading)
+        self._anchor: tuple[int, float, float | None, float] | None = None
         self.syncs = 0
         self.sync_seconds = 0.0
 
@@ -136,25 +137,37 @@ class TrainingClock:
 
     def tick(self, trained: int) -> float:
         """The agreed training seconds after ``trained`` iterations of this run (every rank
-        calls it at the same iterations); also kept in :attr:`elapsed`."""
-        due = self._anchor is None or (trained - self._anchor[0]) >= self.sync_period
-        if due:
-            local = self.local_elapsed()
-            rate = 0.0
-            if self._anchor is not None and trained > self._anchor[0]:
-                rate = (local - self._anchor[1]) / (trained - self._anchor[0])
-            values = [local, rate]
-            if self._share is not None:
-                start = time.perf_counter()
-                values = [float(v) for v in self._share(values)]
-                self.syncs += 1
-                self.sync_seconds += time.perf_counter() - start
-            self._anchor = (trained, values[0], values[1])
-            self.elapsed = values[0]
-        else:
-            assert self._anchor is not None
-            tick0, seconds0, rate = self._anchor
-            self.elapsed = seconds0 + (trained - tick0) * rate
+        calls it at the same iterations); also kept in :attr:`elapsed`.
+
+        At a sync (every ``sync_period`` ticks, and every tick until rank 0 has measured its
+        seconds per iteration) rank 0's reading and rate are shared; in between, the seconds
+        are extrapolated from them. The agreed seconds never go back: a reading below the
+        extrapolation keeps the extrapolated value, so the LR never rises during the decay.
+        """
+        anchor = self._anchor
+        due = anchor is None or anchor[2] is None or trained - anchor[0] >= self.sync_period
+        if not due:
+            assert anchor is not None and anchor[2] is not None
+            self.elapsed = max(self.elapsed, anchor[1] + (trained - anchor[0]) * anchor[2])
+            return self.elapsed
+        local = self.local_elapsed()
+        rate = math.nan  # unknown until two readings
+        if anchor is not None and trained > anchor[0]:
+            rate = (local - anchor[3]) / (trained - anchor[0])
+        values = [local, rate]
+        if self._share is not None:
+            start = time.perf_counter()
+            values = [float(v) for v in self._share(values)]
+            self.syncs += 1
+            self.sync_seconds += time.perf_counter() - start
+        reading, shared_rate = values
+        self.elapsed = max(self.elapsed, reading)
+        self._anchor = (
+            trained,
+            self.elapsed,
+            None if math.isnan(shared_rate) else shared_rate,
+            reading,
+        )
         return self.elapsed
 
     def state(self) -> dict[str, float]:

@@ -116,7 +116,7 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
     keys["GRAD_NORM_BATCHES"] = 2
     keys["ON_RESUME"] = "refuse"  # or "replan": resume a checkpoint of another MAX_ITER
     keys["SECONDS"] = 0.0  # > 0: a wall-clock budget of training seconds (MAX_ITER: a cap)
-    keys["CLOCK_SYNC_PERIOD"] = 10  # share rank 0's clock every N iterations
+    keys["CLOCK_SYNC_PERIOD"] = 1  # share rank 0's clock every N iterations
     for key, value in keys.items():
         if key not in b:
             b[key] = value

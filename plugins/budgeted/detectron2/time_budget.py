@@ -88,7 +88,7 @@ def time_budget_from_cfg(
         s.WARMUP_METHOD,
         params,
     )
-    period = s.BUDGET.get("CLOCK_SYNC_PERIOD", 10)
+    period = s.BUDGET.get("CLOCK_SYNC_PERIOD", 1)
     clock = TrainingClock(sync_period=period, share=broadcast_from_rank0)
     return BudgetTimeLR(optimizer, budget, clock)
 

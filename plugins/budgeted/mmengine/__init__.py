@@ -52,6 +52,7 @@ from .schedulers import (  # noqa: E402
     BudgetScheduleLR,
     scheduler_types,
 )
+from .time_budget import TimeBudgetClockHook, TimeBudgetTrainLoop  # noqa: E402
 
 __all__ = [
     "MMENGINE_CHECKPOINT_GLOBALS",
@@ -64,6 +65,8 @@ __all__ = [
     "DamagedCheckpointError",
     "FullGradNormHook",
     "PreemptionHook",
+    "TimeBudgetClockHook",
+    "TimeBudgetTrainLoop",
     "UnsafeCheckpointError",
     "allow_mmengine_checkpoints",
     "check_checkpoint",

@@ -42,6 +42,7 @@ from mmengine.registry import PARAM_SCHEDULERS, Registry
 from mmengine.runner import Runner
 
 from ..budget import budget_iters
+from ..clock import parse_duration
 from ..config_files import find_config
 from ..core import BudgetMismatchError, BudgetSchedule
 from ..preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
@@ -67,6 +68,7 @@ from .schedulers import (
 __all__ = [
     "add_reliability_hooks",
     "apply_budget_fraction",
+    "apply_time_budget",
     "build_budget_schedulers",
     "check_budget_schedulers",
     "check_data_roots",
@@ -165,6 +167,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="FRACTION",
         help="train this fraction (0, 1] of the config's full schedule (full_schedule_iters, "
         "else train_cfg.max_iters); 1 trains the full schedule, more is refused",
+    )
+    parser.add_argument(
+        "--budget-time",
+        metavar="DURATION",
+        help="a wall-clock budget of training time: 6h, 90m, 2h30m, or seconds "
+        "(TimeBudgetTrainLoop; the full schedule's max_iters then only caps the iterations)",
     )
     parser.add_argument(
         "--cfg-options",
@@ -374,6 +382,34 @@ def fill_budget_scheduler_defaults(cfg: Config) -> None:
                 entry.setdefault("convert_to_iter_based", True)
 
 
+def apply_time_budget(cfg: Config, duration: str | float) -> float:
+    """Train for ``duration`` of training time (:class:`~budgeted.mmengine.TimeBudgetTrainLoop`);
+    return the seconds.
+
+    The iterations are capped at the full schedule (``cfg.full_schedule_iters``, else
+    ``train_cfg.max_iters``).
+
+    Raises:
+        ValueError: one line for a bad duration or a loop that is not iteration-based.
+
+    Example:
+        >>> cfg = Config(dict(full_schedule_iters=800, train_cfg=dict(max_iters=80)))
+        >>> apply_time_budget(cfg, "90m"), cfg.train_cfg.type, cfg.train_cfg.max_iters
+        (5400.0, 'TimeBudgetTrainLoop', 800)
+    """
+    seconds = parse_duration(duration)
+    loop = cfg.get("train_cfg") or {}
+    if loop.get("type", "IterBasedTrainLoop") not in ("IterBasedTrainLoop", "TimeBudgetTrainLoop"):
+        raise ValueError(
+            f"--budget-time needs an iteration-based train loop; train_cfg.type is "
+            f"{loop.get('type')!r}"
+        )
+    apply_budget_fraction(cfg, 1.0)
+    cfg.train_cfg.type = "TimeBudgetTrainLoop"
+    cfg.train_cfg.seconds = seconds
+    return seconds
+
+
 def apply_budget_fraction(cfg: Config, fraction: float) -> int:
     """Train ``fraction`` of the full schedule; return the iterations.
 
@@ -574,8 +610,15 @@ def preflight(args: argparse.Namespace) -> Config:
             cfg.optim_wrapper.type = "AmpOptimWrapper"
             cfg.optim_wrapper.loss_scale = "dynamic"
     cfg.resume = bool(args.resume or args.resume_from)
+    if args.budget is not None and getattr(args, "budget_time", None) is not None:
+        raise ValueError(
+            f"--budget {args.budget} and --budget-time {args.budget_time} are two budgets; "
+            "allowed: one of them"
+        )
     if args.budget is not None:
         apply_budget_fraction(cfg, args.budget)
+    if getattr(args, "budget_time", None) is not None:
+        apply_time_budget(cfg, args.budget_time)
     fill_budget_scheduler_defaults(cfg)
     check_scheduler_types(cfg)
     check_budget_schedulers(cfg)

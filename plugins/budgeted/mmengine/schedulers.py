@@ -23,6 +23,7 @@ from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
 from mmengine.registry import PARAM_SCHEDULERS
 
+from ..clock import TimeBudget, TrainingClock
 from ..core import (
     BudgetMismatchError,
     BudgetReplanError,
@@ -30,6 +31,7 @@ from ..core import (
     ScheduleInfo,
     on_schedule_registered,
 )
+from .time_budget import TimeBudgetTrainLoop
 
 __all__ = [
     "NAMED_SCHEDULERS",
@@ -93,6 +95,18 @@ def _building_runner_option(key: str) -> Any:
         if frame.f_code.co_name == "_build_param_scheduler":
             cfg = getattr(frame.f_locals.get("self"), "cfg", None)  # an mmengine Config
             return cfg.get(key) if callable(getattr(cfg, "get", None)) else None
+        frame = frame.f_back
+    return None
+
+
+def _building_train_loop() -> Any:
+    """The train loop of the ``Runner`` building this scheduler (None elsewhere)."""
+    frame = sys._getframe(1)
+    for _ in range(_STACK_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_build_param_scheduler":
+            return getattr(frame.f_locals.get("self"), "_train_loop", None)
         frame = frame.f_back
     return None
 
@@ -251,6 +265,14 @@ class BudgetParamScheduler(_ParamScheduler):
         except ValueError as err:
             raise BudgetConfigError(f"{name}: {err}") from None
         self._plan = plan
+        loop = _building_train_loop()
+        self._time: TimeBudget | None = None
+        self._clock: TrainingClock | None = None
+        if isinstance(loop, TimeBudgetTrainLoop):  # a wall-clock budget: decay over seconds
+            self._time = TimeBudget(
+                schedule, loop.seconds, warmup_iters, warmup_factor, warmup_method, params
+            )
+            self._clock = loop.clock
         # What defines this budget, saved in checkpoints: the core's state plus ``begin``.
         self.budget = {"begin": begin, **plan.state()}
         super().__init__(
@@ -345,6 +367,9 @@ class BudgetParamScheduler(_ParamScheduler):
         return self._plan(self.last_step if step is None else step)
 
     def _get_value(self) -> list[float]:
+        if self._time is not None and self._clock is not None:
+            factor = self._time.multiplier(self.last_step, self._clock.elapsed)
+            return [base * factor for base in self.base_values]
         factor = self._plan(self.last_step)
         return [base * factor for base in self.base_values]
 
@@ -401,20 +426,48 @@ class BudgetParamScheduler(_ParamScheduler):
         except BudgetReplanError as err:
             raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
 
-    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "_plan", "on_resume")
+    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "_plan", "on_resume", "_time", "_clock")
 
     def state_dict(self) -> dict[str, Any]:
         """MMEngine's state (plain values only, safe for ``weights_only`` loading)."""
-        return {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
+        state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
+        if self._time is not None and self._clock is not None:
+            state["time_budget"] = self._time.state()
+            state["clock"] = self._clock.state()
+        return state
+
+    def _resume_time(self, state_dict: Mapping[str, Any]) -> None:
+        """Go on with a checkpoint's clock; refuse another time budget (one line)."""
+        assert self._time is not None and self._clock is not None
+        saved = state_dict.get("time_budget")
+        mine = {k: v for k, v in self._time.state().items() if k != "warmup_seconds"}
+        theirs = {k: v for k, v in (saved or {}).items() if k != "warmup_seconds"}
+        if mine != theirs:
+            what = (
+                ", ".join(f"{k}={theirs.get(k)!r}" for k in mine if theirs.get(k) != mine[k])
+                if saved is not None
+                else "no time budget"
+            )
+            raise BudgetMismatchError(
+                f"cannot resume: the checkpoint's budget has {what}, the config's "
+                + ", ".join(f"{k}={mine[k]!r}" for k in mine if theirs.get(k) != mine[k])
+                + "; resume with the checkpoint's time budget, or start a new run from its "
+                "weights with load_from=<checkpoint> and resume=False"
+            )
+        assert saved is not None
+        self._time.warmup_seconds = saved.get("warmup_seconds")
+        elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
+        self._clock.elapsed = self._clock._local = elapsed
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget, or re-plan
         it (``on_resume="replan"``)."""
+        if self._time is not None:
+            self._resume_time(state_dict)
         plan, line = self.check_resume(state_dict.get("budget"), at=resume_step(state_dict))
         keep = ("end", "budget") if line is not None else ()  # a re-plan keeps the new end
-        self.__dict__.update(
-            {k: v for k, v in state_dict.items() if k not in self._NOT_STATE and k not in keep}
-        )
+        skip = (*self._NOT_STATE, *keep, "time_budget", "clock")
+        self.__dict__.update({k: v for k, v in state_dict.items() if k not in skip})
         self._plan = plan
         self.budget = {"begin": self.begin, **plan.state()}
         if line is not None:

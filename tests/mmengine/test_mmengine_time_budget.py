@@ -1,0 +1,96 @@
+"""Wall-clock budgets with the real MMEngine runner on the toy PSPNet (real clocks, short
+budgets). Assertions compare a run with its own clock, never with fixed times (they hold under
+load)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from mmengine.runner import Runner
+from mmseg_testutils import logged, recorded_lrs, stock_config, toy_args, toy_config
+
+pytestmark = pytest.mark.slow
+WARMUP = 4
+
+
+def scheduler_state(path) -> dict:
+    return torch.load(path, weights_only=False)["param_schedulers"][0]
+
+
+def stop_line(work_dir) -> str:
+    log = next(work_dir.glob("*/*.log")).read_text()
+    return next(line for line in log.splitlines() if "time budget of" in line)
+
+
+def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(tmp_path, toy_root, cli):
+    work = tmp_path / "work"
+    args = toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP)
+    assert cli.main([*args, "--budget-time", "5s"]) == 0
+    line = stop_line(work)
+    trained = int(line.split("reached after ")[1].split()[0])
+    assert WARMUP < trained < 3200  # the cap is the full toy schedule
+    lrs = recorded_lrs(tmp_path)
+    assert sorted(lrs) == list(range(trained))
+    decay = [lrs[i] for i in range(WARMUP, trained)]
+    assert all(b <= a for a, b in zip(decay, decay[1:])) and decay[-1] > 0.0
+    assert list(logged(work, "mIoU")) == [trained]  # the final validation, at the last iteration
+    state = scheduler_state(work / f"iter_{trained}.pth")
+    assert state["clock"]["elapsed"] >= 5.0
+    assert state["time_budget"]["seconds"] == 5.0
+    assert 0.0 < state["time_budget"]["warmup_seconds"] < 5.0
+
+
+def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(tmp_path, toy_root, cli):
+    work = tmp_path / "work"
+    args = toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP)
+    assert cli.main([*args, "--budget-time", "6s"]) == 0
+    # as if preempted after iteration 6: resume from its checkpoint with the same budget
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    shutil.copy(work / "iter_6.pth", resumed / "iter_6.pth")
+    half = scheduler_state(resumed / "iter_6.pth")
+    assert 0.0 < half["clock"]["elapsed"] < 6.0
+    args = toy_args(toy_config(tmp_path), resumed, toy_root, warmup=WARMUP)
+    assert cli.main([*args, f"load_from={resumed / 'iter_6.pth'}", "--budget-time", "6s",
+                     "--resume"]) == 0  # fmt: skip
+    trained = int(stop_line(resumed).split("reached after ")[1].split()[0])
+    final = scheduler_state(resumed / f"iter_{trained}.pth")
+    assert final["clock"]["elapsed"] >= 6.0  # one clock across both parts
+    assert final["time_budget"]["warmup_seconds"] == half["time_budget"]["warmup_seconds"]
+    # another time budget is refused, nothing written
+    before = sorted(p.name for p in resumed.glob("*.pth"))
+    assert cli.main([*args, f"load_from={resumed / 'iter_6.pth'}", "--budget-time", "9s",
+                     "--resume"]) == 2  # fmt: skip
+    assert sorted(p.name for p in resumed.glob("*.pth")) == before
+
+
+def test_the_stock_runner_takes_the_loop_from_the_config(tmp_path, toy_root):
+    cfg = stock_config(tmp_path, toy_root, iters=3200)
+    cfg.train_cfg = dict(type="TimeBudgetTrainLoop", seconds="3s", max_iters=3200,
+                         val_interval=3200)  # fmt: skip
+    cfg.default_hooks.checkpoint.interval = 3200
+    Runner.from_cfg(cfg).train()
+    work = tmp_path / "work"
+    trained = int(stop_line(work).split("reached after ")[1].split()[0])
+    assert (work / f"iter_{trained}.pth").is_file()
+    assert list(logged(work, "mIoU")) == [trained]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--budget-time", "0s"], "time budget '0s' is invalid; allowed: a duration > 0"),
+        (["--budget-time=-1h"], "time budget '-1h' is invalid"),
+        (["--budget-time", "abc"], "time budget 'abc' is invalid"),
+        (["--budget-time", "2h", "--budget", "0.1"],
+         "--budget 0.1 and --budget-time 2h are two budgets; allowed: one of them"),
+    ],
+)  # fmt: skip
+def test_bad_time_budgets_are_refused_in_one_line(tmp_path, toy_root, cli, capsys, extra, expected):
+    work = tmp_path / "work"
+    assert cli.main([*toy_args(toy_config(tmp_path), work, toy_root), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("train_seg: error: ") and expected in err
+    assert not work.exists()
