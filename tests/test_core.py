@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -401,7 +402,27 @@ def test_resume_with_another_length_refuses_unless_replan():
     other = BudgetSchedule("cosine", 1000, 10).state()
     with pytest.raises(BudgetMismatchError, match="schedule='cosine'"):
         config.resume(other, at=500, on_resume="replan")
-    with pytest.raises(ValueError, match="on_resume='extend' is invalid; allowed: refuse, replan"):
+    with pytest.raises(
+        ValueError, match="on_resume='extend' is invalid; allowed: refuse, replan, branch"
+    ):
         config.resume(saved, at=500, on_resume="extend")
     with pytest.raises(budgeted.core.BudgetReplanError, match="max_iters: cannot change"):
         config.resume(saved, at=1000, on_resume="replan", names={"total": "max_iters"})
+
+
+def test_branch_goes_on_with_the_configs_budget_where_the_past_agrees():
+    stable = BudgetSchedule("wsd", 1000, 0).state()  # the longest budget's stable run
+    shorter = BudgetSchedule("wsd", 500, 0)  # its cooldown starts at 0.8 x 500 = 400
+    budget, line = shorter.resume(stable, at=400, on_resume="branch", names={"total": "T"})
+    assert budget == shorter
+    assert line == "budget branched at 400: T 1000 -> 500, the same multipliers so far"
+    message = (
+        "cannot branch at 450: the checkpoint's budget (T 1000) and the config's (T 500) differ "
+        "from iteration 401 on (multiplier 1 vs 0.99); branch from a checkpoint saved before 401"
+    )
+    with pytest.raises(budgeted.core.BudgetReplanError, match=re.escape(message)):
+        shorter.resume(stable, at=450, on_resume="branch", names={"total": "T"})
+    with pytest.raises(budgeted.core.BudgetReplanError, match="differ from iteration 1 on"):
+        BudgetSchedule("linear", 500, 0).resume(
+            BudgetSchedule("linear", 1000, 0).state(), at=100, on_resume="branch"
+        )

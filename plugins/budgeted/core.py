@@ -454,9 +454,12 @@ class BudgetSchedule:
             f"cannot resume: the checkpoint's budget {old}, the config's {new}; {fix}"
         )
 
-    RESUME_POLICIES: ClassVar[tuple[str, ...]] = ("refuse", "replan")
-    """What a resume does with a checkpoint of another budget length: refuse it (the default),
-    or :meth:`replan` the checkpoint's budget to this one."""
+    RESUME_POLICIES: ClassVar[tuple[str, ...]] = ("refuse", "replan", "branch")
+    """What a resume does with a checkpoint of another budget length: refuse it (the default);
+    :meth:`replan` the checkpoint's budget to this one; or ``branch``: go on with this budget as
+    it is, allowed only where it gives every iteration already trained the multiplier the
+    checkpoint's gave (``wsd`` budgets before their cooldown: one stable run, one cooldown per
+    budget)."""
 
     def resume(
         self,
@@ -474,6 +477,8 @@ class BudgetSchedule:
           re-planned run is exact).
         - Another budget length (``total``) and ``on_resume="replan"``: the checkpoint's budget
           re-planned to this one's ``total`` at ``at`` (:meth:`replan`).
+        - Another budget length and ``on_resume="branch"``: this budget, if it agrees with the
+          checkpoint's at every iteration before ``at`` (else :class:`BudgetReplanError`).
         - Anything else: :meth:`check_resume`'s one-line :class:`BudgetMismatchError`; a replan
           that cannot be made: :class:`BudgetReplanError`.
 
@@ -497,6 +502,20 @@ class BudgetSchedule:
             self.check_resume(saved, names=names, fix=fix)
         old = BudgetSchedule.from_state(saved)  # type: ignore[arg-type]
         names = names or {}
+        key = names.get("total", "total")
+        if on_resume == "branch":
+            for t in range(math.ceil(at)):
+                if not math.isclose(old(t), self(t), rel_tol=1e-12, abs_tol=1e-15):
+                    raise BudgetReplanError(
+                        f"cannot branch at {at:g}: the checkpoint's budget ({key} {old.total:g}) "
+                        f"and the config's ({key} {self.total:g}) differ from iteration {t} on "
+                        f"(multiplier {old(t):.4g} vs {self(t):.4g}); branch from a checkpoint "
+                        f"saved before {t}, or re-plan (on_resume replan)"
+                    )
+            return self, (
+                f"budget branched at {at:g}: {key} {old.total:g} -> {self.total:g}, the same "
+                "multipliers so far"
+            )
         try:
             new = old.replan(self.total, at)
         except BudgetReplanError as err:

@@ -138,7 +138,7 @@ def test_an_unknown_on_resume_policy_is_refused_in_one_line() -> None:
     with pytest.raises(BudgetConfigError) as err:
         bd2.build_lr_scheduler(cfg, sgd_for(cfg))
     assert str(err.value) == (
-        "SOLVER.BUDGET.ON_RESUME='extend' is invalid; allowed: refuse, replan"
+        "SOLVER.BUDGET.ON_RESUME='extend' is invalid; allowed: refuse, replan, branch"
     )
 
 

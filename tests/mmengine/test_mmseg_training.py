@@ -187,7 +187,7 @@ def test_our_tool_replans_and_refuses_to_extend_a_finished_run(
     args = toy_args(toy_config(tmp_path), resumed, toy_root, f"load_from={ckpt}", iters=24)
     assert cli.main([*args, "budget_on_resume=later", "--resume"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.endswith("budget_on_resume='later' is invalid; allowed: refuse, replan")
+    assert err.endswith("budget_on_resume='later' is invalid; allowed: refuse, replan, branch")
 
 
 def test_checkpoint_with_a_foreign_global_is_refused(first_run, tmp_path, toy_root, cli, capsys):
