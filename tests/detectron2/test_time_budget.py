@@ -110,3 +110,23 @@ def test_the_time_budget_config_key_alone_builds_the_time_scheduler():
     cfg = load_config(TOY_CONFIG, ["SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.SECONDS", "-5"])
     with pytest.raises(BudgetConfigError, match=r"SOLVER\.BUDGET\.SECONDS: time budget -5\.0"):
         build_lr_scheduler(cfg, opt)
+
+
+def test_two_workers_share_rank_0s_clock_and_stop_together(toy_root, tmp_path):
+    """2 CPU processes (gloo): the clock is broadcast every 3 iterations and extrapolated in
+    between; both workers must stop after the same iteration (else DDP would hang)."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(REPO / "tools" / "train_net.py"), "--config-file", TOY_CONFIG,
+           "--num-gpus", "2", "--budget-time", "6s", *TINY, "SOLVER.BUDGET.FRACTION", "1.0",
+           "SOLVER.BUDGET.CLOCK_SYNC_PERIOD", "3", "DATASETS.TEST", "()",
+           "OUTPUT_DIR", str(out)]  # fmt: skip
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "log.txt.rank1").is_file()  # two workers really trained
+    line = next(x for x in done.stderr.splitlines() if "time budget of 6 s reached" in x)
+    assert "clock shared" in line and "us each" in line
+    state = scheduler_state(out / "model_final.pth")
+    assert state["clock"]["elapsed"] >= 6.0
+    lrs = logged_lrs(out)
+    decay = [lrs[i] for i in range(3, state["last_epoch"])]
+    assert all(b <= a for a, b in zip(decay, decay[1:]))
