@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+import budgeted.core
 from budgeted.clock import TimeBudget, TrainingClock, parse_duration
 from budgeted.core import BudgetSchedule
 
@@ -119,3 +122,56 @@ def test_a_time_budget_validates_like_any_budget():
         TimeBudget("linear", seconds="-1h")
     with pytest.raises(ValueError, match="unknown schedule 'lin'"):
         TimeBudget("lin", seconds=10)
+
+
+def warmed(seconds: float, warmup_seconds: float = 10.0) -> TimeBudget:
+    budget = TimeBudget("linear", seconds, warmup_iters=2)
+    budget.multiplier(2, warmup_seconds)  # the warmup ends at 10 s
+    return budget
+
+
+def test_resuming_the_same_time_budget_takes_over_what_was_measured():
+    saved = warmed(100).state()
+    again = TimeBudget("linear", 100, warmup_iters=2)
+    assert again.resume(saved, elapsed=40.0) is None
+    assert again.warmup_seconds == 10.0
+    assert again.multiplier(9, 55.0) == pytest.approx(0.5)
+
+
+def test_another_time_budget_is_refused_unless_replan_which_goes_on_without_a_jump():
+    old = warmed(100)
+    with pytest.raises(budgeted.core.BudgetMismatchError) as err:
+        TimeBudget("linear", 200, warmup_iters=2).resume(old.state(), elapsed=40.0)
+    assert str(err.value) == (
+        "cannot resume: the checkpoint's budget has seconds=100.0, the config's seconds=200.0; "
+        "resume with the checkpoint's time budget, or start a new run from its weights "
+        "(or re-plan it)"
+    )
+    new = TimeBudget("linear", 200, warmup_iters=2)
+    line = new.resume(old.state(), elapsed=40.0, on_resume="replan")
+    assert line.startswith("time budget re-planned at 40 s: 100 s -> 200 s")
+    assert new.multiplier(9, 40.0) == pytest.approx(old.multiplier(9, 40.0))  # no jump
+    assert new.multiplier(9, 120.0) == pytest.approx(old.multiplier(9, 40.0) / 2)
+    assert new.multiplier(9, 200.0) == 0.0
+    again = TimeBudget("linear", 200, warmup_iters=2)  # resuming the re-planned run: exact
+    assert again.resume(new.state(), elapsed=150.0) is None
+    assert again.multiplier(9, 150.0) == new.multiplier(9, 150.0)
+
+
+@pytest.mark.parametrize(
+    ("saved", "elapsed", "message"),
+    [
+        (None, 10.0, "the checkpoint's budget is not a time budget"),
+        ({"schedule": "linear", "total": 900}, 10.0, "is not a time budget"),
+        ("spent", 100.0, "time budget: cannot change the budget at 100: the budget of 100 has "
+         "run out there"),
+        ("warmed", 150.0, "time budget: cannot change the budget to 120.0: 150 of it has already "
+         "elapsed"),
+    ],
+)  # fmt: skip
+def test_time_budget_resumes_that_cannot_be_made_are_refused_in_one_line(saved, elapsed, message):
+    if saved in ("spent", "warmed"):
+        saved = warmed(100).state() if saved == "spent" else warmed(200).state()
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        TimeBudget("linear", 120, warmup_iters=2).resume(saved, elapsed, on_resume="replan")
+    assert "\n" not in str(err.value)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import BudgetSchedule
+from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule
 
 __all__ = ["TimeBudget", "TimeBudgetReached", "TrainingClock", "parse_duration"]
 
@@ -170,6 +170,12 @@ class TrainingClock:
         )
         return self.elapsed
 
+    def restore(self, elapsed: float) -> None:
+        """Go on from ``elapsed`` training seconds (a checkpoint's), paused."""
+        self.elapsed = self._local = float(elapsed)
+        self._since = None
+        self._anchor = None
+
     def state(self) -> dict[str, float]:
         """What a checkpoint keeps: the agreed training seconds so far."""
         return {"elapsed": self.elapsed}
@@ -203,6 +209,7 @@ class TimeBudget:
     warmup_method: str = "linear"
     params: dict[str, Any] = field(default_factory=dict)
     warmup_seconds: float | None = None
+    replan: dict[str, float] | None = None  # {"at": seconds, "from_progress": p0}: see resume
 
     def __post_init__(self) -> None:
         self.seconds = parse_duration(self.seconds)
@@ -223,6 +230,7 @@ class TimeBudget:
             raise ValueError("the warmup has not ended yet: no decay to plan")
         if self._plan is None:
             warmup = min(self.warmup_seconds, math.nextafter(self.seconds, 0.0))
+            replan = self.replan or {}
             self._plan = BudgetSchedule(
                 self.schedule,
                 self.seconds,
@@ -230,6 +238,8 @@ class TimeBudget:
                 self.warmup_factor,
                 self.warmup_method,
                 self.params,
+                replanned_at=replan.get("at"),
+                replanned_from=replan.get("from_progress", 0.0),
             )
         return self._plan
 
@@ -255,7 +265,73 @@ class TimeBudget:
             "warmup_method": self.warmup_method,
             "params": {k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()},
             "warmup_seconds": self.warmup_seconds,
+            "replan": self.replan,
         }
+
+    MEASURED = ("warmup_seconds", "replan")
+    """State keys measured or recorded during training, not stated by a config."""
+
+    def resume(
+        self, saved: Mapping[str, Any] | None, elapsed: float, on_resume: str = "refuse"
+    ) -> str | None:
+        """Go on from a checkpoint's :meth:`state` (``saved``) at ``elapsed`` training seconds.
+
+        The same budget: its measured warmup end and any re-plan are taken over. Another
+        ``seconds`` with ``on_resume="replan"``: the decay goes on from the progress reached at
+        ``elapsed`` to the schedule's end at the new ``seconds``
+        (:meth:`budgeted.core.BudgetSchedule.replan`, in seconds); the line to log is returned.
+        Anything else raises a one-line ``BudgetMismatchError`` (or ``BudgetReplanError``).
+
+        >>> old = TimeBudget("linear", 100, warmup_iters=0)
+        >>> _ = old.multiplier(0, 0.0)  # the warmup ended at 0 s
+        >>> longer = TimeBudget("linear", 300, warmup_iters=0)
+        >>> print(longer.resume(old.state(), elapsed=50.0, on_resume="replan"))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        time budget re-planned at 50 s: 100 s -> 300 s; the multiplier goes on from 0.5 to 0
+        over the remaining 250 s
+        >>> longer.multiplier(10, 175.0)
+        0.25
+        """
+        if on_resume not in BudgetSchedule.RESUME_POLICIES[:2]:
+            raise ValueError(f"on_resume={on_resume!r} is invalid for a time budget; allowed: "
+                             "refuse, replan")  # fmt: skip
+        fix = "resume with the checkpoint's time budget, or start a new run from its weights"
+        if saved is None or "seconds" not in saved:
+            raise BudgetMismatchError(
+                f"cannot resume: the checkpoint's budget is not a time budget (its scheduler "
+                f"counts iterations), the config's is {self.seconds:g} s; {fix}"
+            )
+        mine = {k: v for k, v in self.state().items() if k not in self.MEASURED}
+        theirs = {k: v for k, v in saved.items() if k not in self.MEASURED}
+        diff = [k for k in mine if theirs.get(k) != mine[k]]
+        if diff and (on_resume == "refuse" or diff != ["seconds"]):
+            raise BudgetMismatchError(
+                "cannot resume: the checkpoint's budget has "
+                + ", ".join(f"{k}={theirs.get(k)!r}" for k in diff)
+                + ", the config's "
+                + ", ".join(f"{k}={mine[k]!r}" for k in diff)
+                + f"; {fix}"
+                + ("" if on_resume == "replan" or diff != ["seconds"] else " (or re-plan it)")
+            )
+        old = TimeBudget(**saved)
+        self.warmup_seconds, self.replan = old.warmup_seconds, old.replan
+        self._plan = None
+        if not diff:
+            return None
+        if old.warmup_seconds is None:  # still warming up: the decay is planned at its end
+            return f"time budget changed during the warmup: {old.seconds:g} s -> {self.seconds:g} s"
+        try:
+            plan = old.plan().replan(self.seconds, at=elapsed)
+        except BudgetReplanError as err:
+            raise BudgetReplanError(f"time budget: {err}") from None
+        if plan.replanned_at is not None:
+            self.replan = {"at": plan.replanned_at, "from_progress": plan.replanned_from}
+        self._plan = None
+        return (
+            f"time budget re-planned at {elapsed:g} s: {old.seconds:g} s -> {self.seconds:g} s; "
+            f"the multiplier goes on from {old.plan()(elapsed):.4g} to 0 over the remaining "
+            f"{self.seconds - elapsed:g} s"
+        )
 
 
 class TimeBudgetReached(SystemExit):

@@ -176,16 +176,20 @@ class BudgetTimeLR(_LRScheduler):
         (10, 0.0)
     """
 
-    RESUME_FIX: ClassVar[str] = (
-        "resume with the checkpoint's time budget, or start a new run from its weights"
-    )
-    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "budget", "clock")
+    LOGGER: ClassVar[str] = __name__
+    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "budget", "clock", "on_resume")
 
     def __init__(
-        self, optimizer: Optimizer, budget: TimeBudget, clock: TrainingClock, last_epoch: int = -1
+        self,
+        optimizer: Optimizer,
+        budget: TimeBudget,
+        clock: TrainingClock,
+        last_epoch: int = -1,
+        on_resume: str = "refuse",
     ) -> None:
         self.budget = budget
         self.clock = clock
+        self.on_resume = on_resume
         self.last_trained_factor = 0.0  # the multiplier of the last iteration stepped past
         super().__init__(optimizer, last_epoch)
 
@@ -219,24 +223,15 @@ class BudgetTimeLR(_LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume the budget and the clock; a checkpoint of another budget is refused."""
+        """Resume the budget and the clock (:meth:`budgeted.clock.TimeBudget.resume`): another
+        budget is refused, or with ``on_resume="replan"`` another ``seconds`` re-planned."""
         state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
         saved = state.pop("time_budget", None)
-        clock = state.pop("clock", None) or {}
-        mine = {k: v for k, v in self.budget.state().items() if k != "warmup_seconds"}
-        theirs = {k: v for k, v in (saved or {}).items() if k != "warmup_seconds"}
-        if mine != theirs:
-            diff = ", ".join(
-                f"{k}={theirs.get(k)!r} (config: {v!r})"
-                for k, v in mine.items()
-                if theirs.get(k) != v
-            )
-            what = diff if saved is not None else "no time budget"
-            raise BudgetMismatchError(
-                f"cannot resume: the checkpoint's budget has {what}; {self.RESUME_FIX}"
-            )
-        self.budget.warmup_seconds = saved.get("warmup_seconds")
-        self.clock.elapsed = self.clock._local = float(clock.get("elapsed", 0.0))
+        elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
+        line = self.budget.resume(saved, elapsed, self.on_resume)
+        if line is not None:
+            logging.getLogger(self.LOGGER).warning(line)
+        self.clock.restore(elapsed)
         self.__dict__.update(state)
         self._last_lr = self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, self._last_lr):

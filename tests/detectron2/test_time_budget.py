@@ -77,6 +77,9 @@ def test_an_interrupted_time_budget_resumes_the_same_clock(toy_root, tmp_path):
     assert final["time_budget"]["warmup_seconds"] == stopped["time_budget"]["warmup_seconds"]
     lrs = logged_lrs(out)
     assert sorted(lrs) == list(range(final["last_epoch"]))  # both parts, no gap, no repeat
+    # the first resumed iteration trains at the LR of the checkpoint's clock (linear, base 0.01)
+    e, w = stopped["clock"]["elapsed"], stopped["time_budget"]["warmup_seconds"]
+    assert lrs[stopped["last_epoch"]] == pytest.approx(0.01 * (1 - (e - w) / (8 - w)), rel=1e-6)
     assert "time budget of 8 s reached" in done.stderr
 
 
@@ -130,3 +133,28 @@ def test_two_workers_share_rank_0s_clock_and_stop_together(toy_root, tmp_path):
     lrs = logged_lrs(out)
     decay = [lrs[i] for i in range(3, state["last_epoch"])]
     assert all(b <= a for a, b in zip(decay, decay[1:]))
+
+
+def test_a_time_budget_is_replanned_on_resume_only_when_asked(toy_root, tmp_path, capsys):
+    out = tmp_path / "run"
+    opts = [*TIMED, "DATASETS.TEST", "()", "SOLVER.CHECKPOINT_PERIOD", "4", "OUTPUT_DIR", str(out)]
+    run(["--config-file", TOY_CONFIG, "--budget-time", "4s", *opts])
+    first = logged_lrs(out)
+    (out / "metrics.json").unlink()
+    (out / "last_checkpoint").write_text("model_0000007.pth")  # 8 iterations in
+    mid = scheduler_state(out / "model_0000007.pth")
+    with pytest.raises(SystemExit) as err:  # another time budget: refused by default
+        run(["--config-file", TOY_CONFIG, "--resume", "--budget-time", "8s", *opts])
+    assert "seconds=4.0, the config's seconds=8.0" in str(err.value.code)
+    capsys.readouterr()
+    run(["--config-file", TOY_CONFIG, "--resume", "--budget-time", "8s", *opts,
+         "SOLVER.BUDGET.ON_RESUME", "replan"])  # fmt: skip
+    assert (
+        f"time budget re-planned at {mid['clock']['elapsed']:g} s: 4 s -> 8 s"
+        in (out / "log.txt").read_text()
+    )
+    lrs = logged_lrs(out)
+    assert lrs[8] == pytest.approx(first[8], rel=1e-6)  # no jump: the LR it had reached
+    final = scheduler_state(out / "model_final.pth")
+    assert final["clock"]["elapsed"] >= 8.0
+    assert final["time_budget"]["replan"]["at"] == mid["clock"]["elapsed"]

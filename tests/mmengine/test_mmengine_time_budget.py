@@ -57,6 +57,9 @@ def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(tmp_path, toy_
                      "--resume"]) == 0  # fmt: skip
     trained = int(stop_line(resumed).split("reached after ")[1].split()[0])
     final = scheduler_state(resumed / f"iter_{trained}.pth")
+    # the first resumed iteration trains at the LR of the checkpoint's clock (linear, base 0.01)
+    e, w = half["clock"]["elapsed"], half["time_budget"]["warmup_seconds"]
+    assert recorded_lrs(tmp_path)[6] == pytest.approx(0.01 * (1 - (e - w) / (6 - w)), rel=1e-6)
     assert final["clock"]["elapsed"] >= 6.0  # one clock across both parts
     assert final["time_budget"]["warmup_seconds"] == half["time_budget"]["warmup_seconds"]
     # another time budget is refused, nothing written

@@ -36,9 +36,16 @@ from detectron2.engine import HookBase
 from detectron2.utils import comm
 
 from ..clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
+from ..core import BudgetMismatchError, BudgetReplanError
 from ..pytorch import BudgetTimeLR
 
-__all__ = ["TimeBudgetHook", "broadcast_from_rank0", "time_budget_from_cfg", "time_budget_seconds"]
+__all__ = [
+    "TimeBudgetHook",
+    "TimeBudgetLRScheduler",
+    "broadcast_from_rank0",
+    "time_budget_from_cfg",
+    "time_budget_seconds",
+]
 
 logger = logging.getLogger("detectron2.budgeted")
 
@@ -88,9 +95,34 @@ def time_budget_from_cfg(
         s.WARMUP_METHOD,
         params,
     )
+    from .solver import on_resume
+
     period = s.BUDGET.get("CLOCK_SYNC_PERIOD", 1)
     clock = TrainingClock(sync_period=period, share=broadcast_from_rank0)
-    return BudgetTimeLR(optimizer, budget, clock)
+    policy = on_resume(cfg)
+    if policy == "branch":
+        from .solver import BudgetConfigError
+
+        raise BudgetConfigError(
+            "SOLVER.BUDGET.ON_RESUME='branch' is for iteration budgets; a time budget allows: "
+            "refuse, replan"
+        )
+    return TimeBudgetLRScheduler(optimizer, budget, clock, on_resume=policy)
+
+
+class TimeBudgetLRScheduler(BudgetTimeLR):
+    """:class:`budgeted.BudgetTimeLR` logging into Detectron2's log and raising its error types:
+    a refused resume is a ``BudgetResumeError`` (one line)."""
+
+    LOGGER = "detectron2.budgeted"
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        from .solver import BudgetResumeError
+
+        try:
+            super().load_state_dict(state_dict)
+        except (BudgetMismatchError, BudgetReplanError) as err:
+            raise BudgetResumeError(str(err)) from None
 
 
 class TimeBudgetHook(HookBase):

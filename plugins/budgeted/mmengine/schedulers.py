@@ -437,27 +437,17 @@ class BudgetParamScheduler(_ParamScheduler):
         return state
 
     def _resume_time(self, state_dict: Mapping[str, Any]) -> None:
-        """Go on with a checkpoint's clock; refuse another time budget (one line)."""
+        """Go on with a checkpoint's clock (:meth:`budgeted.clock.TimeBudget.resume`)."""
         assert self._time is not None and self._clock is not None
-        saved = state_dict.get("time_budget")
-        mine = {k: v for k, v in self._time.state().items() if k != "warmup_seconds"}
-        theirs = {k: v for k, v in (saved or {}).items() if k != "warmup_seconds"}
-        if mine != theirs:
-            what = (
-                ", ".join(f"{k}={theirs.get(k)!r}" for k in mine if theirs.get(k) != mine[k])
-                if saved is not None
-                else "no time budget"
-            )
-            raise BudgetMismatchError(
-                f"cannot resume: the checkpoint's budget has {what}, the config's "
-                + ", ".join(f"{k}={mine[k]!r}" for k in mine if theirs.get(k) != mine[k])
-                + "; resume with the checkpoint's time budget, or start a new run from its "
-                "weights with load_from=<checkpoint> and resume=False"
-            )
-        assert saved is not None
-        self._time.warmup_seconds = saved.get("warmup_seconds")
         elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
-        self._clock.elapsed = self._clock._local = elapsed
+        policy = "replan" if self.on_resume == "replan" else "refuse"
+        try:
+            line = self._time.resume(state_dict.get("time_budget"), elapsed, policy)
+        except BudgetReplanError as err:
+            raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
+        if line is not None:
+            print_log(f"{type(self).__name__}: {line}", logger="current")
+        self._clock.restore(elapsed)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget, or re-plan
