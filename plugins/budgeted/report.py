@@ -407,7 +407,7 @@ def markdown(group: Group) -> str:
     return "\n\n".join(blocks)
 
 
-COMPARISONS = (("linear", "step"), ("linear", "poly"))
+COMPARISONS = (("linear", "step"), ("linear", "poly"), ("linear", "wsd"))
 """The paired differences the report shows, where both schedules are in the sweep."""
 
 

@@ -324,12 +324,16 @@ def plan_cells(
 
 def plan_cell(
     fam: ConfigFamily, key: CellKey, configs: dict[tuple[str, float], Path], out: Path,
-    data: Path | None, extra: list[str],
+    data: Path | None, extra: list[str], config_schedule: str | None = None,
 ) -> Plan:  # fmt: skip
-    """One cell's plan: skip a finished run, resume a started one, else run it."""
+    """One cell's plan: skip a finished run, resume a started one, else run it.
+
+    ``config_schedule``: whose committed config the cell trains (default: the cell's schedule;
+    ``budgeted-branch`` trains ``wsd`` cells from the ``linear`` configs plus overrides)."""
     framework = fam.framework
     schedule, budget, lr, seed = key
-    config = configs[schedule, budget]
+    config_schedule = config_schedule or schedule
+    config = configs[config_schedule, budget]
     run_dir = out / cell_name(*key)
     spec = {
         "framework": framework,
@@ -337,7 +341,7 @@ def plan_cell(
         "budget": budget,
         "lr": lr,
         "seed": seed,
-        "config": f"configs/{fam.filename(budget, schedule)}",
+        "config": f"configs/{fam.filename(budget, config_schedule)}",
         "data": None if data is None else str(data),
         "overrides": extra,
     }

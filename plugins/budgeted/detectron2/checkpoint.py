@@ -29,6 +29,8 @@ import os
 from typing import Any
 
 from detectron2.checkpoint import DetectionCheckpointer
+from detectron2.engine import HookBase
+from detectron2.utils import comm
 
 from ..checkpoints import (
     DamagedCheckpointError,
@@ -41,6 +43,7 @@ from ..checkpoints import (
 
 __all__ = [
     "CHECKPOINT_PATTERN",
+    "CheckpointAtHook",
     "SafeCheckpointer",
     "last_checkpoint_file",
     "load_weights_file",
@@ -244,3 +247,23 @@ def use_safe_checkpointer(trainer: Any, *, preemption: bool = True) -> SafeCheck
     if preemption and not any(isinstance(h, PreemptionHook) for h in trainer._hooks):
         trainer.register_hooks([PreemptionHook(new)])
     return new
+
+
+class CheckpointAtHook(HookBase):
+    """Save ``model_{N-1:07d}.pth`` once ``N`` iterations are trained, for each ``N`` of
+    ``iterations`` (``SOLVER.BUDGET.SAVE_AT``): the points a run is branched from (the
+    cooldowns of ``tools/branch.py``), beside the periodic checkpoints.
+
+    Args:
+        iterations (iterable of int): the iteration counts to save after.
+    """
+
+    def __init__(self, iterations: Any) -> None:
+        self.iterations = sorted({int(n) for n in iterations})
+
+    def after_step(self) -> None:
+        done = self.trainer.iter + 1
+        if done in self.iterations:
+            if comm.is_main_process():
+                self.trainer.checkpointer.save(f"model_{done - 1:07d}", iteration=done - 1)
+            comm.synchronize()

@@ -115,6 +115,7 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
     keys["GRAD_NORM_PERIOD"] = 0
     keys["GRAD_NORM_BATCHES"] = 2
     keys["ON_RESUME"] = "refuse"  # or "replan": resume a checkpoint of another MAX_ITER
+    keys["SAVE_AT"] = ()  # extra checkpoints after these iteration counts (branch points)
     keys["SECONDS"] = 0.0  # > 0: a wall-clock budget of training seconds (MAX_ITER: a cap)
     keys["CLOCK_SYNC_PERIOD"] = 1  # share rank 0's clock every N iterations
     for key, value in keys.items():

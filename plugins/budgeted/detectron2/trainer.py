@@ -19,7 +19,7 @@ from detectron2.utils.logger import setup_logger
 
 from ..checkpoints import load_checkpoint
 from ..pytorch import BudgetTimeLR
-from .checkpoint import SafeCheckpointer, last_checkpoint_file
+from .checkpoint import CheckpointAtHook, SafeCheckpointer, last_checkpoint_file
 from .grad_norm import grad_norm_hook_from_cfg
 from .preemption import PreemptionHook
 from .solver import BudgetConfigError, build_lr_scheduler
@@ -177,6 +177,9 @@ class BudgetTrainer(DefaultTrainer):
         grad_norm = grad_norm_hook_from_cfg(self.cfg)
         if grad_norm is not None:  # before the writers: its value is written at its iteration
             ret.insert(writer_at, grad_norm)
+        save_at = self.cfg.SOLVER.BUDGET.get("SAVE_AT", ())
+        if save_at:  # after the LR scheduler's step: the checkpoint holds the next LR
+            ret.append(CheckpointAtHook(save_at))
         ret.append(PreemptionHook(self.checkpointer))  # last: after the writers
         if isinstance(self.scheduler, BudgetTimeLR):  # first: its clock pauses after run_step
             ret.insert(0, TimeBudgetHook(self.scheduler))

@@ -66,6 +66,7 @@ from .schedulers import (
 )
 
 __all__ = [
+    "add_checkpoint_at",
     "add_reliability_hooks",
     "apply_budget_fraction",
     "apply_time_budget",
@@ -525,6 +526,33 @@ def _iteration_based(cfg: Config) -> bool:
     return kind == "IterBasedTrainLoop" or (kind is None and train_cfg.get("by_epoch") is False)
 
 
+def add_checkpoint_at(cfg: Config) -> None:
+    """The top-level ``checkpoint_at=[N, ...]`` as a :class:`~budgeted.mmengine.hooks.
+    CheckpointAtHook`: extra checkpoints after those iteration counts (``budgeted-branch``).
+
+    Raises:
+        ValueError: one line for anything but a list of positive iteration counts.
+
+    Example:
+        >>> cfg = Config(dict(checkpoint_at=[152, 304]))
+        >>> add_checkpoint_at(cfg)
+        >>> cfg.custom_hooks
+        [{'type': 'CheckpointAtHook', 'iterations': [152, 304]}]
+    """
+    at = cfg.get("checkpoint_at")
+    if at is None:
+        return
+    values = list(at) if isinstance(at, (list, tuple)) else [at]
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                              for v in values):  # fmt: skip
+        raise ValueError(
+            f"checkpoint_at={at!r} is invalid; allowed: a list of iteration counts > 0"
+        )
+    hooks = list(cfg.get("custom_hooks") or [])
+    hooks.append(dict(type="CheckpointAtHook", iterations=values))
+    cfg.custom_hooks = hooks
+
+
 def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
     """Atomic checkpoints and preemption-safe training, in the config the runner builds.
 
@@ -628,6 +656,7 @@ def preflight(args: argparse.Namespace) -> Config:
     check_new_run_folder(cfg.work_dir, cfg.resume)
     plan_load(cfg, args.resume_from, check_budget=check_resume_budget)
     add_reliability_hooks(cfg)
+    add_checkpoint_at(cfg)
     if needs_cpu_distributed(args.launcher):
         replaced = prepare_cpu_distributed(cfg)
         print_log(

@@ -52,7 +52,13 @@ from ..preemption import (
     signal_name,
 )
 
-__all__ = ["AtomicCheckpointHook", "PreemptionHook", "save_checkpoint_atomically"]
+__all__ = [
+    "AtomicCheckpointHook",
+    "CheckpointAtHook",
+    "PreemptionHook",
+    "save_checkpoint_atomically",
+    "save_checkpoint_now",
+]
 
 _NO_VALIDATION = sys.maxsize
 """``val_begin`` of a loop stopped by a preemption: a validation due now is not started."""
@@ -145,6 +151,46 @@ def save_checkpoint_atomically(
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(old)
     return str(hook.last_ckpt)
+
+
+def save_checkpoint_now(runner: Any, step: int, who: str) -> str:
+    """Write ``iter_<step>.pth`` now, as the runner's checkpoint hook would (atomically; a
+    file that hook wrote at this iteration a moment ago is kept); its path."""
+    hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
+    if hook is None:  # no periodic checkpoints configured: still write this one
+        hook = CheckpointHook(by_epoch=False)
+        hook.before_train(runner)
+    tmpl = "iter_{}.pth" if hook.by_epoch else hook.filename_tmpl
+    name = tmpl.format(step)
+    last = runner.message_hub.get_info("last_ckpt")
+    if last and osp.basename(str(last)) == name and osp.isfile(str(last)):
+        return str(last)  # the checkpoint hook wrote this iteration a moment ago
+    meta = dict(epoch=runner.epoch, iter=step)
+    runner.logger.log(logging.INFO, f"{who}: saving checkpoint at {step} iterations")
+    return save_checkpoint_atomically(hook, runner, step, meta, filename_tmpl=tmpl, by_epoch=False)
+
+
+@HOOKS.register_module()
+class CheckpointAtHook(Hook):
+    """Save ``iter_<N>.pth`` once ``N`` iterations are trained, for each ``N`` of ``iterations``:
+    the points a run is branched from (the cooldowns of ``tools/branch.py``), beside the
+    periodic checkpoints. In a config: ``custom_hooks=[dict(type="CheckpointAtHook",
+    iterations=[3040, 6080])]``.
+
+    Args:
+        iterations (list of int): the iteration counts to save after.
+    """
+
+    priority = "VERY_LOW"  # after the scheduler step and the periodic checkpoint
+
+    def __init__(self, iterations: Any) -> None:
+        self.iterations = sorted({int(n) for n in iterations})
+
+    def after_train_iter(
+        self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
+    ) -> None:
+        if runner.iter + 1 in self.iterations:
+            save_checkpoint_now(runner, runner.iter + 1, "CheckpointAtHook")
 
 
 @HOOKS.register_module()
@@ -316,17 +362,4 @@ class PreemptionHook(Hook):
     # --- the checkpoint ---------------------------------------------------------------------
 
     def _save(self, runner: Any, step: int) -> str:
-        hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
-        if hook is None:  # no periodic checkpoints configured: still write this one
-            hook = CheckpointHook(by_epoch=False)
-            hook.before_train(runner)
-        tmpl = "iter_{}.pth" if hook.by_epoch else hook.filename_tmpl
-        name = tmpl.format(step)
-        last = runner.message_hub.get_info("last_ckpt")
-        if last and osp.basename(str(last)) == name and osp.isfile(str(last)):
-            return str(last)  # the checkpoint hook wrote this iteration a moment ago
-        meta = dict(epoch=runner.epoch, iter=step)
-        runner.logger.log(logging.INFO, f"PreemptionHook: saving checkpoint at {step} iterations")
-        return save_checkpoint_atomically(
-            hook, runner, step, meta, filename_tmpl=tmpl, by_epoch=False
-        )
+        return save_checkpoint_now(runner, step, "PreemptionHook")

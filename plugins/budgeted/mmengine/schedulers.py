@@ -436,7 +436,7 @@ class BudgetParamScheduler(_ParamScheduler):
             state["clock"] = self._clock.state()
         return state
 
-    def _resume_time(self, state_dict: Mapping[str, Any]) -> None:
+    def _resume_time(self, state_dict: Mapping[str, Any]) -> str | None:
         """Go on with a checkpoint's clock (:meth:`budgeted.clock.TimeBudget.resume`)."""
         assert self._time is not None and self._clock is not None
         elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
@@ -448,12 +448,12 @@ class BudgetParamScheduler(_ParamScheduler):
         if line is not None:
             print_log(f"{type(self).__name__}: {line}", logger="current")
         self._clock.restore(elapsed)
+        return line
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget, or re-plan
         it (``on_resume="replan"``)."""
-        if self._time is not None:
-            self._resume_time(state_dict)
+        timed = self._resume_time(state_dict) if self._time is not None else None
         plan, line = self.check_resume(state_dict.get("budget"), at=resume_step(state_dict))
         keep = ("end", "budget") if line is not None else ()  # a re-plan keeps the new end
         skip = (*self._NOT_STATE, *keep, "time_budget", "clock")
@@ -462,6 +462,11 @@ class BudgetParamScheduler(_ParamScheduler):
         self.budget = {"begin": self.begin, **plan.state()}
         if line is not None:
             print_log(f"{type(self).__name__}: {line}", logger="current")
+        if line is not None or timed is not None:
+            # the next iteration's value from the new plan (the optimizer holds the old one)
+            for group, value in zip(self.optimizer.param_groups, self._get_value()):
+                group[self.param_name] = value
+            self._last_value = [group[self.param_name] for group in self.optimizer.param_groups]
 
 
 @PARAM_SCHEDULERS.register_module()
