@@ -11,7 +11,9 @@
 #     x base LR 0.003, 0.01, 0.03 x seeds 0, 1, 2, on a toy set of 200 train and 50 val images.
 # Then extended by the rule "a best LR at the edge of the grid: widen it for every schedule":
 #   MMSeg + 0.01 (poly's best at 5 % was 0.03, the lowest), Detectron2 + 0.1 (linear's best at
-#   10 % and 25 % and step's at 10 % were 0.03, the highest): 108 + 72 runs.
+#   10 % and 25 % and step's at 10 % were 0.03, the highest): 108 + 72 runs. Those were
+#   rerun from scratch with one thread per sweep (2026-11-26), and the same rule then widened
+#   MMSeg once more: + 1.0 (poly's best at 5 % was 0.3, the highest): 135 + 72 runs.
 # The LR and loss are logged every 5 iterations (for the report's curves).
 # The MMSeg and Detectron2 sweeps run side by side, one thread each (EVIDENCE_THREADS).
 # Resumable: run it again and finished runs are skipped, interrupted ones resumed. Ctrl-C or
@@ -45,7 +47,7 @@ stop() {  # forward Ctrl-C / SIGTERM to both sweeps: each saves its running cell
 trap 'stop SIGINT' INT
 trap 'stop SIGTERM' TERM
 "$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step poly \
-    --budgets 0.05 0.1 0.25 --lrs 0.01 0.03 0.1 0.3 --seeds 0 1 2 \
+    --budgets 0.05 0.1 0.25 --lrs 0.01 0.03 0.1 0.3 1.0 --seeds 0 1 2 \
     --data "$OUT/data/toy_cityscapes" --out "$OUT/mmseg" \
     -- default_hooks.logger.interval=5 > "$OUT/mmseg.log" 2>&1 &
 pids+=($!)
