@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -50,8 +49,9 @@ from .sweep import (
     plan_cell,
     save_sweep,
     sweep_lock,
-    toy_data,
+    toy_environment,
 )
+from .sweep import _Parser as SweepParser
 
 __all__ = ["branch_points", "compute", "main"]
 
@@ -98,10 +98,14 @@ def checkpoint_file(framework: str, run_dir: Path, trained: int) -> Path:
     return run_dir / f"iter_{trained}.pth"
 
 
+class _Parser(SweepParser):
+    label = "branch"
+
+
 def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
-    parser = argparse.ArgumentParser(prog="budgeted-branch", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="budgeted-branch", description=__doc__.split("\n\n")[0])
     parser.add_argument("framework", choices=FRAMEWORKS)
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
     parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")
@@ -114,6 +118,8 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--keep-going", action="store_true")
     args = parser.parse_args(argv[:cut])
+    if args.data is not None and not args.toy:
+        parser.error("--data is for --toy runs; full datasets come from the configs")
     args.out = args.out.resolve()
     return args, argv[cut + 1 :]
 
@@ -176,16 +182,11 @@ def with_branch(framework: str, command: list[str], source: Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``budgeted-branch``: the exit status (2: bad input, one line)."""
     args, extra = _parse(sys.argv[1:] if argv is None else argv)
-    env = dict(os.environ)
-    data, present = None, True
     lock = sweep_lock(args.out)
     try:
         if not args.dry_run:
             lock.check()
-        if args.toy:
-            data, present = toy_data(args.framework, args.data)
-            if args.framework == "detectron2":
-                env["DETECTRON2_DATASETS"] = str(data)
+        data, present, env = toy_environment(args.framework, args.toy, args.data)
         plans = plan(args, extra, data)
         if not args.dry_run:
             lock.acquire()

@@ -257,6 +257,20 @@ def toy_data(framework: str, data: Path | None) -> tuple[Path, bool]:
     return root, all((root / ann).exists() for _, ann in TOY_DATASETS.values())
 
 
+def toy_environment(
+    framework: str, toy: bool, data: Path | None
+) -> tuple[Path | None, bool, dict[str, str]]:
+    """(the toy set's root or None, whether it exists, the training tools' environment): with
+    ``toy``, Detectron2's tools find the toy set through ``DETECTRON2_DATASETS``."""
+    env = dict(os.environ)
+    if not toy:
+        return None, True, env
+    root, present = toy_data(framework, data)
+    if framework == "detectron2":
+        env["DETECTRON2_DATASETS"] = str(root)
+    return root, present, env
+
+
 def make_toy_data(framework: str, root: Path) -> None:
     """Write the toy set as the demos do."""
     if framework == "mmseg":
@@ -613,8 +627,12 @@ def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> 
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line (``<label>: error: ...``), exit status 2."""
+
+    label = "sweep"
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"sweep: error: {message}\n")
+        self.exit(2, f"{self.label}: error: {message}\n")
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -688,17 +706,12 @@ def sweep_lock(out: Path) -> FolderLock:
 
 def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     framework = args.framework
-    env = dict(os.environ)
-    data, present = None, True
     lock = sweep_lock(args.out)
     try:
         if not args.dry_run:
             lock.check()
         grid = check_grid(args, extra)
-        if args.toy:
-            data, present = toy_data(framework, args.data)
-            if framework == "detectron2":
-                env["DETECTRON2_DATASETS"] = str(data)
+        data, present, env = toy_environment(framework, args.toy, args.data)
         plans = plan_cells(args, grid, extra, data)
         if not args.dry_run:
             lock.acquire()  # the first write; another sweep may have taken it meanwhile

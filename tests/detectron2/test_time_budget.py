@@ -169,3 +169,12 @@ def test_a_time_budget_is_replanned_on_resume_only_when_asked(toy_root, tmp_path
     final = scheduler_state(out / "model_final.pth")
     assert final["clock"]["elapsed"] >= longer
     assert final["time_budget"]["replan"]["at"] == mid["clock"]["elapsed"]
+
+
+def test_bad_save_at_is_refused_in_one_line(toy_root, tmp_path):
+    with pytest.raises(SystemExit) as err:
+        run(["--config-file", TOY_CONFIG, *TINY, "SOLVER.BUDGET.SAVE_AT", "(0, 4)",
+             "OUTPUT_DIR", str(tmp_path / "o")])  # fmt: skip
+    assert str(err.value.code).endswith(
+        "SOLVER.BUDGET.SAVE_AT=(0, 4) is invalid; allowed: iteration counts > 0, e.g. (3040, 6080)"
+    )

@@ -79,3 +79,15 @@ def test_mmseg_branches_resume_the_stable_run_exactly_and_report_beside_linear(t
 def test_bad_branch_input_is_one_line(tmp_path, args, expected):
     run = cli(BRANCH, "mmseg", "--toy", *args, "--out", tmp_path / "o", "--dry-run")
     assert run.returncode == 2 and expected in run.stderr and run.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["pytorch", "--budgets", "0.05", "0.1"], "branch: error: argument framework: invalid"),
+        (["mmseg", "--budgets", "0.05", "0.1", "--data", "x"], "--data is for --toy runs"),
+    ],
+)
+def test_bad_branch_arguments_are_one_line(tmp_path, args, expected):
+    run = cli(BRANCH, *args, "--out", tmp_path / "o", "--dry-run")
+    assert run.returncode == 2 and expected in run.stderr and run.stderr.count("\n") == 1

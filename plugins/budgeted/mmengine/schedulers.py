@@ -269,6 +269,11 @@ class BudgetParamScheduler(_ParamScheduler):
         self._time: TimeBudget | None = None
         self._clock: TrainingClock | None = None
         if isinstance(loop, TimeBudgetTrainLoop):  # a wall-clock budget: decay over seconds
+            if self.on_resume == "branch":
+                raise BudgetConfigError(
+                    f"{name}: on_resume='branch' is for iteration budgets; a time budget "
+                    "allows: refuse, replan"
+                )
             self._time = TimeBudget(
                 schedule, loop.seconds, warmup_iters, warmup_factor, warmup_method, params
             )
@@ -440,9 +445,8 @@ class BudgetParamScheduler(_ParamScheduler):
         """Go on with a checkpoint's clock (:meth:`budgeted.clock.TimeBudget.resume`)."""
         assert self._time is not None and self._clock is not None
         elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
-        policy = "replan" if self.on_resume == "replan" else "refuse"
         try:
-            line = self._time.resume(state_dict.get("time_budget"), elapsed, policy)
+            line = self._time.resume(state_dict.get("time_budget"), elapsed, self.on_resume)
         except BudgetReplanError as err:
             raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
         if line is not None:
