@@ -14,6 +14,8 @@
 #   10 % and 25 % and step's at 10 % were 0.03, the highest): 108 + 72 runs. Those were
 #   rerun from scratch with one thread per sweep (2026-11-26), and the same rule then widened
 #   MMSeg once more: + 1.0 (poly's best at 5 % was 0.3, the highest): 135 + 72 runs.
+#   Then Detectron2 once more: + 0.3 (linear's mask AP at 10 % was best at 0.1, the highest):
+#   135 + 90 runs.
 # The LR and loss are logged every 5 iterations (for the report's curves).
 # The MMSeg and Detectron2 sweeps run side by side, one thread each (EVIDENCE_THREADS).
 # Resumable: run it again and finished runs are skipped, interrupted ones resumed. Ctrl-C or
@@ -52,7 +54,7 @@ trap 'stop SIGTERM' TERM
     -- default_hooks.logger.interval=5 > "$OUT/mmseg.log" 2>&1 &
 pids+=($!)
 "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules linear step \
-    --budgets 0.1 0.25 0.5 --lrs 0.003 0.01 0.03 0.1 --seeds 0 1 2 \
+    --budgets 0.1 0.25 0.5 --lrs 0.003 0.01 0.03 0.1 0.3 --seeds 0 1 2 \
     --data "$OUT/data/coco" --out "$OUT/detectron2" \
     -- SOLVER.BUDGET.WRITER_PERIOD 5 > "$OUT/detectron2.log" 2>&1 &
 pids+=($!)
