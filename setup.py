@@ -105,6 +105,7 @@ setup(
             "budgeted-train-seg = budgeted.mmengine.cli:main",
             "budgeted-sweep = budgeted.sweep:main",
             "budgeted-report = budgeted.report:main",
+            "budgeted-branch = budgeted.branch:main",
         ]
     },
 )

@@ -31,6 +31,7 @@ SCRIPTS = {
     "budgeted-train-seg": "budgeted.mmengine.cli:main",
     "budgeted-sweep": "budgeted.sweep:main",
     "budgeted-report": "budgeted.report:main",
+    "budgeted-branch": "budgeted.branch:main",
 }
 CONFIG_FOLDERS = (
     "detectron2",
@@ -251,7 +252,7 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
         path = bin_dir / script
         assert path.is_file() and os.access(path, os.X_OK), script
         assert path.read_text().splitlines()[0] == f"#!{bin_dir / 'python'}"
-    for script in ("budgeted-sweep", "budgeted-report"):  # no framework needed
+    for script in ("budgeted-sweep", "budgeted-report", "budgeted-branch"):  # no framework needed
         help_run = run([str(bin_dir / script), "--help"], cwd=tmp_path)
         assert help_run.stdout.startswith(f"usage: {script} ")
     dry = run([str(bin_dir / "budgeted-sweep"), "mmseg", "--toy", "--budgets", "0.05",

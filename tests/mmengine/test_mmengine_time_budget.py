@@ -28,9 +28,15 @@ def scheduler_state(path) -> dict:
     return torch.load(path, weights_only=False)["param_schedulers"][0]
 
 
+def log_lines(work_dir) -> list[str]:
+    """The lines of every run's log in ``work_dir`` (one timestamped folder per run)."""
+    return [
+        line for log in sorted(work_dir.glob("*/*.log")) for line in log.read_text().splitlines()
+    ]
+
+
 def stop_line(work_dir) -> str:
-    log = next(work_dir.glob("*/*.log")).read_text()
-    return next(line for line in log.splitlines() if "time budget of" in line)
+    return next(line for line in log_lines(work_dir) if "time budget of" in line)
 
 
 def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(
@@ -83,6 +89,38 @@ def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
     assert cli.main([*args, f"load_from={resumed / 'iter_6.pth'}", "--budget-time", other,
                      "--resume"]) == 2  # fmt: skip
     assert sorted(p.name for p in resumed.glob("*.pth")) == before
+
+
+def test_a_time_budget_is_replanned_on_resume_only_when_asked(
+    tmp_path, toy_root, cli, capsys, budget_s
+):
+    work = tmp_path / "work"
+    args = toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP)
+    assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
+    first = recorded_lrs(tmp_path)
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    shutil.copy(work / "iter_6.pth", resumed / "iter_6.pth")  # as if stopped after 6 iterations
+    mid = scheduler_state(resumed / "iter_6.pth")
+    longer = 2 * budget_s
+    ckpt = f"load_from={resumed / 'iter_6.pth'}"
+    args = toy_args(toy_config(tmp_path), resumed, toy_root, ckpt, warmup=WARMUP)
+    assert cli.main([*args, "--budget-time", f"{longer}s", "--resume"]) == 2  # refused by default
+    assert f"seconds={longer}" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert sorted(p.name for p in resumed.glob("*.pth")) == ["iter_6.pth"]
+    assert cli.main([*args, "budget_on_resume=replan", "--budget-time", f"{longer}s",
+                     "--resume"]) == 0  # fmt: skip
+    replanned = f"time budget re-planned at {mid['clock']['elapsed']:g} s: {budget_s} s -> "
+    assert any(f"{replanned}{longer} s" in line for line in log_lines(resumed))
+    after = recorded_lrs(tmp_path)
+    assert after[6] == pytest.approx(first[6], rel=1e-6)  # no jump: the LR it had reached
+    trained = int(stop_line(resumed).split("reached after ")[1].split()[0])
+    decay = [after[i] for i in range(6, trained)]
+    assert all(b <= a for a, b in zip(decay, decay[1:])) and decay[-1] > 0.0
+    final = scheduler_state(resumed / f"iter_{trained}.pth")
+    assert final["clock"]["elapsed"] >= longer
+    assert final["time_budget"]["seconds"] == longer
+    assert final["time_budget"]["replan"]["at"] == mid["clock"]["elapsed"]
 
 
 def test_the_stock_runner_takes_the_loop_from_the_config(tmp_path, toy_root, budget_s):
