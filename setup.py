@@ -97,6 +97,7 @@ setup(
             "cityscapesscripts",  # the toy Cityscapes writer and the toy configs' CityscapesMetric
         ],
         "plot": ["matplotlib"],  # budgeted-report --plot, tools/plot_schedules.py
+        "rank": ["scipy"],  # budgeted-rank (Kendall's tau)
     },
     entry_points={
         "console_scripts": [
@@ -106,6 +107,7 @@ setup(
             "budgeted-sweep = budgeted.sweep:main",
             "budgeted-report = budgeted.report:main",
             "budgeted-branch = budgeted.branch:main",
+            "budgeted-rank = budgeted.rank:main",
         ]
     },
 )

@@ -32,6 +32,7 @@ SCRIPTS = {
     "budgeted-sweep": "budgeted.sweep:main",
     "budgeted-report": "budgeted.report:main",
     "budgeted-branch": "budgeted.branch:main",
+    "budgeted-rank": "budgeted.rank:main",
 }
 CONFIG_FOLDERS = (
     "detectron2",
@@ -159,10 +160,10 @@ def test_wheel_holds_the_package_the_configs_license_and_scripts(built):
     parser.read_string(entry_points)
     assert dict(parser["console_scripts"]) == SCRIPTS
     assert "Requires-Dist: torch>=1.10\n" in metadata and "License: Apache-2.0" in metadata
-    for extra in ("detectron2", "mmseg", "plot"):
+    for extra in ("detectron2", "mmseg", "plot", "rank"):
         assert f"Provides-Extra: {extra}\n" in metadata
     for requirement in ('PyYAML>=5.1; extra == "detectron2"', 'numpy; extra == "mmseg"',
-                        'matplotlib; extra == "plot"'):  # fmt: skip
+                        'matplotlib; extra == "plot"', 'scipy; extra == "rank"'):  # fmt: skip
         assert f"Requires-Dist: {requirement}\n" in metadata
 
 
@@ -252,7 +253,7 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
         path = bin_dir / script
         assert path.is_file() and os.access(path, os.X_OK), script
         assert path.read_text().splitlines()[0] == f"#!{bin_dir / 'python'}"
-    for script in ("budgeted-sweep", "budgeted-report", "budgeted-branch"):  # no framework needed
+    for script in ("budgeted-sweep", "budgeted-report", "budgeted-branch", "budgeted-rank"):
         help_run = run([str(bin_dir / script), "--help"], cwd=tmp_path)
         assert help_run.stdout.startswith(f"usage: {script} ")
     dry = run([str(bin_dir / "budgeted-sweep"), "mmseg", "--toy", "--budgets", "0.05",

@@ -448,10 +448,12 @@ def test_report_refuses_a_folder_that_is_not_a_sweep(tmp_path):
 
 
 def test_tools_wrappers_run_the_package(tmp_path):
-    """tools/sweep.py and tools/report.py are thin wrappers over budgeted.sweep / .report."""
+    """tools/sweep.py, report.py and rank.py are thin wrappers over budgeted.sweep / .report /
+    .rank."""
     for tool, package, args in (
         ("sweep.py", SWEEP, ["caffe", "--out", str(tmp_path / "new"), "--dry-run"]),
         ("report.py", REPORT, [str(tmp_path)]),
+        ("rank.py", [sys.executable, "-m", "budgeted.rank"], ["a=x", "b=y"]),
     ):
         wrapped = cli([sys.executable, str(REPO / "tools" / tool)], *args)
         direct = cli(package, *args)
@@ -462,7 +464,7 @@ def test_tools_wrappers_run_the_package(tmp_path):
 def test_sweep_and_report_import_no_framework():
     """``budgeted-sweep --dry-run`` planning and ``budgeted-report --help`` need no framework."""
     code = (
-        "import sys, budgeted.sweep, budgeted.report\n"
+        "import sys, budgeted.sweep, budgeted.report, budgeted.rank, budgeted.branch\n"
         "try:\n    budgeted.report.main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print(sorted({'torch', 'detectron2', 'mmengine', 'mmseg', 'mmcv', 'yaml', 'numpy'}"
         " & set(sys.modules)))"

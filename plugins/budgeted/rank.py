@@ -1,0 +1,230 @@
+"""Rank architectures with small budgets (the paper's appendix A, budgeted training for NAS).
+
+    budgeted-rank r18w8=output/nas/r18w8 r18w16=output/nas/r18w16 r34w16=output/nas/r34w16 \\
+        [--full 0.25] [--metric mIoU]
+
+Each ``NAME=SWEEP`` is one architecture's sweep folder (``budgeted-sweep --out``, the same
+schedules and budgets for every architecture, the architecture set by the sweep's overrides).
+For every schedule the tool ranks the architectures by their metric at each budget (the mean
+over seeds at the best base LR of that sweep, the report's protocol) and prints, per budget,
+Kendall's tau between that ranking and the ranking at the full budget (``--full``, default: the
+largest budget every sweep finished), with scipy's two-sided p-value (``scipy.stats.kendalltau``,
+tau-b: ties count half). ``tau = 1``: the small budget orders the architectures exactly as the
+full budget does; ``0``: no better than chance; ``-1``: reversed. Then the metric per
+architecture, and the normalized metric (the metric at a budget / the same architecture and
+schedule's metric at the full budget, the paper's appendix table).
+
+This module imports no framework; reading a sweep imports its framework's run reader only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .report import METRICS, Group, ReportError, group_sweeps, load_sweep
+from .stats import Summary, summarize
+from .sweep import _Parser as SweepParser
+
+__all__ = ["Architectures", "kendall_tau", "load_architectures", "main", "markdown"]
+
+
+def kendall_tau(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Kendall's tau-b between two scorings of the same items, and its two-sided p-value.
+
+    ``tau = (C - D) / sqrt((C + D + T_x)(C + D + T_y))`` over all pairs of items: ``C`` pairs
+    ordered alike by ``x`` and ``y``, ``D`` ordered oppositely, ``T_x``/``T_y`` tied in only
+    ``x``/``y`` (``scipy.stats.kendalltau``).
+
+    Example:
+        >>> kendall_tau([1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 40.0, 30.0])[0]
+        0.6666666666666669
+    """
+    if importlib.util.find_spec("scipy") is None:
+        raise ReportError(
+            "budgeted-rank needs scipy, which is not installed; install it with "
+            'pip install "budgeted-training[rank]"'
+        )
+    from scipy.stats import kendalltau
+
+    result = kendalltau(list(x), list(y))
+    return float(result.statistic), float(result.pvalue)
+
+
+@dataclass
+class Architectures:
+    """Named architectures, each one sweep's report group, of one framework."""
+
+    framework: str
+    groups: dict[str, Group]
+
+    @property
+    def schedules(self) -> list[str]:
+        found = [set(g.schedules) for g in self.groups.values()]
+        return [s for s in next(iter(self.groups.values())).schedules if all(s in f for f in found)]
+
+    @property
+    def budgets(self) -> list[float]:
+        return sorted(set.intersection(*(set(g.budgets) for g in self.groups.values())))
+
+    def score(self, name: str, metric: str, schedule: str, budget: float) -> Summary | None:
+        """The metric of one architecture: mean ± std over seeds at the sweep's best base LR."""
+        group = self.groups[name]
+        best = group.best(metric, schedule, budget)
+        if best is None:
+            return None
+        return summarize(list(group.values(metric, schedule, budget, best[0]).values()))
+
+    def full_budget(self, metric: str, asked: float | None) -> float:
+        """``asked``, or the largest budget at which every architecture and schedule finished."""
+        complete = [
+            b
+            for b in self.budgets
+            if all(
+                self.score(n, metric, s, b) is not None for n in self.groups for s in self.schedules
+            )
+        ]
+        if asked is None:
+            if not complete:
+                raise ReportError(
+                    "no budget has finished runs of every architecture and schedule; allowed: "
+                    "sweeps with at least one common budget finished"
+                )
+            return complete[-1]
+        if asked not in complete:
+            raise ReportError(
+                f"--full {asked:g} is not a budget every architecture and schedule finished; "
+                f"allowed: {', '.join(f'{b:g}' for b in complete) or 'none yet'}"
+            )
+        return asked
+
+
+def load_architectures(named: Mapping[str, Path]) -> Architectures:
+    """Read each ``name -> sweep folder``; all of one framework, one config family each."""
+    groups: dict[str, Group] = {}
+    for name, path in named.items():
+        found = group_sweeps([load_sweep(path)])
+        groups[name] = found[0]
+    frameworks = {g.framework for g in groups.values()}
+    if len(frameworks) > 1:
+        raise ReportError(
+            f"the sweeps are of {', '.join(sorted(frameworks))}; allowed: sweeps of one framework"
+        )
+    return Architectures(frameworks.pop(), groups)
+
+
+def _fmt(summary: Summary | None) -> str:
+    return "-" if summary is None else summary.text()
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown(archs: Architectures, metric: str, full: float) -> str:
+    """The tau table, the metric per architecture and the normalized metric, in Markdown."""
+    names = list(archs.groups)
+    schedules, budgets = archs.schedules, archs.budgets
+    lines = [
+        f"### Architecture ranking by {metric}: each budget against the full budget {full:g} "
+        f"({len(names)} architectures: {', '.join(names)})",
+        "",
+        "#### Kendall's tau (tau-b, two-sided p; scipy.stats.kendalltau) between the ranking at "
+        f"each budget and at {full:g}",
+        "",
+        _row(["budget", *schedules]),
+        "|---:|" + "---:|" * len(schedules),
+    ]
+    for budget in budgets:
+        cells = []
+        for schedule in schedules:
+            pairs = [
+                (archs.score(n, metric, schedule, budget), archs.score(n, metric, schedule, full))
+                for n in names
+            ]
+            pairs = [(a.mean, b.mean) for a, b in pairs if a is not None and b is not None]
+            if len(pairs) < 2:
+                cells.append("-")
+                continue
+            tau, p = kendall_tau([a for a, _ in pairs], [b for _, b in pairs])
+            cells.append("nan" if math.isnan(tau) else f"{tau:+.2f} (p {p:.2f}, n {len(pairs)})")
+        lines.append(_row([f"{budget:g}", *cells]))
+    columns = [(s, b) for s in schedules for b in budgets]
+    head = _row(["architecture", *(f"{s} {b:g}" for s, b in columns)])
+    rule = "|---|" + "---:|" * len(columns)
+    lines += ["", f"#### {metric} per architecture (mean ± std (n) over seeds at the best LR)", ""]
+    lines += [head, rule]
+    for name in names:
+        lines.append(_row([name, *(_fmt(archs.score(name, metric, s, b)) for s, b in columns)]))
+    lines += ["", f"#### {metric} normalized: the mean at a budget / the mean at {full:g}", ""]
+    lines += [head, rule]
+    for name in names:
+        cells = []
+        for schedule, budget in columns:
+            score, ref = (
+                archs.score(name, metric, schedule, budget),
+                archs.score(name, metric, schedule, full),
+            )
+            ok = score is not None and ref is not None and ref.mean != 0
+            cells.append(f"{score.mean / ref.mean:.3f}" if ok else "-")
+        lines.append(_row([name, *cells]))
+    return "\n".join(lines)
+
+
+class _Parser(SweepParser):
+    label = "rank"
+
+
+def _named(items: Sequence[str], parser: _Parser) -> dict[str, Path]:
+    named: dict[str, Path] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"{item!r} is invalid; allowed: NAME=SWEEP_FOLDER")
+        if name in named:
+            parser.error(f"architecture {name!r} is given twice; allowed: one sweep per name")
+        named[name] = Path(path)
+    if len(named) < 3:
+        parser.error(f"{len(named)} architectures given; allowed: three or more (NAME=SWEEP)")
+    return named
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``budgeted-rank``: print the ranking tables; the exit status (2: bad input, one line).
+
+    Example:
+        >>> main(["a=out/a", "b=out/b", "c=out/c", "--full", "0.25"])  # doctest: +SKIP
+        0
+    """
+    parser = _Parser(prog="budgeted-rank", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "sweeps", nargs="+", metavar="NAME=SWEEP", help="one sweep per architecture"
+    )
+    parser.add_argument("--full", type=float, help="the reference budget (default: the largest)")
+    parser.add_argument("--metric", help="default: the framework's first (mIoU, box AP)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    named = _named(args.sweeps, parser)
+    try:
+        archs = load_architectures(named)
+        metrics = [name for name, _ in METRICS[archs.framework]]
+        metric = args.metric or metrics[0]
+        if metric not in metrics:
+            raise ReportError(
+                f"--metric {metric!r} is not a {archs.framework} metric; allowed: "
+                f"{', '.join(metrics)}"
+            )
+        full = archs.full_budget(metric, args.full)
+        text = markdown(archs, metric, full)
+    except (ReportError, ImportError) as err:
+        print(f"rank: error: {err}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
