@@ -90,10 +90,17 @@ class ReportError(ValueError):
 
 @dataclass
 class Final:
-    """A finished run: its length in iterations and its final metrics (shown names)."""
+    """A finished run: its length in iterations and its final metrics (shown names).
+
+    ``no_predictions``: the metrics its evaluation could not compute because the model predicted
+    nothing (logged as NaN, or left out beside a NaN: Detectron2's ``COCOEvaluator`` after "No
+    predictions from the model!"); they count as 0, the COCO AP of no detections, and the
+    report's tables name those runs.
+    """
 
     iters: int
     metrics: dict[str, float]
+    no_predictions: tuple[str, ...] = ()
 
 
 class CellKey(NamedTuple):
@@ -230,7 +237,10 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
     if found is None:
         return None
     metrics = {name: float(found[key]) for name, key in METRICS[fam.framework] if key in found}
-    return Final(fam.iters(budget), metrics)
+    if not any(math.isnan(v) for v in metrics.values()):
+        return Final(fam.iters(budget), metrics)
+    empty = tuple(n for n, _ in METRICS[fam.framework] if math.isnan(metrics.get(n, math.nan)))
+    return Final(fam.iters(budget), {**metrics, **dict.fromkeys(empty, 0.0)}, empty)
 
 
 def holds_run(framework: str, run_dir: Path) -> bool:
@@ -401,6 +411,17 @@ def markdown(group: Group) -> str:
             "",
             *_table(head, rows, len(head)),
         ]
+        empty = [
+            cell_name(*k)
+            for k, c in group.cells.items()
+            if c.final and metric in c.final.no_predictions
+        ]
+        if empty:
+            lines += [
+                "",
+                f"{len(empty)} finished run(s) predicted nothing at the final evaluation ({metric} "
+                f"logged as NaN): counted as {metric} 0: {', '.join(sorted(empty))}.",
+            ]
         if axes:
             lines += ["", *_best_tables(group, metric)]
         blocks.append("\n".join(lines))

@@ -660,3 +660,37 @@ def test_a_grid_of_lrs_and_seeds_sets_the_framework_keys_and_reports_means(mmseg
     }  # fmt: skip
     for suffix in ("", "_lr", "_loss"):
         assert (tmp_path / f"g{suffix}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_run_that_predicted_nothing_counts_as_zero_and_is_named(tmp_path):
+    """Detectron2's COCOEvaluator logs NaN box AP (and no mask AP) when the model predicted
+    nothing: the report counts 0 for both, the COCO AP of no detections, and names the run."""
+    from budgeted.families import MASK_RCNN_TOY
+    from budgeted.report import Cell, CellKey, Group, markdown, read_final
+
+    group = Group("detectron2", "configs/detectron2/toy/mask_rcnn_toy_budget")
+    for seed, box in enumerate((float("nan"), 20.0)):
+        run_dir = tmp_path / f"linear_budget10_seed{seed}"
+        run_dir.mkdir()
+        (run_dir / "model_final.pth").write_bytes(b"")
+        evaluation = {"bbox/AP": box, "bbox/AP50": box, "iteration": 39}
+        if not math.isnan(box):
+            evaluation["segm/AP"] = 10.0
+        rows = [{"iteration": 39, "total_loss": 2.9, "lr": 0.001}, evaluation]
+        (run_dir / "metrics.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        final = read_final(MASK_RCNN_TOY, 0.1, run_dir)
+        key = CellKey("linear", 0.1, None, seed)
+        group.cells[key] = Cell(key, run_dir, final, 1.0)
+    first = group.cells[CellKey("linear", 0.1, None, 0)].final
+    assert first.metrics == {"box AP": 0.0, "mask AP": 0.0}
+    assert first.no_predictions == ("box AP", "mask AP")
+    text = markdown(group)
+    assert table(text, "### box AP: detectron2")["0.1"]["linear"] == "10.00 ± 14.14 (2)"
+    assert table(text, "### mask AP: detectron2")["0.1"]["linear"] == "5.00 ± 7.07 (2)"
+    assert (
+        text.count(
+            "1 finished run(s) predicted nothing at the final evaluation (box AP logged as NaN): "
+            "counted as box AP 0: linear_budget10_seed0."
+        )
+        == 1
+    )
