@@ -6,13 +6,28 @@ from __future__ import annotations
 
 import math
 import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
 from mmengine.runner import Runner
-from mmseg_testutils import logged, recorded_lrs, stock_config, toy_args, toy_config
+from mmseg_testutils import (
+    DEADLINE_S,
+    child_env,
+    logged,
+    recorded_lrs,
+    stock_config,
+    toy_args,
+    toy_config,
+)
+
+from budgeted.preemption import PREEMPTED_EXIT_CODE, restore_default_signals
 
 pytestmark = pytest.mark.slow
+TRAIN_SEG = Path(__file__).resolve().parents[2] / "tools" / "train_seg.py"
 WARMUP = 4
 
 
@@ -89,6 +104,40 @@ def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
     assert cli.main([*args, f"load_from={resumed / 'iter_6.pth'}", "--budget-time", other,
                      "--resume"]) == 2  # fmt: skip
     assert sorted(p.name for p in resumed.glob("*.pth")) == before
+
+
+def test_a_preempted_time_budget_resumes_the_same_clock(tmp_path, toy_root, cli, budget_s):
+    """SIGTERM mid-budget (the reliability issue's handling): exit 75 with a checkpoint holding
+    the clock; --resume trains on until the total training time reaches the budget."""
+    work = tmp_path / "work"
+    args = [*toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP),
+            "--budget-time", f"{budget_s}s"]  # fmt: skip
+    with open(tmp_path / "run.err", "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(TRAIN_SEG), *args], stdout=subprocess.DEVNULL, stderr=err,
+            env=child_env(), preexec_fn=restore_default_signals,
+        )  # fmt: skip
+        deadline = time.monotonic() + DEADLINE_S
+        while not (work / "iter_6.pth").exists() and proc.poll() is None:  # training has begun
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.terminate()
+        assert proc.wait(timeout=DEADLINE_S) == PREEMPTED_EXIT_CODE, (
+            tmp_path / "run.err"
+        ).read_text()
+    stopped_at = Path((work / "last_checkpoint").read_text().strip())
+    stopped = scheduler_state(stopped_at)
+    assert 0.0 < stopped["clock"]["elapsed"] < budget_s
+    trained_before = int(stopped_at.stem.split("_")[1])
+    assert cli.main([*args, "--resume"]) == 0
+    trained = int(stop_line(work).split("reached after ")[1].split()[0])
+    final = scheduler_state(work / f"iter_{trained}.pth")
+    assert final["clock"]["elapsed"] >= budget_s  # one clock: the two parts add up to the budget
+    assert final["time_budget"]["warmup_seconds"] == stopped["time_budget"]["warmup_seconds"]
+    lrs = recorded_lrs(tmp_path)  # the resumed part
+    assert sorted(lrs) == list(range(trained_before, trained))
+    e, w = stopped["clock"]["elapsed"], stopped["time_budget"]["warmup_seconds"]
+    assert lrs[trained_before] == pytest.approx(0.01 * (1 - (e - w) / (budget_s - w)), rel=1e-6)
 
 
 def test_a_time_budget_is_replanned_on_resume_only_when_asked(

@@ -523,7 +523,11 @@ def load_config(path: str | os.PathLike[str], options: dict | None = None) -> Co
 def _iteration_based(cfg: Config) -> bool:
     train_cfg = cfg.get("train_cfg") or {}
     kind = train_cfg.get("type")
-    return kind == "IterBasedTrainLoop" or (kind is None and train_cfg.get("by_epoch") is False)
+    iteration_loops = (
+        "IterBasedTrainLoop",
+        "TimeBudgetTrainLoop",
+    )  # a time budget counts iterations too
+    return kind in iteration_loops or (kind is None and train_cfg.get("by_epoch") is False)
 
 
 def add_checkpoint_at(cfg: Config) -> None:
