@@ -46,7 +46,7 @@ for name in mmseg detectron2; do
         echo "Made by \`bash tools/wsd_toy.sh\` (the grid is listed at the top of that script)."
         echo "The compute, as budgeted-branch printed it:"
         echo
-        grep '^\[branch\] compute' "$OUT/$name.log" | tail -n 1 | sed 's/^/    /'
+        grep '^\[branch\] compute' "$OUT/$name.log" | tail -n 1 | sed 's/; wall .*//; s/^/    /'
         echo
         "$PY" -m budgeted.report "$OUT/$name" --csv "$RESULTS/wsd_${name}_toy.csv" \
             --plot "$RESULTS/wsd_${name}_toy.png" | grep -v '^CSV: \|^plot: '
