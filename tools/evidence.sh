@@ -80,17 +80,13 @@ case $status in
 esac
 echo "[evidence] sweeps done in $(( $(date +%s) - start )) s (this invocation)"
 
+# shellcheck source=tools/results.sh
+source tools/results.sh
 for name in mmseg detectron2; do
-    {
-        echo "# Toy evidence grid: $name"
-        echo
-        echo "Made by \`bash tools/evidence.sh\` (\`make evidence\`); the grid and toy sets are"
-        echo "listed at the top of that script. Values: final metric after the last iteration,"
-        echo "mean ± std over seeds (n)."
-        echo
-        "$PY" -m budgeted.report "$OUT/$name" --csv "$RESULTS/${name}_toy.csv" \
-            --plot "$RESULTS/${name}_toy.png" | grep -v '^CSV: \|^plot: '
-    } > "$RESULTS/${name}_toy.md" || status=1
+    write_results "$OUT/$name" "$RESULTS/${name}_toy" "# Toy evidence grid: $name" "" \
+        "Made by \`bash tools/evidence.sh\` (\`make evidence\`); the grid and toy sets are" \
+        "listed at the top of that script. Values: final metric after the last iteration," \
+        "mean ± std over seeds (n)." || status=1
 done
 echo "[evidence] tables and plots in $RESULTS/ (exit $status)"
 exit "$status"

@@ -22,21 +22,39 @@ if [ ! -d "$DATA/gtFine" ]; then
 fi
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 ARCHS=(r18w8 r18w12 r18w16 r18w24 r34w8 r34w16)
-sweep_arch() {  # NAME: one architecture's sweep
+sweep_arch() {  # NAME: one architecture's sweep (run with &: exec makes the job the sweep itself)
     local name=$1 depth=${1:1:2} width=${1#*w}
-    "$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step --budgets 0.05 0.25 \
-        --lrs 0.1 --seeds 0 1 --data "$DATA" --out "$OUT/$name" -- \
+    exec "$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step \
+        --budgets 0.05 0.25 --lrs 0.1 --seeds 0 1 --data "$DATA" --out "$OUT/$name" -- \
         "model.backbone.depth=$depth" "model.backbone.base_channels=$width" \
         "model.backbone.stem_channels=$width" "model.decode_head.in_channels=$((8 * width))" \
         "model.auxiliary_head.in_channels=$((4 * width))" >> "$OUT/$name.log" 2>&1
 }
+run_group() {  # NAME...: the architectures in turn; SIGTERM stops the running sweep (which saves
+    local child=""  # its running cell) and the rest of the group
+    trap 'kill -TERM "$child" 2> /dev/null; wait "$child"; exit 75' TERM
+    for name in "$@"; do
+        sweep_arch "$name" &
+        child=$!
+        wait "$child"
+    done
+}
 start=$(date +%s)
-(for name in r18w8 r18w24 r34w8; do sweep_arch "$name"; done) &
+run_group r18w8 r18w24 r34w8 &
 first=$!
-(for name in r18w12 r18w16 r34w16; do sweep_arch "$name"; done) &
+run_group r18w12 r18w16 r34w16 &
 second=$!
-trap 'trap - INT TERM; kill -TERM 0' INT TERM
-wait $first $second
+stopped=""
+trap 'stopped=yes; kill -TERM $first $second 2> /dev/null' INT TERM
+for pid in $first $second; do
+    while kill -0 "$pid" 2> /dev/null; do
+        wait "$pid"  # returns early when a trapped signal arrives: wait again
+    done
+done
+if [ -n "$stopped" ]; then  # the committed table is left as it was
+    echo "[rank] stopped; run it again to resume"
+    exit 75
+fi
 echo "[rank] sweeps done in $(( $(date +%s) - start )) s"
 named=()
 for name in "${ARCHS[@]}"; do named+=("$name=$OUT/$name"); done

@@ -33,24 +33,30 @@ first=$!
     --compare --data "$DATA/coco" --out "$OUT/detectron2" --keep-going \
     >> "$OUT/detectron2.log" 2>&1 &
 second=$!
-trap 'trap - INT TERM; kill -TERM $first $second 2> /dev/null' INT TERM
-wait $first
-code1=$?
-wait $second
-code2=$?
+stopped=""
+trap 'stopped=yes; kill -TERM $first $second 2> /dev/null' INT TERM
+codes=()
+for pid in $first $second; do
+    while kill -0 "$pid" 2> /dev/null; do
+        wait "$pid"  # returns early when a trapped signal arrives: wait again
+    done
+    wait "$pid"
+    codes+=($?)
+done
+code1=${codes[0]} code2=${codes[1]}
+if [ -n "$stopped" ]; then  # the committed tables are left as they were
+    echo "[wsd] stopped (exit $code1, $code2); run it again to resume"
+    exit 75
+fi
 status=0
+# shellcheck source=tools/results.sh
+source tools/results.sh
 for name in mmseg detectron2; do
-    {
-        echo "# WSD branches against separate linear runs: toy $name"
-        echo
-        echo "Made by \`bash tools/wsd_toy.sh\` (the grid is listed at the top of that script)."
-        echo "The compute, as budgeted-branch printed it:"
-        echo
-        grep '^\[branch\] compute' "$OUT/$name.log" | tail -n 1 | sed 's/; wall .*//; s/^/    /'
-        echo
-        "$PY" -m budgeted.report "$OUT/$name" --csv "$RESULTS/wsd_${name}_toy.csv" \
-            --plot "$RESULTS/wsd_${name}_toy.png" | grep -v '^CSV: \|^plot: '
-    } > "$RESULTS/wsd_${name}_toy.md" || status=1
+    compute=$(grep '^\[branch\] compute' "$OUT/$name.log" | tail -n 1 | sed 's/; wall .*//')
+    write_results "$OUT/$name" "$RESULTS/wsd_${name}_toy" \
+        "# WSD branches against separate linear runs: toy $name" "" \
+        "Made by \`bash tools/wsd_toy.sh\` (the grid is listed at the top of that script)." \
+        "The compute, as budgeted-branch printed it:" "" "    $compute" || status=1
 done
 echo "[wsd] exit $code1 (mmseg), $code2 (detectron2); tables in $RESULTS/ (exit $status)"
 [ "$code1" = 0 ] && [ "$code2" = 0 ] && exit "$status"
