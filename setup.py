@@ -96,6 +96,10 @@ setup(
             "Pillow",
             "cityscapesscripts",  # the toy Cityscapes writer and the toy configs' CityscapesMetric
         ],
+        # MMDetection, MMPretrain, MMAction2 (their configs import budgeted.mmengine)
+        "mmdet": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmdet>=3.0", "pycocotools"],
+        "mmpretrain": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmpretrain>=1.0"],
+        "mmaction": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmaction2>=1.0"],
         "plot": ["matplotlib"],  # budgeted-report --plot, tools/plot_schedules.py
         "rank": ["scipy"],  # budgeted-rank (Kendall's tau)
     },

@@ -44,7 +44,9 @@ CONFIG_FOLDERS = (
     "mmseg/_base_",
     "mmseg/toy",
     "mmseg/toy/_base_",
-)
+    *(f"{fw}{sub}" for fw in ("mmdet", "mmpretrain", "mmaction") for sub in ("", "/_base_", "/toy",
+                                                                          "/toy/_base_")),
+)  # fmt: skip
 """Folders of configs/ that must arrive, with their layout, in the installed package."""
 ADAPTERS = (("budgeted.detectron2", "detectron2", ("detectron2",)),
             ("budgeted.mmengine", "mmseg", ("mmengine", "mmcv", "mmseg")))  # fmt: skip
@@ -160,10 +162,12 @@ def test_wheel_holds_the_package_the_configs_license_and_scripts(built):
     parser.read_string(entry_points)
     assert dict(parser["console_scripts"]) == SCRIPTS
     assert "Requires-Dist: torch>=1.10\n" in metadata and "License: Apache-2.0" in metadata
-    for extra in ("detectron2", "mmseg", "plot", "rank"):
+    for extra in ("detectron2", "mmseg", "mmdet", "mmpretrain", "mmaction", "plot", "rank"):
         assert f"Provides-Extra: {extra}\n" in metadata
     for requirement in ('PyYAML>=5.1; extra == "detectron2"', 'numpy; extra == "mmseg"',
-                        'matplotlib; extra == "plot"', 'scipy; extra == "rank"'):  # fmt: skip
+                        'mmdet>=3.0; extra == "mmdet"', 'mmpretrain>=1.0; extra == "mmpretrain"',
+                        'mmaction2>=1.0; extra == "mmaction"', 'matplotlib; extra == "plot"',
+                        'scipy; extra == "rank"'):  # fmt: skip
         assert f"Requires-Dist: {requirement}\n" in metadata
 
 

@@ -92,6 +92,10 @@ fi
 step "mmsegmentation 1.2.2"
 pip_install -q mmsegmentation
 
+step "mmdet 3.3.0, mmpretrain 1.2.0, mmaction2 1.2.0 (on the same mmcv)"
+# after MMEngine: opencv-contrib-python (mmaction2's) and opencv-python write the same cv2 package
+pip_install -q mmdet mmpretrain mmaction2 opencv-contrib-python
+
 step "Detectron2"
 d2_kind=$("$PY" "$ROOT/tools/detectron2_lite/detect.py")
 if [ -n "$DETECTRON2_REQUIREMENT" ]; then
@@ -128,10 +132,12 @@ step "check"
 "$PY" - <<'EOF'
 import cityscapesscripts.evaluation.evalPixelLevelSemanticLabeling  # noqa: F401
 import detectron2, detectron2._C as C, mmcv, mmcv.ops, mmengine, mmseg, pycocotools, torch  # noqa: F401
+import mmaction, mmdet, mmpretrain  # noqa: F401
 import budgeted
 
 kind = "lite, no compiled ops" if getattr(C, "__budgeted_lite__", False) else "full"
 print(f"torch {torch.__version__} | detectron2 {detectron2.__version__} ({kind}) | mmcv {mmcv.__version__} "
-      f"(ops) | mmengine {mmengine.__version__} | mmseg {mmseg.__version__} | budgeted {budgeted.__version__}")
+      f"(ops) | mmengine {mmengine.__version__} | mmseg {mmseg.__version__} | mmdet {mmdet.__version__} "
+      f"| mmpretrain {mmpretrain.__version__} | mmaction2 {mmaction.__version__} | budgeted {budgeted.__version__}")
 EOF
 step "done"

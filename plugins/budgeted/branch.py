@@ -108,6 +108,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = _Parser(prog="budgeted-branch", description=__doc__.split("\n\n")[0])
     parser.add_argument("framework", choices=FRAMEWORKS)
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
+    parser.add_argument("--task", help="mmpretrain: cifar10 or imagenet")
     parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")
     parser.add_argument("--cooldown", type=float, default=0.2, help="WSD's cooldown fraction c")
     parser.add_argument("--lrs", nargs="+", metavar="LR")
@@ -126,7 +127,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def plan(args: argparse.Namespace, extra: list[str], data: Path | None) -> list[Plan]:
     """Every cell, in the order they must run (a stable run before its branches)."""
-    fam = family(args.framework, args.toy)
+    fam = family(args.framework, args.toy, args.task)
     configs = committed_configs(fam)
     if not 0.0 < args.cooldown <= 1.0:
         raise SweepError(f"--cooldown {args.cooldown} is invalid; allowed: a number in (0, 1]")
@@ -186,14 +187,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not args.dry_run:
             lock.check()
-        data, present, env = toy_environment(args.framework, args.toy, args.data)
+        data, present, env = toy_environment(
+            family(args.framework, args.toy, args.task), args.toy, args.data
+        )
         plans = plan(args, extra, data)
         if not args.dry_run:
             lock.acquire()
     except (SweepError, ReportError, FolderBusyError, ValueError) as err:
         print(f"branch: error: {err}", file=sys.stderr)
         return 2
-    fam = family(args.framework, args.toy)
+    fam = family(args.framework, args.toy, args.task)
     budgets = sorted({p.budget for p in plans})
     iters = {b: fam.iters(b) for b in budgets}
     branched, separate = compute(iters, branch_points(iters, fam.warmup, args.cooldown))
@@ -208,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with lock, SignalForwarder() as forwarder:
         if args.toy and not present:
-            make_toy_data(args.framework, data)
+            make_toy_data(fam, data)
         save_sweep(args.out, args.framework, family_label(fam), plans)
         start = time.monotonic()
         code = _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)

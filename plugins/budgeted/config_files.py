@@ -16,7 +16,11 @@ __all__ = ["SEARCH_FOLDERS", "config_root", "find_config"]
 SEARCH_FOLDERS: dict[str, tuple[str, ...]] = {
     "detectron2": ("detectron2", "detectron2/toy", "detectron2/lazy"),
     "mmseg": ("mmseg", "mmseg/toy"),
-}
+    "mmengine": (  # every MMEngine codebase: what budgeted-train-seg looks in
+        "mmseg", "mmseg/toy", "mmdet", "mmdet/toy", "mmpretrain", "mmpretrain/toy",
+        "mmaction", "mmaction/toy",
+    ),
+}  # fmt: skip
 """Where a bare config name is looked up, per framework, in this order."""
 
 

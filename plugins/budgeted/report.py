@@ -78,10 +78,24 @@ CELL_FILE = "sweep_cell.json"
 METRICS: dict[str, tuple[tuple[str, str], ...]] = {
     "detectron2": (("box AP", "bbox/AP"), ("mask AP", "segm/AP")),
     "mmseg": (("mIoU", "mIoU"),),
+    "mmdet": (("box AP", "coco/bbox_mAP"), ("mask AP", "coco/segm_mAP")),
+    "mmpretrain": (("top-1", "accuracy/top1"),),
+    "mmaction": (("top-1", "acc/top1"),),
 }
 """framework -> (name shown, key in the training tool's log) of each reported metric."""
-RUNS_MODULES = {"detectron2": "budgeted.detectron2.runs", "mmseg": "budgeted.mmengine.runs"}
+LOGGED_AS_FRACTION = frozenset({"mmdet", "mmaction"})
+"""Frameworks whose metrics are logged as fractions (MMDetection's ``CocoMetric``: 0.375;
+MMAction2's ``AccMetric``): the report shows them in percent (37.5), as Detectron2's COCO AP,
+MMSegmentation's mIoU and MMPretrain's accuracy are logged."""
+RUNS_MODULES = {
+    "detectron2": "budgeted.detectron2.runs",
+    **dict.fromkeys(("mmseg", "mmdet", "mmpretrain", "mmaction"), "budgeted.mmengine.runs"),
+}
 """framework -> the adapter module that reads its run folders (imported when needed)."""
+NOTHING_PREDICTED = {"detectron2": "logged as NaN", "mmdet": "not logged"}
+"""framework -> how its COCO evaluation logs a metric when the model predicted nothing: the
+report counts such a metric as 0, the COCO AP of no detections, and names the run. Other
+frameworks' metrics are never missing from a finished run's final evaluation."""
 
 
 class ReportError(ValueError):
@@ -93,9 +107,10 @@ class Final:
     """A finished run: its length in iterations and its final metrics (shown names).
 
     ``no_predictions``: the metrics its evaluation could not compute because the model predicted
-    nothing (logged as NaN, or left out beside a NaN: Detectron2's ``COCOEvaluator`` after "No
-    predictions from the model!"); they count as 0, the COCO AP of no detections, and the
-    report's tables name those runs.
+    nothing (Detectron2's ``COCOEvaluator`` after "No predictions from the model!" logs NaN, or
+    leaves a metric out beside a NaN; MMDetection's ``CocoMetric`` after "The testing results of
+    the whole dataset is empty." logs no metric at all, see :data:`NOTHING_PREDICTED`); they
+    count as 0, the COCO AP of no detections, and the report's tables name those runs.
     """
 
     iters: int
@@ -234,9 +249,14 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
     if not run_dir.is_dir():
         return None
     found = runs_module(fam.framework).final_metrics(run_dir)
-    if found is None:
+    if found is None or (not found and fam.framework not in NOTHING_PREDICTED):
         return None
-    metrics = {name: float(found[key]) for name, key in METRICS[fam.framework] if key in found}
+    if not found:  # validated, but no metric logged: the model predicted nothing
+        found = {key: math.nan for _, key in METRICS[fam.framework]}
+    scale = 100.0 if fam.framework in LOGGED_AS_FRACTION else 1.0
+    metrics = {
+        name: scale * float(found[key]) for name, key in METRICS[fam.framework] if key in found
+    }
     if not any(math.isnan(v) for v in metrics.values()):
         return Final(fam.iters(budget), metrics)
     empty = tuple(n for n, _ in METRICS[fam.framework] if math.isnan(metrics.get(n, math.nan)))
@@ -420,7 +440,8 @@ def markdown(group: Group) -> str:
             lines += [
                 "",
                 f"{len(empty)} finished run(s) predicted nothing at the final evaluation ({metric} "
-                f"logged as NaN): counted as {metric} 0: {', '.join(sorted(empty))}.",
+                f"{NOTHING_PREDICTED[group.framework]}): counted as {metric} 0: "
+                f"{', '.join(sorted(empty))}.",
             ]
         if axes:
             lines += ["", *_best_tables(group, metric)]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import importlib
 import json
 import math
 import os
@@ -43,7 +44,7 @@ from typing import Any, NoReturn
 from . import report
 from .checkpoints import atomic_write_text
 from .config_files import config_root
-from .families import ConfigFamily, family
+from .families import FRAMEWORKS, ConfigFamily, family
 from .locks import FolderBusyError, FolderLock
 from .preemption import PREEMPTED_EXIT_CODE, restore_default_signals, signal_name
 from .report import CELL_FILE, SWEEP_FILE, CellKey, ReportError, cell_name, family_label
@@ -60,28 +61,33 @@ __all__ = [
     "parse_budget",
 ]
 
-FRAMEWORKS = ("detectron2", "mmseg")
-TRAIN_TOOLS = {
-    "detectron2": ("budgeted-train-net", "budgeted.detectron2.cli", "run"),
-    "mmseg": ("budgeted-train-seg", "budgeted.mmengine.cli", "main"),
-}
+MMENGINE_FRAMEWORKS = tuple(f for f in FRAMEWORKS if f != "detectron2")
+"""The MMEngine codebases (mmseg, mmdet, mmpretrain, mmaction): one training tool, one set of
+config keys."""
+
+
+def _per_framework(detectron2: Any, mmengine: Any) -> dict[str, Any]:
+    return {"detectron2": detectron2, **dict.fromkeys(MMENGINE_FRAMEWORKS, mmengine)}
+
+
+TRAIN_TOOLS = _per_framework(
+    ("budgeted-train-net", "budgeted.detectron2.cli", "run"),
+    ("budgeted-train-seg", "budgeted.mmengine.cli", "main"),
+)
 """framework -> (console script, module, function) of its training tool."""
-RESERVED = {
-    "detectron2": ("OUTPUT_DIR", "SOLVER.BUDGET.FRACTION", "SOLVER.BUDGET.FULL_ITERS",
-                   "SOLVER.MAX_ITER", "--config-file", "--config", "--resume", "--eval-only"),
-    "mmseg": ("work_dir", "train_cfg.max_iters", "budget_fraction", "full_schedule_iters",
-              "--work-dir", "--resume", "--budget"),
-}  # fmt: skip
+RESERVED = _per_framework(
+    ("OUTPUT_DIR", "SOLVER.BUDGET.FRACTION", "SOLVER.BUDGET.FULL_ITERS", "SOLVER.MAX_ITER",
+     "--config-file", "--config", "--resume", "--eval-only"),
+    ("work_dir", "train_cfg.max_iters", "budget_fraction", "full_schedule_iters", "--work-dir",
+     "--resume", "--budget"),
+)  # fmt: skip
 """Overrides the sweep sets per cell (run folder, budget, resuming): refused after ``--``."""
-LR_KEYS = {"detectron2": "SOLVER.BASE_LR", "mmseg": "optim_wrapper.optimizer.lr"}
+LR_KEYS = _per_framework("SOLVER.BASE_LR", "optim_wrapper.optimizer.lr")
 """framework -> the config key ``--lrs`` sets (the base LR the schedule multiplies)."""
-SEED_KEYS = {"detectron2": "SEED", "mmseg": "randomness.seed"}
+SEED_KEYS = _per_framework("SEED", "randomness.seed")
 """framework -> the config key ``--seeds`` sets."""
 SWEEP_LOCK = ".sweep.lock"
 """The lock file a running sweep holds (``flock``) in its ``--out`` folder."""
-DEFAULT_TOY_CITYSCAPES = Path("datasets/toy_cityscapes")
-"""Where ``--toy`` MMSegmentation sweeps keep the toy set unless ``--data``: the toy configs'
-``data_root`` (``budgeted.mmengine.toy.TOY_ROOT``), relative to the current folder."""
 
 
 class SweepError(ValueError):
@@ -164,7 +170,7 @@ def check_extra(
         *([SEED_KEYS[framework]] if seeds else []),
     ]
     for token in extra:
-        key = token.split("=", 1)[0] if framework == "mmseg" or "=" in token else token
+        key = token.split("=", 1)[0] if framework != "detectron2" or "=" in token else token
         if key in reserved:
             raise SweepError(
                 f"override {token!r} after -- is set by the sweep per cell; allowed: any "
@@ -244,11 +250,11 @@ def build_command(
     return tool_command(framework, args)
 
 
-def toy_data(framework: str, data: Path | None) -> tuple[Path, bool]:
-    """The toy set's root (the demos' default unless ``data``) and whether it exists yet."""
-    if framework == "mmseg":
-        root = (data or DEFAULT_TOY_CITYSCAPES).resolve()
-        return root, (root / "gtFine").is_dir()
+def toy_data(fam: ConfigFamily, data: Path | None) -> tuple[Path, bool]:
+    """The toy set's root (the toy configs' default unless ``data``) and whether it exists."""
+    if fam.toy_data is not None:
+        root = (data or Path(fam.toy_data.root)).resolve()
+        return root, (root / fam.toy_data.marker).exists()
     with warnings.catch_warnings():  # torch.jit's FutureWarnings, on importing detectron2
         warnings.simplefilter("ignore", FutureWarning)
         from .detectron2.data import TOY_DATASETS, datasets_root
@@ -258,25 +264,25 @@ def toy_data(framework: str, data: Path | None) -> tuple[Path, bool]:
 
 
 def toy_environment(
-    framework: str, toy: bool, data: Path | None
+    fam: ConfigFamily, toy: bool, data: Path | None
 ) -> tuple[Path | None, bool, dict[str, str]]:
     """(the toy set's root or None, whether it exists, the training tools' environment): with
     ``toy``, Detectron2's tools find the toy set through ``DETECTRON2_DATASETS``."""
     env = dict(os.environ)
     if not toy:
         return None, True, env
-    root, present = toy_data(framework, data)
-    if framework == "detectron2":
+    root, present = toy_data(fam, data)
+    if fam.framework == "detectron2":
         env["DETECTRON2_DATASETS"] = str(root)
     return root, present, env
 
 
-def make_toy_data(framework: str, root: Path) -> None:
-    """Write the toy set as the demos do."""
-    if framework == "mmseg":
-        from .mmengine.toy import make_toy_cityscapes
-
-        make_toy_cityscapes(root)
+def make_toy_data(fam: ConfigFamily, root: Path) -> None:
+    """Write the toy set as the demos do (the family's :class:`~budgeted.families.ToyData`
+    writer; Detectron2's toy COCO under ``DETECTRON2_DATASETS``)."""
+    if fam.toy_data is not None:
+        module, function = fam.toy_data.writer.split(":")
+        getattr(importlib.import_module(module), function)(root)
     else:
         from .detectron2.toy import make_toy_coco
 
@@ -286,7 +292,7 @@ def make_toy_data(framework: str, root: Path) -> None:
 def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, float]]:
     """The (schedule, budget) cells, smallest budgets first, after checking the arguments and
     ``--out``; raises :class:`SweepError`."""
-    fam = family(args.framework, args.toy)
+    fam = args.family
     configs = committed_configs(fam)
     label = family_label(fam)
     schedules = list(dict.fromkeys(args.schedules or sorted({s for s, _ in configs})))
@@ -331,7 +337,7 @@ def plan_cells(
     args: argparse.Namespace, grid: list[CellKey], extra: list[str], data: Path | None
 ) -> list[Plan]:
     """Each cell's plan; raises :class:`SweepError` for a run folder it must not touch."""
-    fam = family(args.framework, args.toy)
+    fam = args.family
     configs = committed_configs(fam)
     return [plan_cell(fam, key, configs, args.out, data, extra) for key in grid]
 
@@ -642,6 +648,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = _Parser(prog="budgeted-sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("framework", help=f"one of: {', '.join(FRAMEWORKS)}")
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
+    parser.add_argument(
+        "--task", help="where a framework ships several families: mmpretrain cifar10 or imagenet"
+    )
     parser.add_argument("--schedules", nargs="+", help="default: every committed one")
     parser.add_argument(
         "--budgets", nargs="+", help="budget fractions, of the committed ones (default: all)"
@@ -665,12 +674,15 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         help="go on after a failed run (a diverged LR of a grid, say); exit 1 at the end",
     )  # fmt: skip
     args = parser.parse_args(argv[:cut])
-    if args.framework not in FRAMEWORKS:
-        parser.error(f"unknown framework {args.framework!r}; allowed: {', '.join(FRAMEWORKS)}")
+    try:
+        args.family = family(args.framework, args.toy, args.task)
+    except ValueError as err:
+        parser.error(str(err))
     if args.data is not None and not args.toy:
         parser.error("--data is for --toy runs; full datasets come from the configs")
     if args.out is None:
-        args.out = Path("output/sweep") / (args.framework + ("_toy" if args.toy else ""))
+        name = "_".join(filter(None, (args.framework, args.task, "toy" if args.toy else "")))
+        args.out = Path("output/sweep") / name
     args.out = args.out.resolve()
     return args, argv[cut + 1 :]
 
@@ -711,7 +723,7 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
         if not args.dry_run:
             lock.check()
         grid = check_grid(args, extra)
-        data, present, env = toy_environment(framework, args.toy, args.data)
+        data, present, env = toy_environment(args.family, args.toy, args.data)
         plans = plan_cells(args, grid, extra, data)
         if not args.dry_run:
             lock.acquire()  # the first write; another sweep may have taken it meanwhile
@@ -736,8 +748,8 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     with lock, SignalForwarder() as forwarder:
         if args.toy and not present:
             print(f"[sweep] writing the toy set in {data}", flush=True)
-            make_toy_data(framework, data)
-        save_sweep(args.out, framework, family_label(family(framework, args.toy)), plans)
+            make_toy_data(args.family, data)
+        save_sweep(args.out, framework, family_label(args.family), plans)
         return _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
 
 

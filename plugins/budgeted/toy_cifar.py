@@ -56,7 +56,7 @@ TOY_MARKER = "budgeted_toy.json"
 """The file beside the pickles that marks a toy set (the real archive has no such file)."""
 _SIDE = 32
 _TRAIN_BATCHES = 5
-_COLOURS = np.array(
+CLASS_COLOURS = np.array(
     [
         [230, 40, 40],
         [40, 200, 40],
@@ -71,6 +71,7 @@ _COLOURS = np.array(
     ],
     dtype=np.float64,
 )
+"""One RGB colour per class (label order); an image's shapes are drawn near its colour."""
 
 
 def _shape_mask(label: int, cx: float, cy: float, r: float) -> np.ndarray:
@@ -101,7 +102,7 @@ def _images(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
         r = rng.uniform(7.0, 12.0)
         cx, cy = rng.uniform(r - 2, _SIDE - 1 - r + 2, size=2)
         background = rng.uniform(0, 110, size=3)
-        colour = 0.65 * _COLOURS[label] + 0.35 * rng.uniform(0, 255, size=3)
+        colour = 0.65 * CLASS_COLOURS[label] + 0.35 * rng.uniform(0, 255, size=3)
         mask = _shape_mask(int(label), cx, cy, r)
         image = np.where(mask[..., None], colour, background)
         image = image + rng.normal(0.0, 24.0, size=image.shape)

@@ -172,3 +172,17 @@ def snapshot(folder: Path) -> dict[str, str]:
         name = path.relative_to(folder).as_posix()
         found[name] = "folder" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
     return found
+
+
+def without_scope(node: Any) -> Any:
+    """``node`` without the ``_scope_`` keys that ``mmseg::`` / ``mmdet::`` / ... inheritance adds.
+
+    Example:
+        >>> without_scope({"type": "SGD", "_scope_": "mmdet", "x": [{"_scope_": "mmdet"}]})
+        {'type': 'SGD', 'x': [{}]}
+    """
+    if isinstance(node, dict):
+        return {k: without_scope(v) for k, v in node.items() if k != "_scope_"}
+    if isinstance(node, (list, tuple)):
+        return type(node)(without_scope(v) for v in node)
+    return node

@@ -62,3 +62,6 @@ def test_final_metrics_are_those_of_the_validation_at_the_end(tmp_path):
     )
     assert final_metrics(tmp_path / "crashed") is None
     assert final_metrics(tmp_path / "missing") is None
+    # validated at the end, but the evaluator returned nothing (CocoMetric, no detections)
+    write_run(tmp_path / "empty", 4, [train, {"data_time": 0.0, "time": 0.1, "step": 4}])
+    assert final_metrics(tmp_path / "empty") == {}

@@ -249,13 +249,13 @@ def test_a_second_sweep_is_refused_and_sigterm_stops_the_sweep_and_its_run(mmseg
     process is left behind."""
     data, _, _ = mmseg_sweep
     out = tmp_path / "sweep"
-    args = [*SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.05",
+    args = [*SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.25",
             "--data", str(data), "--out", str(out)]  # fmt: skip
     proc = subprocess.Popen(
         args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=restore_default_signals,
     )  # fmt: skip
-    cell = out / "linear_budget5"
+    cell = out / "linear_budget25"  # 800 iterations: still training when SIGTERM comes
     _wait_for(cell, "*/vis_data/scalars.json", proc)  # a logged iteration: it is training
     trainer = int((cell / ".train_seg.lock").read_text())
     records = [out / "sweep.json", out / ".sweep.lock", cell / "sweep_cell.json"]
@@ -377,7 +377,16 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["caffe", "--toy"], "unknown framework 'caffe'; allowed: detectron2, mmseg"),
+        (
+            ["caffe", "--toy"],
+            "unknown framework 'caffe'; allowed: detectron2, mmseg, mmdet, mmpretrain, mmaction",
+        ),
+        (
+            ["mmpretrain", "--toy"],
+            "mmpretrain has several tasks; pick one: cifar10, imagenet",
+        ),
+        (["mmpretrain", "--task", "cifar"], "mmpretrain has no task 'cifar'; allowed: cifar10"),
+        (["mmdet", "--task", "coco"], "mmdet has no task 'coco'; allowed: none (leave it out)"),
         (
             ["detectron2", "--toy", "--schedules", "poly", "--budgets", "0.1"],
             "no committed config for schedule 'poly' at budget 0.1 (the mask_rcnn_toy family "
@@ -459,6 +468,29 @@ def test_tools_wrappers_run_the_package(tmp_path):
         direct = cli(package, *args)
         assert wrapped.returncode == direct.returncode == 2
         assert wrapped.stderr == direct.stderr and wrapped.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "config"),
+    [
+        (["mmdet"], "configs/mmdet/mask-rcnn_r50_fpn_coco_budget"),
+        (["mmdet", "--toy"], "configs/mmdet/toy/mask-rcnn_r18-toy_coco_budget"),
+        (["mmpretrain", "--task", "cifar10"], "configs/mmpretrain/resnet18_cifar10_budget"),
+        (["mmpretrain", "--toy", "--task", "imagenet"], "configs/mmpretrain/toy/resnet18-toy_"),
+        (["mmaction", "--toy"], "configs/mmaction/toy/i3d-toy_kinetics400_budget"),
+    ],
+)
+def test_the_other_mmengine_codebases_sweep_with_the_same_tool_and_keys(args, config, tmp_path):
+    out = tmp_path / "grid"
+    run = cli(SWEEP, *args, "--schedules", "linear", "step", "--budgets", "0.05",
+              "--lrs", "0.1", "--seeds", "3", "--out", out, "--dry-run")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("[sweep] grid: 2 runs (0 finished, 2 to run")
+    cells = [line for line in lines if line.startswith(("linear_", "step_"))]
+    assert len(cells) == 2 and all(f"budgeted-train-seg {config}" in c for c in cells), cells
+    assert all("optim_wrapper.optimizer.lr=0.1 randomness.seed=3" in c for c in cells), cells
+    assert not out.exists()
 
 
 def test_sweep_and_report_import_no_framework():
@@ -694,3 +726,40 @@ def test_a_run_that_predicted_nothing_counts_as_zero_and_is_named(tmp_path):
         )
         == 1
     )
+
+
+def test_an_mmdet_run_that_predicted_nothing_counts_as_zero_and_an_mmseg_one_is_unfinished(
+    tmp_path,
+):
+    """MMDetection's CocoMetric logs no metric at all when the model predicted nothing: the final
+    validation record holds only times and the step. The report counts 0 for both APs and names
+    the run; for MMSegmentation, whose IoUMetric always logs, such a record is no result."""
+    from budgeted.families import MMDET_MASK_RCNN_TOY, PSPNET_TOY
+    from budgeted.report import Cell, CellKey, Group, markdown, read_final
+
+    def mmengine_run(run_dir, iters, final):
+        logs = run_dir / "20260101_000000/vis_data"
+        logs.mkdir(parents=True)
+        (run_dir / "cfg.py").write_text(f"train_cfg = dict(max_iters={iters})\n")
+        train = {"lr": 0.001, "loss": 2.0, "iter": iters, "step": iters}
+        rows = [train, {"data_time": 0.1, "time": 0.2, "step": iters, **final}]
+        (logs / "scalars.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    iters = MMDET_MASK_RCNN_TOY.iters(0.1)
+    group = Group("mmdet", "configs/mmdet/toy/mask-rcnn_r18-toy_coco_budget")
+    for seed, final in enumerate(({}, {"coco/bbox_mAP": 0.2, "coco/segm_mAP": 0.1})):
+        run_dir = tmp_path / f"linear_budget10_seed{seed}"
+        mmengine_run(run_dir, iters, final)
+        key = CellKey("linear", 0.1, None, seed)
+        group.cells[key] = Cell(key, run_dir, read_final(MMDET_MASK_RCNN_TOY, 0.1, run_dir), 1.0)
+    first = group.cells[CellKey("linear", 0.1, None, 0)].final
+    assert first.metrics == {"box AP": 0.0, "mask AP": 0.0}
+    assert first.no_predictions == ("box AP", "mask AP")
+    text = markdown(group)
+    assert "counted as box AP 0: linear_budget10_seed0." in text
+    assert "predicted nothing at the final evaluation (box AP not logged)" in text
+    second = group.cells[CellKey("linear", 0.1, None, 1)].final
+    assert second.metrics == {"box AP": 20.0, "mask AP": 10.0}  # logged 0.2, 0.1: in percent
+    mmseg_run = tmp_path / "mmseg_linear_budget10"
+    mmengine_run(mmseg_run, PSPNET_TOY.iters(0.1), {})
+    assert read_final(PSPNET_TOY, 0.1, mmseg_run) is None

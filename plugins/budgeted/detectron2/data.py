@@ -4,7 +4,8 @@ Datasets are found the Detectron2 way: under ``$DETECTRON2_DATASETS`` (default `
 where Detectron2 registers ``coco_2017_train`` etc. as ``coco/...`` and we register
 ``toy_coco_train`` / ``toy_coco_val`` as ``toy_coco/...`` (written by ``tools/make_toy_coco.py``).
 Importing this module registers nothing: call :func:`register_toy_coco` (our tools do, in every
-worker).
+worker). The toy set itself (its categories, layout and writer) is the framework-free
+:mod:`budgeted.toy_coco`; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -16,27 +17,9 @@ from detectron2.config import CfgNode
 from detectron2.data import DatasetCatalog, MetadataCatalog
 from detectron2.data.datasets import register_coco_instances
 
+from ..toy_coco import TOY_CATEGORIES, TOY_DATASETS, datasets_root
+
 __all__ = ["TOY_CATEGORIES", "TOY_DATASETS", "check_datasets", "datasets_root", "register_toy_coco"]
-
-TOY_CATEGORIES = ("square", "circle", "triangle")
-"""The toy set's categories, ids 1, 2, 3 in its COCO json."""
-
-TOY_DATASETS = {
-    "toy_coco_train": ("toy_coco/train", "toy_coco/annotations/instances_train.json"),
-    "toy_coco_val": ("toy_coco/val", "toy_coco/annotations/instances_val.json"),
-}
-"""Toy dataset name -> (image folder, annotation json), relative to :func:`datasets_root`."""
-
-
-def datasets_root() -> str:
-    """``$DETECTRON2_DATASETS`` or ``datasets``: where Detectron2 looks for datasets.
-
-    Example:
-        >>> import os
-        >>> datasets_root() == os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
-        True
-    """
-    return os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
 
 
 def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None:

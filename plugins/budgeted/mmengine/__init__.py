@@ -1,4 +1,6 @@
-"""MMEngine / MMSegmentation integration: ``import budgeted.mmengine`` registers the schedulers.
+"""MMEngine integration: ``import budgeted.mmengine`` registers the schedulers.
+
+The same package serves MMSegmentation, MMDetection, MMPretrain and MMAction2 configs.
 
 - :mod:`.schedulers`: ``Budget<Label>LR`` for every schedule registered in the core
   (``BudgetLinearLR``, ``BudgetCosineLR``, ``BudgetPolyLR``, ``BudgetHTDLR``, ``BudgetStepLR``,
@@ -15,8 +17,12 @@
 - :mod:`.grad_norm`: ``FullGradNormHook`` (the full-gradient norm over a fixed subset of
   training batches every ``interval`` iterations, beside ``lr`` in scalars.json), in ``HOOKS``;
 - :mod:`.resume`: what a run will load, checked before anything is written;
-- :mod:`.cli` (``tools/train_seg.py``), :mod:`.runs` (what a work dir holds), :mod:`.toy` (the
-  toy Cityscapes set), :mod:`.cityscapes` (label conversion), :mod:`.launch` (CPU launchers).
+- :mod:`.cli` (``tools/train_seg.py``, any MMEngine codebase's config), :mod:`.runs` (what a work
+  dir holds), :mod:`.launch` (CPU launchers), :mod:`.cityscapes` (label conversion);
+- toy data in the real formats: :mod:`.toy` (Cityscapes), :mod:`.toy_mmdet` (COCO for MMDetection),
+  :mod:`.toy_mmpretrain` (CIFAR-10 pickles, an ImageNet folder), :mod:`.toy_mmaction`
+  (Kinetics-400 raw frames); :mod:`.mmaction_compat` (mmaction2 1.2.0's wheel lacks a module its
+  models import).
 
 In a config::
 

@@ -458,6 +458,18 @@ def apply_budget_fraction(cfg: Config, fraction: float) -> int:
     return iters
 
 
+DATA_HINTS = {
+    "mmseg": "tools/make_toy_cityscapes.py for the toy set, tools/prepare_cityscapes.py for "
+    "Cityscapes",
+    "mmdet": "tools/make_toy_coco.py for the toy set; COCO 2017 as docs/mmdet.md lays it out",
+    "mmpretrain": "tools/make_toy_cifar10.py or tools/make_toy_imagenet.py for the toy sets; "
+    "docs/mmpretrain.md for CIFAR-10 and ImageNet",
+    "mmaction": "tools/make_toy_kinetics.py for the toy set; docs/mmaction.md for Kinetics-400 "
+    "raw frames",
+}
+"""default_scope -> how to make or get the data a config names, for the missing-folder error."""
+
+
 def check_data_roots(cfg: Config) -> None:
     """Each train/val/test dataset's image and label folders must exist.
 
@@ -479,10 +491,10 @@ def check_data_roots(cfg: Config) -> None:
         folders += [osp.join(root, p) for p in (dataset.get("data_prefix") or {}).values() if p]
         for folder in folders:
             if not osp.isdir(folder):
+                hint = DATA_HINTS.get(cfg.get("default_scope"), "see the codebase's docs")
                 raise ValueError(
                     f"{loader}: {folder} does not exist; set {loader}.dataset.data_root "
-                    "(--cfg-options) or create the data (tools/make_toy_cityscapes.py for the toy "
-                    "set, tools/prepare_cityscapes.py for Cityscapes)"
+                    f"(--cfg-options) or create the data ({hint})"
                 )
 
 
@@ -625,7 +637,7 @@ def preflight(args: argparse.Namespace) -> Config:
     Example:
         ``cfg = preflight(parse_args(["pspnet_r18-toy_cityscapes_budget10"]))``
     """
-    path = find_config(args.config, "mmseg")
+    path = find_config(args.config, "mmengine")
     cfg = load_config(path, args.cfg_options)
     cfg.launcher = args.launcher
     if args.work_dir is not None:
@@ -800,6 +812,6 @@ def _report_status(code: int) -> None:
 
 
 def _build_custom(cfg: Config) -> Runner:
-    from mmseg.registry import RUNNERS
-
-    return RUNNERS.build(cfg)
+    """A ``runner_type`` runner, from the config's default scope's registry."""
+    scope = cfg.get("default_scope") or "mmengine"
+    return importlib.import_module(f"{scope}.registry").RUNNERS.build(cfg)

@@ -149,8 +149,9 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
         folder (str or PathLike): an MMEngine work dir.
 
     Returns:
-        dict[str, float] or None: metric name -> value; None for a run that is missing, still
-        running, stopped early or epoch-based.
+        dict[str, float] or None: metric name -> value; ``{}`` for a run whose final validation
+        logged no metric (MMDetection's ``CocoMetric`` when the model predicted nothing); None
+        for a run that is missing, still running, stopped early or epoch-based.
 
     Example:
         >>> import tempfile
@@ -176,7 +177,7 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
         and isinstance(value, (int, float))
         and not isinstance(value, bool)
     }
-    return metrics or None
+    return metrics if finals else None
 
 
 CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "full_grad_norm"}

@@ -1,0 +1,206 @@
+"""A deterministic synthetic instance-segmentation set in the real COCO json format (no framework).
+
+Each image holds 1-3 filled shapes (square, circle, triangle) on a noisy background; each shape is
+one annotation with its polygon mask, box and area. The same arguments give the same bytes.
+One set is a folder laid out as MMDetection's COCO configs read it::
+
+    <folder>/train/000001.png ...              <folder>/annotations/instances_train.json
+    <folder>/val/000001.png ...                <folder>/annotations/instances_val.json
+
+:func:`write_toy_coco` writes it in a folder of your choice (MMDetection's ``data_root``, by
+default ``datasets/toy_coco``); :func:`make_toy_coco` writes it as ``toy_coco/`` under a datasets
+folder, where Detectron2 finds it (``budgeted.detectron2.data.register_toy_coco``). Both are the
+same bytes: ``make_toy_coco(root)`` is ``write_toy_coco(root/toy_coco)``. Only numpy, Pillow and
+the standard library are imported (Detectron2 and MMDetection users share it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+__all__ = [
+    "TOY_CATEGORIES",
+    "TOY_DATASETS",
+    "TOY_SPLITS",
+    "datasets_root",
+    "make_toy_coco",
+    "write_toy_coco",
+]
+
+TOY_CATEGORIES = ("square", "circle", "triangle")
+"""The toy set's categories, ids 1, 2, 3 in its COCO json."""
+
+TOY_SPLITS = {
+    "train": ("train", "annotations/instances_train.json"),
+    "val": ("val", "annotations/instances_val.json"),
+}
+"""Split -> (image folder, annotation json), relative to the set's folder."""
+
+TOY_DATASETS = {
+    f"toy_coco_{split}": (f"toy_coco/{images}", f"toy_coco/{ann}")
+    for split, (images, ann) in TOY_SPLITS.items()
+}
+"""Detectron2 dataset name -> (image folder, annotation json), relative to :func:`datasets_root`."""
+
+
+def datasets_root() -> str:
+    """``$DETECTRON2_DATASETS`` or ``datasets``: where Detectron2 looks for datasets.
+
+    Example:
+        >>> import os
+        >>> datasets_root() == os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
+        True
+    """
+    return os.path.expanduser(os.getenv("DETECTRON2_DATASETS", "datasets"))
+
+
+def _polygon(kind: str, cx: float, cy: float, r: float, angle: float) -> list[tuple[float, float]]:
+    corners = {"square": 4, "triangle": 3, "circle": 24}[kind]
+    start = angle if kind != "circle" else 0.0
+    return [
+        (
+            cx + r * math.cos(start + 2 * math.pi * k / corners),
+            cy + r * math.sin(start + 2 * math.pi * k / corners),
+        )
+        for k in range(corners)
+    ]
+
+
+def _split(rng: np.random.RandomState, count: int, size: int, folder: str, first_ann: int) -> dict:
+    images, annotations = [], []
+    ann_id = first_ann
+    for image_id in range(1, count + 1):
+        background = rng.randint(0, 90, size=3)
+        noise = rng.randint(-20, 21, size=(size, size, 3))
+        pixels = np.clip(background + noise, 0, 255).astype(np.uint8)
+        img = Image.fromarray(pixels)
+        draw = ImageDraw.Draw(img)
+        for _ in range(rng.randint(1, 4)):
+            cat = rng.randint(len(TOY_CATEGORIES))
+            r = rng.uniform(0.12, 0.25) * size
+            cx, cy = rng.uniform(r, size - r, size=2)
+            poly = _polygon(TOY_CATEGORIES[cat], cx, cy, r, rng.uniform(0, math.pi))
+            color = tuple(int(c) for c in rng.randint(120, 256, size=3))
+            draw.polygon(poly, fill=color)
+            xs, ys = [p[0] for p in poly], [p[1] for p in poly]
+            x0, y0 = max(min(xs), 0.0), max(min(ys), 0.0)
+            x1, y1 = min(max(xs), size), min(max(ys), size)
+            area = 0.5 * abs(sum(xs[i] * ys[i - 1] - xs[i - 1] * ys[i] for i in range(len(xs))))
+            annotations.append(
+                {
+                    "id": ann_id,
+                    "image_id": image_id,
+                    "category_id": cat + 1,
+                    "iscrowd": 0,
+                    "segmentation": [[round(v, 2) for p in poly for v in p]],
+                    "bbox": [round(x0, 2), round(y0, 2), round(x1 - x0, 2), round(y1 - y0, 2)],
+                    "area": round(area, 2),
+                }
+            )
+            ann_id += 1
+        file_name = f"{image_id:06d}.png"
+        img.save(os.path.join(folder, file_name))
+        images.append({"id": image_id, "file_name": file_name, "width": size, "height": size})
+    return {
+        "info": {"description": "budgeted-training toy COCO (synthetic shapes)", "version": "1.0"},
+        "licenses": [],
+        "images": images,
+        "annotations": annotations,
+        "categories": [
+            {"id": i + 1, "name": n, "supercategory": "shape"} for i, n in enumerate(TOY_CATEGORIES)
+        ],
+    }
+
+
+def write_toy_coco(
+    folder: str | os.PathLike[str],
+    *,
+    num_train: int = 64,
+    num_val: int = 16,
+    size: int = 128,
+    seed: int = 0,
+) -> dict[str, str]:
+    """Write one toy set in ``folder``: ``{train,val}/*.png`` and
+    ``annotations/instances_{train,val}.json`` (:data:`TOY_SPLITS`).
+
+    Args:
+        folder (str or PathLike): the set's folder (MMDetection's ``data_root``).
+        num_train (int): training images. Defaults to 64.
+        num_val (int): validation images. Defaults to 16.
+        size (int): image side in pixels, >= 32. Defaults to 128.
+        seed (int): the same seed writes the same bytes. Defaults to 0.
+
+    Returns:
+        dict[str, str]: split (``train``, ``val``) -> annotation json path.
+
+    Raises:
+        ValueError: a count or size out of range (one line).
+        FileExistsError: ``folder/annotations`` exists already (it is never overwritten).
+
+    Example:
+        >>> import tempfile
+        >>> paths = write_toy_coco(tempfile.mkdtemp(), num_train=2, num_val=1, size=32)
+        >>> sorted(paths), paths["val"].endswith("annotations/instances_val.json")
+        (['train', 'val'], True)
+    """
+    for name, value in (("num_train", num_train), ("num_val", num_val), ("size", size)):
+        if not isinstance(value, int) or value < 1 or (name == "size" and value < 32):
+            raise ValueError(
+                f"{name}={value!r} is invalid; allowed: a whole number >= "
+                f"{32 if name == 'size' else 1}"
+            )
+    folder = os.fspath(folder)
+    ann_dir = os.path.join(folder, "annotations")
+    if os.path.exists(ann_dir):
+        raise FileExistsError(f"{ann_dir} already exists; remove it to write the toy set again")
+    rng = np.random.RandomState(seed)
+    out = {}
+    first_ann = 1
+    for (split, (images, ann)), count in zip(TOY_SPLITS.items(), (num_train, num_val)):
+        image_dir = os.path.join(folder, images)
+        os.makedirs(image_dir, exist_ok=True)
+        data = _split(rng, count, size, image_dir, first_ann)
+        first_ann += len(data["annotations"])
+        path = os.path.join(folder, ann)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        out[split] = path
+    return out
+
+
+def make_toy_coco(
+    root: str, *, num_train: int = 64, num_val: int = 16, size: int = 128, seed: int = 0
+) -> dict[str, str]:
+    """Write ``toy_coco/`` under ``root`` (images + ``annotations/instances_{train,val}.json``):
+    :func:`write_toy_coco` of ``root/toy_coco``, named as Detectron2 registers it.
+
+    Args:
+        root (str): the datasets folder (``$DETECTRON2_DATASETS``).
+        num_train (int): training images. Defaults to 64.
+        num_val (int): validation images. Defaults to 16.
+        size (int): image side in pixels, >= 32. Defaults to 128.
+        seed (int): the same seed writes the same bytes. Defaults to 0.
+
+    Returns:
+        dict[str, str]: dataset name -> annotation json path.
+
+    Raises:
+        ValueError: a count or size out of range (one line).
+        FileExistsError: ``toy_coco/annotations`` exists already (it is never overwritten).
+
+    Example:
+        >>> import tempfile
+        >>> paths = make_toy_coco(tempfile.mkdtemp(), num_train=2, num_val=1, size=32)
+        >>> sorted(paths)
+        ['toy_coco_train', 'toy_coco_val']
+    """
+    paths = write_toy_coco(
+        os.path.join(root, "toy_coco"), num_train=num_train, num_val=num_val, size=size, seed=seed
+    )
+    return {f"toy_coco_{split}": path for split, path in paths.items()}
