@@ -51,8 +51,9 @@ import torch
 
 D2_CONFIG = "COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml"
 MMSEG_CONFIG = "pspnet/pspnet_r50-d8_4xb2-80k_cityscapes-512x1024.py"
-BATCH = 2
+BATCH = 2  # Detectron2 and MMSeg; the other models state theirs
 OBJECTS_PER_IMAGE = 5
+REPO = Path(__file__).resolve().parents[1]
 
 
 def sync(device: str) -> None:
@@ -372,6 +373,121 @@ def mmseg_run(setup: dict[str, Any], scheduler_name: str, args: argparse.Namespa
     }
 
 
+def _mm_model(cfg: Any, registry: Any, device: str) -> Any:
+    """The model of an MMEngine config, as the Runner builds it, randomly initialized."""
+    model_cfg = cfg.model
+    if cfg.get("data_preprocessor") is not None:  # the Runner's merge of a top-level one
+        model_cfg.setdefault("data_preprocessor", cfg.data_preprocessor)
+    _sync_bn_to_bn(model_cfg)
+    torch.manual_seed(0)
+    model = registry.build(model_cfg)
+    model.init_weights()
+    return model.to(device)
+
+
+def _stock_multistep(iters: int, fractions: tuple[float, ...]) -> dict[str, Any]:
+    """The family's step baseline as MMEngine's stock ``MultiStepLR``, per iteration."""
+    milestones = [round(f * iters) for f in fractions]
+    return dict(type="MultiStepLR", by_epoch=False, milestones=milestones, gamma=0.1, begin=0,
+                end=iters)  # fmt: skip
+
+
+def mmpretrain_setup(args: argparse.Namespace) -> dict[str, Any]:
+    """ResNet-18 of configs/mmpretrain/resnet18_imagenet_base.py: 32 images of 224 px (8x32)."""
+    import mmpretrain
+    from mmengine.config import Config
+    from mmengine.logging import MMLogger
+    from mmpretrain.registry import MODELS
+    from mmpretrain.structures import DataSample
+    from mmpretrain.utils import register_all_modules
+
+    from budgeted.families import RESNET18_IMAGENET
+
+    register_all_modules(init_default_scope=True)
+    MMLogger.get_current_instance().setLevel(logging.WARNING)
+    config = REPO / "configs" / "mmpretrain" / "resnet18_imagenet_base.py"
+    cfg = Config.fromfile(str(config))
+    side, batch = (64, 2) if args.tiny else (224, 32)
+    model = _mm_model(cfg, MODELS, args.device)
+    gen = torch.Generator().manual_seed(0)
+    inputs = [
+        torch.randint(0, 256, (3, side, side), dtype=torch.uint8, generator=gen).to(args.device)
+        for _ in range(batch)
+    ]
+    labels = torch.randint(0, 1000, (batch,), generator=gen).tolist()
+    samples = [DataSample().set_gt_label(label).to(args.device) for label in labels]
+    stock = _stock_multistep(args.iters, RESNET18_IMAGENET.step_milestones)
+    return {
+        "cfg": cfg,
+        "model": model,
+        "init": clone_state(model),
+        "batch": {"inputs": inputs, "data_samples": samples},
+        "stock": stock,
+        "info": {
+            "config": f"configs/mmpretrain/resnet18_imagenet_base.py (mmpretrain "
+            f"{mmpretrain.__version__})",
+            "overrides": f"random init; optim_wrapper as configured "
+            f"({dict(cfg.optim_wrapper.optimizer)}); stock scheduler {stock}; budget "
+            f"BudgetLinearLR warmup_iters {args.warmup_iters}, end {args.iters}",
+            "input": f"{batch} x 3x{side}x{side} uint8, random labels in [0, 1000)",
+            "base_lr": float(cfg.optim_wrapper.optimizer.lr),
+            "warmup_factor": 0.001,
+            "cudnn_benchmark": bool(cfg.env_cfg.get("cudnn_benchmark", False)),
+        },
+    }
+
+
+def mmaction_setup(args: argparse.Namespace) -> dict[str, Any]:
+    """I3D R50 of configs/mmaction/i3d_r50_kinetics400_base.py: 8 clips of 32x224x224."""
+    import importlib
+
+    importlib.import_module("budgeted.mmengine.mmaction_compat")  # before any mmaction import
+    import mmaction
+    from mmaction.registry import MODELS
+    from mmaction.structures import ActionDataSample
+    from mmaction.utils import register_all_modules
+    from mmengine.config import Config
+    from mmengine.logging import MMLogger
+
+    from budgeted.families import I3D
+
+    register_all_modules(init_default_scope=True)
+    MMLogger.get_current_instance().setLevel(logging.WARNING)
+    config = REPO / "configs" / "mmaction" / "i3d_r50_kinetics400_base.py"
+    cfg = Config.fromfile(str(config))
+    cfg.model.backbone.update(pretrained=None, pretrained2d=False)  # no ImageNet download
+    frames, side, batch = (8, 64, 1) if args.tiny else (32, 224, 8)
+    model = _mm_model(cfg, MODELS, args.device)
+    gen = torch.Generator().manual_seed(0)
+    shape = (1, 3, frames, side, side)  # one clip of C x T x H x W (the NCTHW format)
+    inputs = [
+        torch.randint(0, 256, shape, dtype=torch.uint8, generator=gen).to(args.device)
+        for _ in range(batch)
+    ]
+    labels = torch.randint(0, 400, (batch,), generator=gen).tolist()
+    samples = [ActionDataSample().set_gt_label(label).to(args.device) for label in labels]
+    stock = _stock_multistep(args.iters, I3D.step_milestones)
+    return {
+        "cfg": cfg,
+        "model": model,
+        "init": clone_state(model),
+        "batch": {"inputs": inputs, "data_samples": samples},
+        "stock": stock,
+        "info": {
+            "config": f"configs/mmaction/i3d_r50_kinetics400_base.py (mmaction2 "
+            f"{mmaction.__version__})",
+            "overrides": f"random init (no inflated ImageNet weights); optim_wrapper as "
+            f"configured ({dict(cfg.optim_wrapper.optimizer)}, clip_grad "
+            f"{cfg.optim_wrapper.get('clip_grad')}); stock scheduler {stock}; budget "
+            f"BudgetLinearLR warmup_iters {args.warmup_iters}, end {args.iters}",
+            "input": f"{batch} clips x 3x{frames}x{side}x{side} uint8, random labels in [0, 400)",
+            "base_lr": float(cfg.optim_wrapper.optimizer.lr),
+            "warmup_factor": 0.001,
+            "cudnn_benchmark": bool(cfg.env_cfg.get("cudnn_benchmark", False)),
+        },
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # driver
 
@@ -386,6 +502,21 @@ MODELS = {
         "WarmupMultiStepLR",
     ),
     "mmseg": ("pspnet_r50-d8 (MMSeg)", mmseg_setup, mmseg_run, "BudgetLinearLR", "PolyLR"),
+    # mmseg_run is MMEngine's train_step loop, whatever the codebase
+    "mmpretrain": (
+        "resnet18 ImageNet (MMPretrain)",
+        mmpretrain_setup,
+        mmseg_run,
+        "BudgetLinearLR",
+        "MultiStepLR",
+    ),
+    "mmaction": (
+        "i3d_r50 Kinetics (MMAction2)",
+        mmaction_setup,
+        mmseg_run,
+        "BudgetLinearLR",
+        "MultiStepLR",
+    ),
 }
 
 
@@ -559,7 +690,8 @@ def plot(results: dict[str, Any], out: Path, args: argparse.Namespace) -> str | 
 
 def versions() -> dict[str, str]:
     found = {"python": platform.python_version(), "torch": torch.__version__}
-    for module in ("numpy", "PIL", "detectron2", "fvcore", "mmengine", "mmcv", "mmseg"):
+    for module in ("numpy", "PIL", "detectron2", "fvcore", "mmengine", "mmcv", "mmseg",
+                   "mmpretrain", "mmaction"):  # fmt: skip
         try:
             found[module] = __import__(module).__version__
         except Exception as err:
@@ -574,7 +706,9 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=None, help="iterations per run (the budget)")
     parser.add_argument("--tiny", action="store_true", help="small images, 4 iterations (CPU)")
     parser.add_argument(
-        "--models", default="d2,mmseg", help="comma-separated subset of d2,mmseg (default both)"
+        "--models",
+        default="d2,mmseg",
+        help=f"comma-separated subset of {','.join(MODELS)} (default d2,mmseg)",
     )
     args = parser.parse_args()
     if args.iters is None:
@@ -585,7 +719,8 @@ def main() -> int:
         parser.error("--iters must be >= 4")
     keys = [k.strip() for k in args.models.split(",")]
     if not keys or any(k not in MODELS for k in keys):
-        parser.error(f"--models {args.models!r}: allowed a comma-separated subset of d2,mmseg")
+        allowed = ",".join(MODELS)
+        parser.error(f"--models {args.models!r}: allowed a comma-separated subset of {allowed}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -596,6 +731,7 @@ def main() -> int:
         shims += gpu_shims.apply_mmcv_ops_standin()
     except ImportError as err:  # no mmcv at all: the MMSeg part reports it
         shims.append(f"mmcv not importable: {err}")
+    shims += gpu_shims.apply_multimodal_off()
     device_name = (
         torch.cuda.get_device_name() if args.device == "cuda" else f"CPU ({platform.processor()})"
     )

@@ -1,4 +1,4 @@
-"""Compatibility shims for running Detectron2 0.6 and MMSegmentation 1.2.2 outside our pins.
+"""Compatibility shims for running Detectron2 0.6 and the OpenMMLab codebases outside our pins.
 
 Used by ``benchmarks/gpu_real_size.py`` on the GPU machine, whose image has numpy 2.x, Pillow
 11+ and no compiled mmcv (only ``mmcv-lite``, the pure-Python mmcv 2.1.0, can travel there as a
@@ -14,6 +14,8 @@ run time, and only when it is missing, so under the project's own pins (numpy 1.
   import time in a few modules although PSPNet never calls an op. When the real ``mmcv.ops``
   cannot be imported, a stand-in module is registered whose every attribute is a placeholder
   that raises :class:`MissingMmcvOp` when used.
+- :func:`apply_multimodal_off` (call before importing mmpretrain or mmaction models): their
+  multi-modal models do not import under transformers 5.
 """
 
 from __future__ import annotations
@@ -116,3 +118,61 @@ def apply_mmcv_ops_standin() -> list[str]:
 def standin_in_use() -> bool:
     """Whether ``mmcv.ops`` is the stand-in of this module."""
     return bool(getattr(sys.modules.get("mmcv.ops"), "__budgeted_standin__", False))
+
+
+def apply_multimodal_off() -> list[str]:
+    """Skip mmpretrain's and mmaction2's multi-modal models where transformers breaks them.
+
+    mmpretrain 1.2.0 and mmaction2 1.2.0 import their multi-modal models (BLIP, VindLU, ...) when
+    ``transformers>=4.28`` is installed, and those import ``apply_chunking_to_forward`` and other
+    names from ``transformers.modeling_utils`` that transformers 5 removed: ``import
+    mmpretrain.models`` raises ``TypeError: NoneType takes no arguments`` and ``import
+    mmaction.models`` an ``ImportError``. Where a name is missing, this sets each codebase's own
+    switch for an install without transformers, ``<codebase>.utils.dependency.WITH_MULTIMODAL =
+    False`` (placeholders are registered instead). Call before importing either's models.
+    """
+    missing = []
+    for module, names in _MULTIMODAL_TRANSFORMERS_NAMES.items():
+        try:
+            found = importlib.import_module(module)
+        except Exception as err:  # transformers raises more than ImportError on a broken import
+            missing.append(f"{module} ({type(err).__name__})")
+            continue
+        missing += [f"{module}.{name}" for name in names if not _has(found, name)]
+    if not missing:
+        return []
+    notes = []
+    for codebase in ("mmpretrain", "mmaction"):
+        try:
+            dependency = importlib.import_module(f"{codebase}.utils.dependency")
+        except ImportError:
+            continue
+        if dependency.WITH_MULTIMODAL:
+            dependency.WITH_MULTIMODAL = False
+            notes.append(f"{codebase}.utils.dependency.WITH_MULTIMODAL = False")
+    if not notes:
+        return []
+    version = importlib.import_module("transformers").__version__
+    return [
+        f"transformers {version}: no {', '.join(missing)}, which the multi-modal models of "
+        f"mmpretrain 1.2.0 and mmaction2 1.2.0 import; {'; '.join(notes)}"
+    ]
+
+
+# What mmpretrain 1.2.0's models/multimodal/blip/language_model.py imports from transformers
+# (mmaction2 1.2.0's models/multimodal/vindlu/modeling_bert.py imports the same names)
+_MULTIMODAL_TRANSFORMERS_NAMES = {
+    "transformers.activations": ("ACT2FN",),
+    "transformers.modeling_outputs": (
+        "BaseModelOutputWithPastAndCrossAttentions",
+        "BaseModelOutputWithPoolingAndCrossAttentions",
+        "CausalLMOutputWithCrossAttentions",
+    ),
+    "transformers.modeling_utils": (
+        "PreTrainedModel",
+        "apply_chunking_to_forward",
+        "find_pruneable_heads_and_indices",
+        "prune_linear_layer",
+    ),
+    "transformers.models.bert.configuration_bert": ("BertConfig",),
+}

@@ -56,5 +56,6 @@ def test_an_ambiguous_name_lists_every_match(tmp_path, monkeypatch):
 
 
 def test_an_unknown_framework_is_named():
-    with pytest.raises(ValueError, match=r"unknown framework 'caffe'; allowed: detectron2, mmseg"):
+    allowed = "detectron2, mmseg, mmdet, mmpretrain, mmaction, mmengine"
+    with pytest.raises(ValueError, match=rf"unknown framework 'caffe'; allowed: {allowed}$"):
         find_config("x", "caffe")

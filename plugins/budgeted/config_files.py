@@ -13,14 +13,13 @@ from pathlib import Path
 
 __all__ = ["SEARCH_FOLDERS", "config_root", "find_config"]
 
+_MMENGINE_CODEBASES = ("mmseg", "mmdet", "mmpretrain", "mmaction")
 SEARCH_FOLDERS: dict[str, tuple[str, ...]] = {
     "detectron2": ("detectron2", "detectron2/toy", "detectron2/lazy"),
-    "mmseg": ("mmseg", "mmseg/toy"),
-    "mmengine": (  # every MMEngine codebase: what budgeted-train-seg looks in
-        "mmseg", "mmseg/toy", "mmdet", "mmdet/toy", "mmpretrain", "mmpretrain/toy",
-        "mmaction", "mmaction/toy",
-    ),
-}  # fmt: skip
+    **{codebase: (codebase, f"{codebase}/toy") for codebase in _MMENGINE_CODEBASES},
+    # every MMEngine codebase: what budgeted-train-seg looks in
+    "mmengine": tuple(f for c in _MMENGINE_CODEBASES for f in (c, f"{c}/toy")),
+}
 """Where a bare config name is looked up, per framework, in this order."""
 
 
@@ -85,7 +84,7 @@ def _closest(stem: str, root: Path, folders: Sequence[str], exts: Sequence[str])
     import difflib
 
     shipped = sorted(
-        str(p.relative_to(root / folders[0]))
+        str(p.relative_to(root))
         for f in folders
         for p in (root / f).glob("*")
         if p.suffix in exts and not p.name.startswith("_")
