@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mmengine.config import Config
-from mmseg_testutils import REPO, TOOLS, child_env, load_tool, logged, recorded_lrs, without_scope
+from mmseg_testutils import REPO, child_env, load_tool, logged, recorded_lrs, without_scope
 
 from budgeted import lr_multiplier
 from budgeted.families import I3D, I3D_TOY
@@ -290,27 +290,14 @@ def test_a_toy_budget_trains_with_the_stock_runner_and_the_core_lr(toy_kinetics,
 
 
 @pytest.mark.slow
-def test_our_tool_refuses_a_missing_toy_set_in_one_line(tmp_path):
+def test_our_tool_refuses_a_missing_toy_set_in_one_line(tmp_path, cli, capsys, monkeypatch):
     work_dir = tmp_path / "work"
     missing = tmp_path / "no_toy_kinetics400"
     options = [f"{split}_dataloader.dataset.data_root={missing}" for split in SPLITS]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(TOOLS / "train_seg.py"),
-            "i3d-toy_kinetics400_budget10",
-            "--work-dir",
-            str(work_dir),
-            "--cfg-options",
-            *options,
-        ],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    last = proc.stderr.strip().splitlines()[-1]
+    monkeypatch.chdir(tmp_path)
+    args = ["i3d-toy_kinetics400_budget10", "--work-dir", str(work_dir), "--cfg-options", *options]
+    assert cli.main(args) == 2  # what tools/train_seg.py runs
+    last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == (
         f"train_seg: error: train_dataloader: {missing} does not exist; set "
         "train_dataloader.dataset.data_root (--cfg-options) or create the data "

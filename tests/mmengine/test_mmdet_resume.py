@@ -1,10 +1,11 @@
-"""The budget and resume guarantees of the MMSeg configs hold for the other MMEngine codebases.
+"""The budget and resume guarantees of the MMSeg configs hold for MMDetection's configs.
 
-For the toy family of each (MMDetection, MMPretrain, MMAction2), our training tool trains the 1 %
-budget to its end; a resume of that run at another budget is then refused before anything is
-written, in one line naming both budgets (the same ``BudgetMismatchError`` check as MMSeg's,
-tests/mmengine/test_mmseg_reliability.py), and a resume at the same budget continues to the same
-end without training again.
+Our training tool trains the toy Mask R-CNN's 1 % budget to its end; a resume of that run at
+another budget is then refused before anything is written, in one line naming both budgets (the
+same ``BudgetMismatchError`` check as MMSeg's, tests/mmengine/test_mmseg_reliability.py, which
+also covers exact resumes; the scheduler and the tool are the same for every MMEngine codebase,
+so one codebase beside MMSeg stands for MMPretrain and MMAction2, whose toy budgets the other
+tests train).
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ from pathlib import Path
 import pytest
 from mmseg_testutils import REPO, child_env, snapshot
 
-from budgeted.families import I3D_TOY, MMDET_MASK_RCNN_TOY, RESNET18_CIFAR10_TOY, ConfigFamily
+from budgeted.families import MMDET_MASK_RCNN_TOY, ConfigFamily
 from budgeted.mmengine.runs import final_metrics
 from budgeted.sweep import make_toy_data
-
-FAMILIES = [MMDET_MASK_RCNN_TOY, RESNET18_CIFAR10_TOY, I3D_TOY]
 
 
 def train_seg(family: ConfigFamily, budget: float, work_dir, data, *extra: str):
@@ -35,8 +34,8 @@ def train_seg(family: ConfigFamily, budget: float, work_dir, data, *extra: str):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES, ids=[f.framework for f in FAMILIES])
-def test_a_finished_budget_resumes_only_at_its_own_budget(family, tmp_path):
+def test_a_finished_mmdet_budget_is_not_resumed_at_another_budget(tmp_path):
+    family = MMDET_MASK_RCNN_TOY
     data = tmp_path / "toy"
     make_toy_data(family, data)
     work_dir = tmp_path / "work"
@@ -59,8 +58,3 @@ def test_a_finished_budget_resumes_only_at_its_own_budget(family, tmp_path):
         f"{family.iters(0.05)}"
     ), line
     assert snapshot(work_dir) == before  # nothing written
-
-    same = train_seg(family, 0.01, work_dir, data, "--resume")
-    assert same.returncode == 0, same.stderr[-3000:]
-    assert sorted(p.name for p in work_dir.glob("iter_*.pth")) == [f"iter_{iters}.pth"]
-    assert final_metrics(work_dir) is not None
