@@ -392,6 +392,33 @@ def _stock_multistep(iters: int, fractions: tuple[float, ...]) -> dict[str, Any]
                 end=iters)  # fmt: skip
 
 
+def _mm_setup(
+    cfg: Any, model: Any, batch: dict[str, Any], stock: dict[str, Any], info: dict[str, str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:  # fmt: skip
+    """What :func:`mmseg_run` needs of an MMEngine model: the pieces, plus the shared info."""
+    overrides = (
+        f"{info.pop('overrides')}; optim_wrapper as configured "
+        f"({dict(cfg.optim_wrapper.optimizer)}, clip_grad {cfg.optim_wrapper.get('clip_grad')}); "
+        f"stock scheduler {stock}; budget BudgetLinearLR warmup_iters {args.warmup_iters}, "
+        f"end {args.iters}"
+    )
+    return {
+        "cfg": cfg,
+        "model": model,
+        "init": clone_state(model),
+        "batch": batch,
+        "stock": stock,
+        "info": {
+            **info,
+            "overrides": overrides,
+            "base_lr": float(cfg.optim_wrapper.optimizer.lr),
+            "warmup_factor": 0.001,
+            "cudnn_benchmark": bool(cfg.env_cfg.get("cudnn_benchmark", False)),
+        },
+    }
+
+
 def mmpretrain_setup(args: argparse.Namespace) -> dict[str, Any]:
     """ResNet-18 of configs/mmpretrain/resnet18_imagenet_base.py: 32 images of 224 px (8x32)."""
     import mmpretrain
@@ -417,24 +444,13 @@ def mmpretrain_setup(args: argparse.Namespace) -> dict[str, Any]:
     labels = torch.randint(0, 1000, (batch,), generator=gen).tolist()
     samples = [DataSample().set_gt_label(label).to(args.device) for label in labels]
     stock = _stock_multistep(args.iters, RESNET18_IMAGENET.step_milestones)
-    return {
-        "cfg": cfg,
-        "model": model,
-        "init": clone_state(model),
-        "batch": {"inputs": inputs, "data_samples": samples},
-        "stock": stock,
-        "info": {
-            "config": f"configs/mmpretrain/resnet18_imagenet_base.py (mmpretrain "
-            f"{mmpretrain.__version__})",
-            "overrides": f"random init; optim_wrapper as configured "
-            f"({dict(cfg.optim_wrapper.optimizer)}); stock scheduler {stock}; budget "
-            f"BudgetLinearLR warmup_iters {args.warmup_iters}, end {args.iters}",
-            "input": f"{batch} x 3x{side}x{side} uint8, random labels in [0, 1000)",
-            "base_lr": float(cfg.optim_wrapper.optimizer.lr),
-            "warmup_factor": 0.001,
-            "cudnn_benchmark": bool(cfg.env_cfg.get("cudnn_benchmark", False)),
-        },
+    info = {
+        "config": f"configs/mmpretrain/resnet18_imagenet_base.py (mmpretrain "
+        f"{mmpretrain.__version__})",
+        "overrides": "random init",
+        "input": f"{batch} x 3x{side}x{side} uint8, random labels in [0, 1000)",
     }
+    return _mm_setup(cfg, model, {"inputs": inputs, "data_samples": samples}, stock, info, args)
 
 
 def mmaction_setup(args: argparse.Namespace) -> dict[str, Any]:
@@ -467,25 +483,13 @@ def mmaction_setup(args: argparse.Namespace) -> dict[str, Any]:
     labels = torch.randint(0, 400, (batch,), generator=gen).tolist()
     samples = [ActionDataSample().set_gt_label(label).to(args.device) for label in labels]
     stock = _stock_multistep(args.iters, I3D.step_milestones)
-    return {
-        "cfg": cfg,
-        "model": model,
-        "init": clone_state(model),
-        "batch": {"inputs": inputs, "data_samples": samples},
-        "stock": stock,
-        "info": {
-            "config": f"configs/mmaction/i3d_r50_kinetics400_base.py (mmaction2 "
-            f"{mmaction.__version__})",
-            "overrides": f"random init (no inflated ImageNet weights); optim_wrapper as "
-            f"configured ({dict(cfg.optim_wrapper.optimizer)}, clip_grad "
-            f"{cfg.optim_wrapper.get('clip_grad')}); stock scheduler {stock}; budget "
-            f"BudgetLinearLR warmup_iters {args.warmup_iters}, end {args.iters}",
-            "input": f"{batch} clips x 3x{frames}x{side}x{side} uint8, random labels in [0, 400)",
-            "base_lr": float(cfg.optim_wrapper.optimizer.lr),
-            "warmup_factor": 0.001,
-            "cudnn_benchmark": bool(cfg.env_cfg.get("cudnn_benchmark", False)),
-        },
+    info = {
+        "config": f"configs/mmaction/i3d_r50_kinetics400_base.py (mmaction2 "
+        f"{mmaction.__version__})",
+        "overrides": "random init (no inflated ImageNet weights)",
+        "input": f"{batch} clips x 3x{frames}x{side}x{side} uint8, random labels in [0, 400)",
     }
+    return _mm_setup(cfg, model, {"inputs": inputs, "data_samples": samples}, stock, info, args)
 
 
 # --------------------------------------------------------------------------------------------

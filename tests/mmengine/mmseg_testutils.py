@@ -17,6 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
 TOY_CONFIG = REPO / "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget1.py"
@@ -186,3 +188,30 @@ def without_scope(node: Any) -> Any:
     if isinstance(node, (list, tuple)):
         return type(node)(without_scope(v) for v in node)
     return node
+
+
+def check_budget_config(
+    cfg: Any, family: Any, fraction: float, schedule: str, scope: str, imports: list[str]
+) -> Any:
+    """Assert what every generated MMEngine budget config holds (any codebase); its scheduler.
+
+    The budget is the train loop's length (validated once, at its end), the scheduler the
+    schedule's ``Budget*LR`` with the family's warmup, ``end`` left to the runner; checkpoints
+    and logs by iteration; the config's imports, scope and seed.
+    """
+    iters = family.iters(fraction)
+    assert cfg.train_cfg == dict(type="IterBasedTrainLoop", max_iters=iters, val_interval=iters)
+    assert cfg.full_schedule_iters == family.full_iters and cfg.budget_fraction == fraction
+    (scheduler,) = cfg.param_scheduler
+    assert scheduler.type == {"linear": "BudgetLinearLR", "step": "BudgetStepLR"}[schedule]
+    assert scheduler.warmup_iters == family.warmup and scheduler.warmup_factor == 0.001
+    assert scheduler.by_epoch is False and "end" not in scheduler  # end follows max_iters
+    if schedule == "step":
+        assert tuple(scheduler.milestones) == pytest.approx(family.step_milestones)
+        assert scheduler.gamma == 0.1
+    checkpoint = cfg.default_hooks.checkpoint
+    assert checkpoint.by_epoch is False and checkpoint.interval == min(iters, 8000)
+    assert cfg.log_processor.by_epoch is False
+    assert cfg.custom_imports.imports == imports
+    assert cfg.default_scope == scope and cfg.randomness.seed == 0
+    return scheduler

@@ -16,7 +16,15 @@ from pathlib import Path
 import mmdet
 import pytest
 from mmengine.config import Config
-from mmseg_testutils import REPO, child_env, logged, recorded_lrs, snapshot, without_scope
+from mmseg_testutils import (
+    REPO,
+    check_budget_config,
+    child_env,
+    logged,
+    recorded_lrs,
+    snapshot,
+    without_scope,
+)
 
 import budgeted
 from budgeted.families import MMDET_MASK_RCNN, MMDET_MASK_RCNN_TOY, ConfigFamily
@@ -51,21 +59,9 @@ def test_budget_configs_load_with_the_family_budget(
     family: ConfigFamily, fraction: float, schedule: str
 ) -> None:
     cfg = Config.fromfile(CONFIGS / family.filename(fraction, schedule))
-    iters = family.iters(fraction)
-    assert cfg.train_cfg == dict(type="IterBasedTrainLoop", max_iters=iters, val_interval=iters)
-    assert cfg.full_schedule_iters == family.full_iters and cfg.budget_fraction == fraction
-    (scheduler,) = cfg.param_scheduler
-    assert scheduler.type == {"linear": "BudgetLinearLR", "step": "BudgetStepLR"}[schedule]
-    assert scheduler.warmup_iters == family.warmup and scheduler.warmup_factor == 0.001
-    assert scheduler.by_epoch is False and "end" not in scheduler  # end follows max_iters
+    scheduler = check_budget_config(cfg, family, fraction, schedule, "mmdet", IMPORTS)
     if schedule == "step":
         assert tuple(scheduler.milestones) == family.step_milestones == (2 / 3, 8 / 9)
-        assert scheduler.gamma == 0.1
-    assert cfg.custom_imports.imports == IMPORTS
-    assert cfg.default_scope == "mmdet" and cfg.randomness.seed == 0
-    checkpoint = cfg.default_hooks.checkpoint
-    assert checkpoint.by_epoch is False and checkpoint.interval == min(iters, 8000)
-    assert cfg.log_processor.by_epoch is False
     assert cfg.train_dataloader.sampler.type == "InfiniteSampler"
     assert cfg.val_cfg.type == "ValLoop" and cfg.test_cfg.type == "TestLoop"
     for evaluator in (cfg.val_evaluator, cfg.test_evaluator):

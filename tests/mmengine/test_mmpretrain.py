@@ -28,6 +28,7 @@ from mmpretrain.datasets import CIFAR10, ImageNet
 from mmpretrain.registry import DATASETS
 from mmseg_testutils import (
     REPO,
+    check_budget_config,
     child_env,
     load_tool,
     logged,
@@ -83,23 +84,12 @@ def test_budget_configs_load_with_the_family_budget(
 ) -> None:
     cfg = Config.fromfile(CONFIGS / family.filename(fraction, schedule))
     iters = family.iters(fraction)
-    assert cfg.train_cfg == dict(type="IterBasedTrainLoop", max_iters=iters, val_interval=iters)
-    assert cfg.full_schedule_iters == family.full_iters and cfg.budget_fraction == fraction
-    (scheduler,) = cfg.param_scheduler
-    assert scheduler.type == {"linear": "BudgetLinearLR", "step": "BudgetStepLR"}[schedule]
-    assert scheduler.warmup_iters == family.warmup and scheduler.warmup_factor == 0.001
-    assert scheduler.by_epoch is False and "end" not in scheduler  # end follows max_iters
+    toy = family.toy_data is not None
+    imports = TOY_IMPORTS if toy and family.task == "cifar10" else IMPORTS
+    scheduler = check_budget_config(cfg, family, fraction, schedule, "mmpretrain", imports)
     if schedule == "step":  # CIFAR: MMPretrain's epochs 100/150 of 200; ImageNet: the paper's
         cifar = family.task == "cifar10"
         assert tuple(scheduler.milestones) == ((1 / 2, 3 / 4) if cifar else (1 / 3, 2 / 3))
-        assert scheduler.gamma == 0.1
-    toy = family.toy_data is not None
-    imports = TOY_IMPORTS if toy and family.task == "cifar10" else IMPORTS
-    assert cfg.custom_imports.imports == imports
-    assert cfg.default_scope == "mmpretrain" and cfg.randomness.seed == 0
-    checkpoint = cfg.default_hooks.checkpoint
-    assert checkpoint.by_epoch is False and checkpoint.interval == min(iters, 8000)
-    assert cfg.log_processor.by_epoch is False
     assert without_scope(cfg.train_dataloader.sampler) == dict(type="InfiniteSampler", shuffle=True)
     assert cfg.val_cfg == {} and cfg.test_cfg == {}  # the stock ValLoop / TestLoop
     topk = (1,) if family.task == "cifar10" else (1, 5)
