@@ -29,6 +29,7 @@ from budgeted.checkpoints import (
     atomic_write_text,
     load_checkpoint,
     newest_intact_checkpoint,
+    save_weights_subset,
 )
 from budgeted.preemption import restore_default_signals
 
@@ -282,3 +283,21 @@ def test_a_safe_load_keeps_the_globals_allowed_before_it(tmp_path):
     finally:
         torch.serialization.clear_safe_globals()
         torch.serialization.add_safe_globals(before)
+
+
+@pytest.mark.parametrize("layout", ["model", "state_dict"])
+def test_save_weights_subset_keeps_the_sources_layout_and_names(tmp_path, layout) -> None:
+    weights = {"backbone.a": torch.ones(2), "backbone.b.c": torch.zeros(1), "head.w": torch.ones(3)}
+    atomic_save({layout: weights, "meta": {"iter": 7}}, tmp_path / "full.pth")
+    assert save_weights_subset(tmp_path / "full.pth", tmp_path / "bb.pth", "backbone.") == 2
+    saved = load_checkpoint(tmp_path / "bb.pth")
+    assert list(saved) == [layout] and sorted(saved[layout]) == ["backbone.a", "backbone.b.c"]
+
+
+def test_save_weights_subset_refuses_a_payload_and_writes_nothing(tmp_path) -> None:
+    marker = tmp_path / "payload_ran"
+    evil = tmp_path / "evil.pth"
+    evil.write_bytes(pickle.dumps({"model": Payload(marker)}))
+    with pytest.raises(UnsafeCheckpointError):
+        save_weights_subset(evil, tmp_path / "bb.pth", "backbone.")
+    assert not marker.exists() and not (tmp_path / "bb.pth").exists()

@@ -49,6 +49,7 @@ __all__ = [
     "is_zip_checkpoint",
     "load_checkpoint",
     "newest_intact_checkpoint",
+    "save_weights_subset",
 ]
 
 
@@ -496,3 +497,65 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """
     with atomic_write(path, "w") as f:
         f.write(text)
+
+
+def save_weights_subset(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    prefix: str,
+    *,
+    extra_globals: Mapping[str, Any] | None = None,
+) -> int:
+    """Save the weights of checkpoint ``src`` whose names start with ``prefix`` to a new ``dst``.
+
+    The new file keeps the names and the source's layout: ``{"model": {name: tensor}}`` from a
+    Detectron2 checkpoint, which ``MODEL.WEIGHTS`` loads (the other parameters keep their random
+    init, and it says which); ``{"state_dict": {name: tensor}}`` from an MMEngine one, which
+    ``init_cfg=dict(type="Pretrained", checkpoint=dst, prefix=prefix)`` loads. It is how the toy
+    evidence grid starts every run from one toy-pretrained backbone, as the paper's runs start
+    from ImageNet weights (tools/evidence.sh). ``src`` is loaded with :func:`load_checkpoint`
+    (untrusted); its weights are under ``"model"`` (Detectron2) or ``"state_dict"`` (MMEngine),
+    or are the file itself.
+
+    Args:
+        src (str or PathLike): the checkpoint to take weights from.
+        dst (str or PathLike): the file to write; an existing file is refused, never replaced.
+        prefix (str): the names to keep, e.g. ``"backbone.bottom_up."`` (Detectron2's ResNet) or
+            ``"backbone."`` (an MMSegmentation model's backbone).
+        extra_globals (Mapping[str, Any], optional): as :func:`load_checkpoint`'s.
+
+    Returns:
+        int: the number of tensors written.
+
+    Raises:
+        ValueError: one line, for an existing ``dst`` or a ``prefix`` that names nothing in
+            ``src`` (the message lists the top-level names there are).
+
+    Example:
+        >>> import tempfile, torch
+        >>> folder = tempfile.mkdtemp()
+        >>> atomic_save({"model": {"backbone.w": torch.ones(1), "head.w": torch.ones(1)}},
+        ...             folder + "/full.pth")
+        >>> save_weights_subset(folder + "/full.pth", folder + "/backbone.pth", "backbone.")
+        1
+        >>> list(load_checkpoint(folder + "/backbone.pth")["model"])
+        ['backbone.w']
+    """
+    if os.path.exists(dst):
+        raise ValueError(f"{_short(dst)} already exists; remove it or choose another file")
+    checkpoint = load_checkpoint(src, extra_globals=extra_globals)
+    weights, key = checkpoint, "model"
+    if isinstance(checkpoint, Mapping):
+        key = next((k for k in ("model", "state_dict") if k in checkpoint), "model")
+        weights = checkpoint.get(key, checkpoint)
+    if not isinstance(weights, Mapping):
+        raise ValueError(f"checkpoint {_short(src)} holds no weights (a dict of tensors)")
+    kept = {name: value for name, value in weights.items() if str(name).startswith(prefix)}
+    if not kept:
+        tops = sorted({str(name).split(".")[0] + "." for name in weights})
+        raise ValueError(
+            f"prefix {prefix!r} names no weight in {_short(src)}; its names start with: "
+            + ", ".join(tops[:10])
+        )
+    atomic_save({key: kept}, dst)
+    return len(kept)
