@@ -21,8 +21,13 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/hadolint docker/Dockerfile
 
+# Two pytest-xdist workers, one compute thread each, whole test files each (module fixtures are
+# built once), handed out in file order with tests/tools/ (the long sweep files) first
+# (tests/conftest.py): the workers end together. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 demo: setup
 	$(PY) tools/demo.py
