@@ -8,6 +8,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,6 +98,52 @@ def test_mmseg_sweep_runs_each_cell_and_reports_the_logged_miou(mmseg_sweep, tmp
         values = {r["schedule"]: float(r["mIoU"]) for r in csv.DictReader(f)}
     assert values == pytest.approx(logged)
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def write_results(sweeps: str, stem: Path) -> subprocess.CompletedProcess:
+    """tools/results.sh's ``write_results SWEEPS STEM LINE`` (as tools/evidence.sh calls it)."""
+    script = 'source tools/results.sh && write_results "$1" "$2" "# header"'
+    return subprocess.run(["bash", "-c", script, "bash", sweeps, str(stem)], cwd=REPO,
+                          env={**os.environ, "PY": sys.executable}, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_results_sh_reports_several_sweep_folders_as_one_grid_and_keeps_its_files_on_error(
+    mmseg_sweep, tmp_path
+):
+    """tools/evidence.sh reports a sweep and its widened LRs together (``a:b``); a report that
+    fails (a cell finished in both folders) leaves the tables, CSV and plot as they were."""
+    _, out, _ = mmseg_sweep
+    record = json.loads((out / "sweep.json").read_text())
+    folders = {}
+    for schedule in ("linear", "step"):  # the real sweep split in two folders, one schedule each
+        folder = tmp_path / schedule
+        folder.mkdir()
+        shutil.copytree(out / f"{schedule}_budget1", folder / f"{schedule}_budget1")
+        cells = [c for c in record["cells"] if c[0] == schedule]
+        (folder / "sweep.json").write_text(json.dumps({**record, "cells": cells}))
+        folders[schedule] = folder
+    stem = tmp_path / "results" / "toy"
+    stem.parent.mkdir()
+    done = write_results(f"{folders['linear']}:{folders['step']}", stem)
+    assert done.returncode == 0, done.stderr
+    text = stem.with_suffix(".md").read_text()
+    assert text.startswith("# header\n\n### mIoU: mmseg")
+    row = table(text, "### mIoU: mmseg")["0.01"]
+    for schedule in ("linear", "step"):
+        assert row[schedule] == f"{mmseg_logged_miou(out / f'{schedule}_budget1')[1]:.2f}"
+    with stem.with_suffix(".csv").open() as f:
+        assert sorted(r["schedule"] for r in csv.DictReader(f)) == ["linear", "step"]
+    written = {p.name: p.read_bytes() for p in stem.parent.iterdir()}
+    assert {"toy.md", "toy.csv", "toy.png"} <= set(written)
+    twice = tmp_path / "linear_again"
+    shutil.copytree(folders["linear"], twice)
+    failed = write_results(f"{folders['linear']}:{twice}", stem)
+    err = failed.stderr.strip()
+    assert failed.returncode == 2 and err.startswith("report: error: ") and "\n" not in err, err
+    assert "cell linear_budget1 is finished in both" in err
+    assert {p.name: p.read_bytes() for p in stem.parent.iterdir()} == written
 
 
 @pytest.mark.slow
