@@ -35,6 +35,17 @@
 #   toy Mask R-CNN at 10, 25, 50 %: seeds 3, 4 (5 in all) for both schedules at LR 0.01 and
 #   0.03, the LRs that were best at some budget (every other LR's mean was 4.6 or more AP below
 #   its schedule's best at every budget, box and mask AP): 24 runs.
+# Fourth step (2026-11-27, fixed after the third step's tables, before any of its own results):
+#   where does the toy Mask R-CNN's spread come from? Every finished run of its grid (96: both
+#   schedules, all budgets, LRs and seeds) evaluated again, nothing retrained, on a held-out
+#   toy COCO val set 5 times as large: 500 images (975 objects; seed 2, not seen in training or
+#   pretraining), with `budgeted-sweep --evaluate-from` (Detectron2's --eval-only of each run's
+#   model_final.pth). Reported as its own table (docs/results/detectron2_toy_heldout.*) beside
+#   the grid's own 100-image figures, which stay as they are.
+# Fifth step (2026-11-27, fixed before any of its results): run to run. Eight runs of the grid
+#   trained again, same seed, same machine, one thread each as in the grid, into their own
+#   folders: toy PSPNet at 10 %, LR 0.03, and toy Mask R-CNN at 25 %, LR 0.01, linear and step,
+#   seeds 0 and 1; their per-run CSV (docs/results/repeat_*_toy.csv) against the grid's rows.
 #
 # The first grid, from random init (its results are at commit d193153;
 # check out d193153 to rerun it):
@@ -183,6 +194,44 @@ pids+=($!)
 pids+=($!)
 echo "[evidence] more seeds running (pids ${pids[*]})"
 wait_all "extra seeds"
+# Stage 4: every finished toy Mask R-CNN run evaluated on the 500-image held-out set (the
+# fourth step above), one schedule per process.
+if [ ! -f "$OUT/data/heldout_coco/toy_coco/annotations/instances_val.json" ]; then
+    "$PY" tools/make_toy_coco.py --root "$OUT/data/heldout_coco" --seed 2 \
+        --num-train 1 --num-val 500 > /dev/null || exit 1
+fi
+# (seeds 0-2 at every LR, then seeds 3-4 at LR 0.01 and 0.03, as the grid has them).
+for seeds in "0 1 2" "3 4"; do
+    for schedule in linear step; do
+        if [ "$seeds" = "3 4" ]; then
+            lrs=(0.01 0.03) from=("$OUT/detectron2")
+        else
+            lrs=(0.003 0.01 0.03 0.1) from=("$OUT/detectron2" "$OUT/detectron2_widened")
+        fi
+        # shellcheck disable=SC2086  # $seeds: the seed list, word-split on purpose
+        "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+            --budgets 0.1 0.25 0.5 --lrs "${lrs[@]}" --seeds $seeds --evaluate-from "${from[@]}" \
+            --data "$OUT/data/heldout_coco" --out "$OUT/detectron2_heldout_$schedule" \
+            >> "$OUT/detectron2_heldout.log" 2>&1 &
+        pids+=($!)
+    done
+    echo "[evidence] held-out evaluations of seeds $seeds running (pids ${pids[*]})"
+    wait_all "held-out evaluations"
+done
+# Stage 5: run to run (the fifth step above): eight runs of the grid again, same seeds.
+"$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step --budgets 0.1 \
+    --lrs 0.03 --seeds 0 1 --data "$OUT/data/toy_cityscapes" --out "$OUT/repeat_mmseg" \
+    -- default_hooks.logger.interval=5 model.backbone.init_cfg.type=Pretrained \
+    model.backbone.init_cfg.checkpoint="$PRE/mmseg_backbone.pth" \
+    model.backbone.init_cfg.prefix=backbone. > "$OUT/repeat_mmseg.log" 2>&1 &
+pids+=($!)
+"$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules linear step --budgets 0.25 \
+    --lrs 0.01 --seeds 0 1 --data "$OUT/data/coco" --out "$OUT/repeat_detectron2" \
+    -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
+    > "$OUT/repeat_detectron2.log" 2>&1 &
+pids+=($!)
+echo "[evidence] repeat runs running (pids ${pids[*]})"
+wait_all "repeat runs"
 trap - INT TERM
 echo "[evidence] pretraining and sweeps done in $(( $(date +%s) - start )) s (this invocation)"
 
@@ -195,6 +244,18 @@ for name in mmseg detectron2; do
         "Made by \`bash tools/evidence.sh\` (\`make evidence\`); the grid and toy sets are" \
         "listed at the top of that script. Values: final metric after the last iteration," \
         "mean ± std over seeds (n)." || status=1
+done
+write_results "$OUT/detectron2_heldout_linear:$OUT/detectron2_heldout_step" \
+    "$RESULTS/detectron2_toy_heldout" "# Toy evidence grid: detectron2, on a held-out val set" "" \
+    "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stage 4): every finished run of the" \
+    "toy Mask R-CNN grid (detectron2_toy.md) evaluated again, nothing retrained, on 500 held-out" \
+    "toy COCO val images (seed 2; the grid's own figures use 100). Values: mean ± std over" \
+    "seeds (n); the iterations are the runs'; wall times are the evaluations'." || status=1
+for name in mmseg detectron2; do
+    write_results "$OUT/repeat_$name" "$RESULTS/repeat_${name}_toy" \
+        "# Run to run: $name runs of the grid trained again" "" \
+        "Made by \`bash tools/evidence.sh\` (stage 5): the same seeds on the same machine;" \
+        "compare repeat_${name}_toy.csv with ${name}_toy.csv, run by run." || status=1
 done
 echo "[evidence] tables and plots in $RESULTS/ (exit $status)"
 exit "$status"

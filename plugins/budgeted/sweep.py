@@ -15,7 +15,10 @@ Arguments after ``--`` go to the training tool. A finished cell is skipped, neve
 unfinished one is resumed with the tool's ``--resume``. The first failing run stops the sweep
 (exit 1) unless ``--keep-going``. One sweep at a time per ``--out`` (a lock); SIGINT, SIGTERM
 and SIGUSR1 are forwarded to the running training process, which saves and exits 75, and the
-sweep stops (exit 130 after Ctrl-C, else 75). See docs/sweeps.md.
+sweep stops (exit 130 after Ctrl-C, else 75). ``--evaluate-from SWEEP...`` trains nothing: each
+cell's final weights in those sweep folders are evaluated (Detectron2's ``--eval-only``) on
+``--data``'s test set, into ``--out``, a sweep folder the report reads as any other (a larger
+held-out set, say). See docs/sweeps.md.
 
 This module imports no framework: an adapter is imported only to read or write its runs.
 """
@@ -389,6 +392,69 @@ def plan_cell(
     return Plan(fam, schedule, budget, lr, seed, run_dir, spec, command, action, final)
 
 
+EVALUATED_WEIGHTS = ("MODEL.WEIGHTS", "model_final.pth")
+"""``--evaluate-from``: the weights key the evaluation sets, and the file of a finished run it
+loads (Detectron2's; MMEngine runs are evaluated with MMEngine's ``tools/test.py``)."""
+
+
+def plan_evaluations(
+    args: argparse.Namespace, grid: list[CellKey], extra: list[str], data: Path | None
+) -> list[Plan]:
+    """``--evaluate-from``: each cell's plan to evaluate the final weights of the same cell of
+    those sweep folders (finished in exactly one) with the training tool's ``--eval-only``, on
+    ``--data``'s (or the config's) test set, into ``--out``. The overrides the run was trained
+    with come first (the model is built as it was trained), then ``extra``, then the weights.
+    Raises :class:`SweepError`."""
+    fam = args.family
+    sources = [Path(p).resolve() for p in args.evaluate_from]
+    key, name = EVALUATED_WEIGHTS
+    if fam.framework != "detectron2":
+        raise SweepError(
+            f"--evaluate-from with {fam.framework}: allowed: detectron2 sweeps (evaluate an "
+            "MMEngine run with its codebase's tools/test.py)"
+        )
+    if key in extra:
+        raise SweepError(f"override {key} after -- is set per cell by --evaluate-from "
+                         f"(<cell>/{name}); allowed: any override but {key}")  # fmt: skip
+    for source in sources:
+        if source == args.out:
+            raise SweepError(f"--evaluate-from {source} is --out; allowed: another --out")
+        if not (source / SWEEP_FILE).is_file():
+            raise SweepError(f"--evaluate-from {source} is not a sweep folder (no {SWEEP_FILE}); "
+                             "allowed: folders written by budgeted-sweep --out")  # fmt: skip
+    if args.toy and data is not None and not toy_data(fam, data)[1]:
+        raise SweepError(
+            f"--data {data} holds no toy set to evaluate on; allowed: a folder with one "
+            f"(python tools/make_toy_coco.py --root {data} --seed 2 --num-val 500, say)"
+        )
+    configs = committed_configs(fam)
+    plans = []
+    for cell in grid:
+        runs = [
+            source / cell_name(*cell)
+            for source in sources
+            if (source / cell_name(*cell) / name).is_file()
+            and report.read_final(fam, cell.budget, source / cell_name(*cell)) is not None
+        ]
+        if len(runs) != 1:
+            where = "none of" if not runs else "each of"
+            found = [str(r.parent) for r in runs] or [str(s) for s in sources]
+            raise SweepError(
+                f"cell {cell_name(*cell)} is finished ({name} and its final evaluation) in "
+                f"{where} {', '.join(found)}; allowed: cells finished in exactly one "
+                "--evaluate-from folder (finish that sweep, or narrow the grid)"
+            )
+        record = runs[0] / CELL_FILE
+        trained = report.read_record(record).get("overrides") or [] if record.is_file() else []
+        overrides = [*trained, *extra, key, str(runs[0] / name)]
+        plan = plan_cell(fam, cell, configs, args.out, data, overrides)
+        plan.spec["evaluated_from"] = str(runs[0])
+        plan.command = [t for t in plan.command if t != "--resume"]
+        plan.command.insert(3, "--eval-only")  # after ``python -c BOOT``
+        plans.append(plan)
+    return plans
+
+
 PRIOR_COST: dict[str, tuple[float, float]] = {}
 """family name -> (seconds per run, seconds per iteration) measured on 2 CPU cores, for
 ``--dry-run``'s estimate before a run of the sweep has finished (see docs/sweeps.md)."""
@@ -421,6 +487,23 @@ def cost_model(plans: Sequence[Plan], out: Path) -> tuple[float, float, str] | N
 def estimate(plans: Sequence[Plan], out: Path) -> str:
     """``--dry-run``'s first line: the grid's size, what is left, and its estimated cost."""
     todo = [p for p in plans if p.action != "skip"]
+    if any("evaluated_from" in p.spec for p in plans):  # --evaluate-from: no training
+        plural = "s" if len(plans) != 1 else ""
+        head = f"[sweep] grid: {len(plans)} evaluation{plural} ({len(plans) - len(todo)} finished, "
+        walls = [
+            float(record["wall_s"])
+            for cell_file in out.glob(f"*/{CELL_FILE}")
+            for record in [report.read_record(cell_file)]
+            if record.get("metrics") and record.get("wall_s")
+        ]
+        if not todo or not walls:
+            cost = "" if not todo else "; cost unknown until one has finished"
+            return f"{head}{len(todo)} to run){cost}"
+        per_run = sum(walls) / len(walls)
+        return (
+            f"{head}{len(todo)} to run); estimated {len(todo) * per_run / 60:.0f} min at "
+            f"{per_run:.0f} s each (the mean of the {len(walls)} finished in --out)"
+        )
     iters = sum(p.family.iters(p.budget) for p in todo)
     head = (
         f"[sweep] grid: {len(plans)} runs ({len(plans) - len(todo)} finished, {len(todo)} to run "
@@ -668,6 +751,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument(
         "--data", type=Path, help="with --toy: the toy set's root (default: as the demos)"
     )
+    parser.add_argument(
+        "--evaluate-from", type=Path, nargs="+", metavar="SWEEP",
+        help="train nothing: evaluate each cell's final weights from these sweep folders "
+        "(--eval-only; Detectron2) on --data's test set, into --out",
+    )  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument(
         "--keep-going", action="store_true",
@@ -724,7 +812,10 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
             lock.check()
         grid = check_grid(args, extra)
         data, present, env = toy_environment(args.family, args.toy, args.data)
-        plans = plan_cells(args, grid, extra, data)
+        if args.evaluate_from is not None:
+            plans = plan_evaluations(args, grid, extra, data)
+        else:
+            plans = plan_cells(args, grid, extra, data)
         if not args.dry_run:
             lock.acquire()  # the first write; another sweep may have taken it meanwhile
     except (SweepError, ReportError, FolderBusyError, ImportError) as err:

@@ -4,7 +4,8 @@
   best base LR, error bars one std over seeds (the paper's Figure 1, right);
 - ``FILE_lr.png`` and ``FILE_loss.png``: the LR and the training loss the runs *logged* against
   the iteration (not the formula: a broken run shows), one panel per budget, one line per
-  schedule at its best LR (the first seed that finished);
+  schedule at its best LR (the first seed that finished); each only where runs logged it (a
+  sweep of evaluations, ``budgeted-sweep --evaluate-from``, logged neither);
 - ``FILE_grad_norm.png``, where runs logged it (``FullGradNormHook``): the full-gradient norm
   against the LR, one panel per schedule, one line per budget (the paper's Figure 3).
 
@@ -95,6 +96,8 @@ def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
         if (cell := _best_cell(g, s, b)) is not None
     }  # fmt: skip
     for key, label in (("lr", "learning rate (logged)"), ("loss", "training loss (logged)")):
+        if not any(key in p for points in curves.values() for p in points):
+            continue
         panels = [(g, b) for g in groups for b in g.budgets]
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
         for ax, (group, budget) in zip(axes[0], panels):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 import torch
-from d2_testutils import logged_lrs
+from d2_testutils import logged_lrs, read_metrics
 from detectron2.config import LazyConfig, instantiate
 from detectron2.solver import LRMultiplier
 
@@ -56,6 +57,7 @@ def test_the_trained_scheduler_is_checkpointed_and_must_match_max_iter() -> None
 def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) -> None:
     tiny = ["train.max_iter=6", "train.log_period=1", "lr_multiplier.warmup_iters=2",
             "dataloader.test.dataset.names=toy_coco_val",
+            "model.roi_heads.box_predictor.test_score_thresh=0.0",  # keep every detection
             f"train.output_dir={tmp_path}"]  # fmt: skip
     assert run(["--config", "mask_rcnn_toy_budget10.py", *tiny]) == 0  # a bare name
     core = BudgetSchedule("linear", 6, 2, 0.001)
@@ -63,3 +65,18 @@ def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) ->
     assert [lrs[t] for t in range(6)] == pytest.approx([0.01 * core(t) for t in range(6)], rel=1e-9)
     with pytest.raises(SystemExit, match=r"train\.max_iter=6.*train\.max_iter=8"):
         run(["--config-file", LAZY_TOY, "--resume", *tiny, "train.max_iter=8"])
+    # --eval-only of the final weights logs the figures of the training's final evaluation in
+    # its own output folder's metrics.json, at the iteration the weights were saved at (the
+    # last, 5; training logs its final evaluation after it, at train.max_iter)
+    trained = [r for r in read_metrics(tmp_path) if "bbox/AP" in r][-1]
+    evaluated = tmp_path / "evaluated"
+    weights = f"train.init_checkpoint={tmp_path / 'model_final.pth'}"
+    assert run(["--config-file", LAZY_TOY, "--eval-only", *tiny[:-1], weights,
+                f"train.output_dir={evaluated}"]) == 0  # fmt: skip
+    line = read_metrics(evaluated)[-1]
+    assert (line["iteration"], trained["iteration"]) == (5, 6)
+    keys = [k for k in trained if k.startswith(("bbox/", "segm/"))]
+    assert {k: line[k] for k in keys} == pytest.approx(
+        {k: trained[k] for k in keys}, abs=1e-9, nan_ok=True
+    )  # a 6-iteration model: some may be NaN (a class not detected), the same in both
+    assert any(math.isfinite(trained[k]) for k in keys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from budgeted.detectron2.runs import (
     final_metrics,
     holds_run,
     max_iter,
+    write_evaluation,
 )
 
 TRAIN = {"loss_mask": 0.5, "lr": 0.01, "fast_rcnn/cls_accuracy": 0.9, "data_time": 0.1}
@@ -54,6 +56,31 @@ def test_final_metrics_are_the_evaluation_after_the_last_iteration(tmp_path: Pat
     found = final_metrics(write_run(tmp_path / "done", rows))
     assert set(found) == set(EVAL) and found["bbox/AP"] == 12.5 and found["segm/AP"] == 11.0
     assert max_iter(tmp_path / "done") == 8
+
+
+def test_an_eval_only_line_reads_as_the_final_evaluation_of_its_weights(tmp_path: Path) -> None:
+    results = {"bbox": {"AP": 12.5, "AP50": 30.0}, "segm": {"AP": 11.0, "AP-square": math.nan}}
+    evaluated = tmp_path / "evaluated"
+    evaluated.mkdir()
+    (evaluated / "config.yaml").write_text("SOLVER:\n  MAX_ITER: 8\n")  # as default_setup saves
+    write_evaluation(evaluated, results, 7)  # weights saved at the last of 8 iterations
+    found = final_metrics(evaluated)
+    assert set(found) == set(EVAL) and found["bbox/AP"] == 12.5 and found["segm/AP"] == 11.0
+    assert math.isnan(found["segm/AP-square"])
+    # weights saved mid-run: an evaluation, not a finished run's
+    write_run(tmp_path / "mid", [], final=False)
+    write_evaluation(tmp_path / "mid", results, 3)
+    assert final_metrics(tmp_path / "mid") is None
+    # weights without an iteration (a converted model): the line has none, and nothing is final
+    write_run(tmp_path / "plain", [], final=False)
+    write_evaluation(tmp_path / "plain", {"bbox": {"AP": 1.0}}, None)
+    assert json.loads((tmp_path / "plain/metrics.json").read_text()) == {"bbox/AP": 1.0}
+    assert final_metrics(tmp_path / "plain") is None
+    # appended, as Detectron2's JSONWriter does: a training run's lines stay
+    rows = [{"iteration": i, **TRAIN} for i in range(8)]
+    write_evaluation(write_run(tmp_path / "run", rows), {"bbox": {"AP": 2.0}}, 7)
+    assert len((tmp_path / "run/metrics.json").read_text().splitlines()) == 9
+    assert final_metrics(tmp_path / "run") == {"bbox/AP": 2.0}
 
 
 def test_unfinished_runs_have_no_final_metrics(tmp_path: Path) -> None:

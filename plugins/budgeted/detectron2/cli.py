@@ -14,6 +14,11 @@ worker starts, and reported in one line.
 SIGTERM or SIGUSR1 (a cluster's preemption) end training after the current iteration with a
 checkpoint, one line and exit status 75 (:data:`~budgeted.preemption.PREEMPTED_EXIT_CODE`);
 ``--resume`` continues it.
+
+``--eval-only`` also appends its results to ``OUTPUT_DIR/metrics.json`` as one line at the
+iteration the weights were saved at, as training logs an evaluation
+(:func:`~budgeted.detectron2.runs.write_evaluation`): a sweep of evaluations reads like one of
+runs (``budgeted-sweep --evaluate-from``).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from .checkpoint import SafeCheckpointer, last_checkpoint_file, load_weights_fil
 from .config import load_config, split_overrides
 from .data import check_config_datasets, register_toy_coco
 from .launch import launch
-from .runs import check_new_run_folder
+from .runs import check_new_run_folder, write_evaluation
 from .solver import BudgetConfigError
 from .trainer import BudgetTrainer, check_budget, check_resume
 
@@ -247,12 +252,13 @@ def main(args: argparse.Namespace) -> Any:
         model = BudgetTrainer.build_model(cfg)
         checkpointer = SafeCheckpointer(model, save_dir=cfg.OUTPUT_DIR)
         if args.resume_from:
-            checkpointer.load(args.resume_from, checkpointables=[])
+            loaded = checkpointer.load(args.resume_from, checkpointables=[])
         else:
-            checkpointer.resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
+            loaded = checkpointer.resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
         res = BudgetTrainer.test(cfg, model)
         if comm.is_main_process():
             verify_results(cfg, res)
+            write_evaluation(cfg.OUTPUT_DIR, res, (loaded or {}).get("iteration"))
         return res
     trainer = BudgetTrainer(cfg)
     if args.resume_from:

@@ -8,7 +8,8 @@ configs, as ``tools/train_net.py``). Differences: ``lr_multiplier`` of type
 checkpoint to load (``train.init_checkpoint``, ``--resume``, ``--resume-from``: loaded safely,
 see :class:`~budgeted.detectron2.SafeCheckpointer`) are checked before anything is written or
 any worker starts; checkpoints are written atomically; SIGTERM / SIGUSR1 stop training after the
-current iteration with a checkpoint and exit status 75.
+current iteration with a checkpoint and exit status 75; ``--eval-only`` appends its results to
+``train.output_dir/metrics.json``, as ``tools/train_net.py`` does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .cli import argument_parser, check_checkpoint_files, launch_checked
 from .data import check_datasets, register_toy_coco
 from .lazy import build_lazy_lr_scheduler
 from .preemption import PreemptionHook
-from .runs import check_new_run_folder
+from .runs import check_new_run_folder, write_evaluation
 
 __all__ = ["check_lazy_resume", "do_test", "do_train", "load", "main", "preflight", "run"]
 
@@ -164,10 +165,13 @@ def main(args: argparse.Namespace) -> Any:
         checkpointer = SafeCheckpointer(model, cfg.train.output_dir)
         resume_from = getattr(args, "resume_from", None)
         if resume_from:
-            checkpointer.load(resume_from, checkpointables=[])
+            loaded = checkpointer.load(resume_from, checkpointables=[])
         else:
-            checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
-        return do_test(cfg, model)
+            loaded = checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
+        results = do_test(cfg, model)
+        if results and comm.is_main_process():
+            write_evaluation(cfg.train.output_dir, results, (loaded or {}).get("iteration"))
+        return results
     do_train(args, cfg)
     return None
 

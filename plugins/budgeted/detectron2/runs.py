@@ -7,8 +7,11 @@ Reads only the files Detectron2 writes (``config.yaml``, ``metrics.json``, ``las
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..records import curve, read_json_lines
 
@@ -22,6 +25,7 @@ __all__ = [
     "holds_run",
     "max_iter",
     "train_curve",
+    "write_evaluation",
 ]
 
 RUN_FILES = ("last_checkpoint", "metrics.json", "model_final.pth")
@@ -136,6 +140,48 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
         if _is_eval_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = float(value)
     return out or None
+
+
+def write_evaluation(
+    folder: str | os.PathLike[str], results: Mapping[str, Any], iteration: int | None
+) -> Path:
+    """Append an ``--eval-only`` evaluation to ``folder/metrics.json`` as training logs one:
+    one JSON line, ``{"iteration": i, "bbox/AP": ..., "segm/AP": ...}``, at the iteration the
+    weights were saved at (``model_final.pth``: ``MAX_ITER - 1``; training logs its own final
+    evaluation one later, at ``MAX_ITER``).
+
+    Detectron2's ``--eval-only`` prints its results and keeps no record; with this line the
+    folder reads like a finished run (:func:`final_metrics`), so ``budgeted-report`` can
+    tabulate a sweep of evaluations (``budgeted-sweep --evaluate-from``).
+
+    Args:
+        folder (str or PathLike): the evaluation's ``OUTPUT_DIR``.
+        results (Mapping): the evaluators' results, ``{task: {metric: value}}``, as
+            ``Trainer.test`` returns them (nested deeper: keys joined with ``/``).
+        iteration (int, optional): the iteration the weights were saved at (their checkpoint's
+            ``iteration``); None (weights without one): the line has no ``iteration``.
+
+    Example:
+        >>> import tempfile
+        >>> path = write_evaluation(tempfile.mkdtemp(), {"bbox": {"AP": 41.5}}, 399)
+        >>> print(path.read_text().strip())
+        {"iteration": 399, "bbox/AP": 41.5}
+    """
+
+    line: dict[str, Any] = {} if iteration is None else {"iteration": int(iteration)}
+
+    def add(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, sub in value.items():
+                add(f"{prefix}/{key}" if prefix else str(key), sub)
+        else:
+            line[prefix] = value
+
+    add("", results)
+    path = Path(folder) / "metrics.json"
+    with path.open("a") as f:
+        f.write(json.dumps(line) + "\n")
+    return path
 
 
 CURVE_NAMES = {"lr": "lr", "loss": "total_loss", "grad_norm": "full_grad_norm"}
