@@ -38,7 +38,7 @@
 # Fourth step (2026-11-27, fixed after the third step's tables, before any of its own results):
 #   where does the toy Mask R-CNN's spread come from? Every finished run of its grid (96: both
 #   schedules, all budgets, LRs and seeds) evaluated again, nothing retrained, on a held-out
-#   toy COCO val set 5 times as large: 500 images (975 objects; seed 2, not seen in training or
+#   toy COCO val set 5 times as large: 500 images (960 objects; seed 2, not seen in training or
 #   pretraining), with `budgeted-sweep --evaluate-from` (Detectron2's --eval-only of each run's
 #   model_final.pth). Reported as its own table (docs/results/detectron2_toy_heldout.*) beside
 #   the grid's own 100-image figures, which stay as they are.

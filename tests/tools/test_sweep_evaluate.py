@@ -37,6 +37,12 @@ def final_line(run_dir: Path) -> dict:
     return [r for r in rows if "bbox/AP" in r][-1]
 
 
+def dry_run(capsys: pytest.CaptureFixture, *args: str | Path) -> str:
+    """``budgeted-sweep ... --dry-run``'s output, run in this process (nothing is started)."""
+    assert main([*map(str, args), "--dry-run"]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
 def report_csv(*folders: Path) -> dict[str, dict[str, str]]:
     """cell folder name -> its CSV row, from budgeted-report over ``folders``."""
     out = folders[0].parent / f"{folders[0].name}.csv"
@@ -56,15 +62,14 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return data, out
 
 
-def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained, tmp_path):
+def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained, tmp_path, capsys):
     data, source = trained
     out = tmp_path / "again"
-    dry = cli(SWEEP, *GRID, "--evaluate-from", source, "--data", data, "--out", out, "--dry-run")
-    assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.splitlines()[0] == (
+    dry = dry_run(capsys, *GRID, "--evaluate-from", source, "--data", data, "--out", out)
+    assert dry.splitlines()[0] == (
         "[sweep] grid: 1 evaluation (0 finished, 1 to run); cost unknown until one has finished"
     )
-    assert "--eval-only" in dry.stdout and not out.exists()
+    assert "--eval-only" in dry and not out.exists()
     run = cli(SWEEP, *GRID, "--evaluate-from", source, "--data", data, "--out", out)
     assert run.returncode == 0, run.stderr[-3000:]
     for cell in CELLS:
@@ -93,8 +98,8 @@ def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained
     before = {p: p.stat().st_mtime_ns for cell in CELLS for p in (out / cell).rglob("*")}
     again = cli(SWEEP, *GRID, "--evaluate-from", source, "--data", data, "--out", out)
     assert again.returncode == 0 and again.stdout.count("skipped, already finished") == 1
-    dry = cli(SWEEP, *GRID, "--evaluate-from", source, "--data", data, "--out", out, "--dry-run")
-    assert dry.stdout.splitlines()[0] == "[sweep] grid: 1 evaluation (1 finished, 0 to run)"
+    dry = dry_run(capsys, *GRID, "--evaluate-from", source, "--data", data, "--out", out)
+    assert dry.splitlines()[0] == "[sweep] grid: 1 evaluation (1 finished, 0 to run)"
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
