@@ -490,12 +490,12 @@ def estimate(plans: Sequence[Plan], out: Path) -> str:
     if any("evaluated_from" in p.spec for p in plans):  # --evaluate-from: no training
         plural = "s" if len(plans) != 1 else ""
         head = f"[sweep] grid: {len(plans)} evaluation{plural} ({len(plans) - len(todo)} finished, "
-        walls = [
-            float(record["wall_s"])
-            for cell_file in out.glob(f"*/{CELL_FILE}")
-            for record in [report.read_record(cell_file)]
-            if record.get("metrics") and record.get("wall_s")
-        ]
+        walls = []
+        for cell_file in out.glob(f"*/{CELL_FILE}"):
+            with contextlib.suppress(ReportError, TypeError, ValueError):  # as cost_model
+                record = report.read_record(cell_file)
+                if record.get("metrics") and record.get("wall_s"):
+                    walls.append(float(record["wall_s"]))
         if not todo or not walls:
             cost = "" if not todo else "; cost unknown until one has finished"
             return f"{head}{len(todo)} to run){cost}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +101,19 @@ def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained
     assert again.returncode == 0 and again.stdout.count("skipped, already finished") == 1
     dry = dry_run(capsys, *GRID, "--evaluate-from", source, "--data", data, "--out", out)
     assert dry.splitlines()[0] == "[sweep] grid: 1 evaluation (1 finished, 0 to run)"
+    # the estimate of what is left: the mean wall time of the finished evaluations in --out (a
+    # copy with the cell under another name); a damaged record is left out of it
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / CELLS[0]).rename(copy / "earlier")
+    (copy / "damaged").mkdir()
+    (copy / "damaged" / "sweep_cell.json").write_text('{"schedule": ')
+    wall = json.loads((out / CELLS[0] / "sweep_cell.json").read_text())["wall_s"]
+    dry = dry_run(capsys, *GRID, "--evaluate-from", source, "--data", data, "--out", copy)
+    assert dry.splitlines()[0] == (
+        f"[sweep] grid: 1 evaluation (0 finished, 1 to run); estimated {wall / 60:.0f} min at "
+        f"{wall:.0f} s each (the mean of the 1 finished in --out)"
+    )
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
