@@ -76,11 +76,20 @@ def test_an_eval_only_line_reads_as_the_final_evaluation_of_its_weights(tmp_path
     write_evaluation(tmp_path / "plain", {"bbox": {"AP": 1.0}}, None)
     assert json.loads((tmp_path / "plain/metrics.json").read_text()) == {"bbox/AP": 1.0}
     assert final_metrics(tmp_path / "plain") is None
-    # appended, as Detectron2's JSONWriter does: a training run's lines stay
-    rows = [{"iteration": i, **TRAIN} for i in range(8)]
-    write_evaluation(write_run(tmp_path / "run", rows), {"bbox": {"AP": 2.0}}, 7)
-    assert len((tmp_path / "run/metrics.json").read_text().splitlines()) == 9
-    assert final_metrics(tmp_path / "run") == {"bbox/AP": 2.0}
+    # appended, as Detectron2's JSONWriter does, to an evaluation's own log: its lines stay
+    assert write_evaluation(evaluated, {"bbox": {"AP": 13.0}}, 7) == evaluated / "metrics.json"
+    assert len((evaluated / "metrics.json").read_text().splitlines()) == 2
+    assert final_metrics(evaluated) == {"bbox/AP": 13.0}
+    # a training run's log is left as it was (an --eval-only in the run's own folder), so what
+    # the run logged stays its final evaluation; so is a log given no results
+    rows = [{"iteration": i, **TRAIN} for i in range(7)] + [{"iteration": 8, **TRAIN, **EVAL}]
+    run = write_run(tmp_path / "run", rows)
+    before = (run / "metrics.json").read_bytes()
+    assert write_evaluation(run, {"bbox": {"AP": 2.0}}, 7) is None
+    assert (run / "metrics.json").read_bytes() == before
+    assert final_metrics(run)["bbox/AP"] == 12.5
+    assert write_evaluation(tmp_path / "plain", {}, 3) is None
+    assert write_evaluation(tmp_path / "plain", {"bbox": {}}, 3) is None
 
 
 def test_unfinished_runs_have_no_final_metrics(tmp_path: Path) -> None:

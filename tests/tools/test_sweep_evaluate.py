@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,26 @@ def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained
         f"{wall:.0f} s each (the mean of the 1 finished in --out)"
     )
     assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_an_eval_only_in_the_runs_own_folder_leaves_its_log_as_it_was(trained, tmp_path):
+    """The stock habit: ``--eval-only MODEL.WEIGHTS <run>/model_final.pth`` with the run's own
+    OUTPUT_DIR (here a copy of the sweep's finished run): its metrics.json keeps its bytes and
+    its final evaluation, so the sweep still skips it."""
+    data, source = trained
+    run = tmp_path / "run"
+    shutil.copytree(source / CELLS[0], run)
+    before = (run / "metrics.json").read_bytes()
+    evaluate = subprocess.run(
+        [sys.executable, "tools/train_net.py", "--eval-only", "--config-file",
+         "configs/detectron2/toy/mask_rcnn_toy_budget1.yaml", *TINY,
+         "MODEL.WEIGHTS", str(run / "model_final.pth"), "OUTPUT_DIR", str(run)],
+        capture_output=True, text=True, cwd=REPO, check=False,
+        env={**os.environ, "DETECTRON2_DATASETS": str(data)},
+    )  # fmt: skip
+    assert evaluate.returncode == 0, evaluate.stderr[-3000:]
+    assert "--eval-only: results not added to" in evaluate.stderr + evaluate.stdout
+    assert (run / "metrics.json").read_bytes() == before
 
 
 def test_a_held_out_set_is_the_one_evaluated(trained, tmp_path):

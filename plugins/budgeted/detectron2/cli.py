@@ -16,7 +16,8 @@ checkpoint, one line and exit status 75 (:data:`~budgeted.preemption.PREEMPTED_E
 ``--resume`` continues it.
 
 ``--eval-only`` also appends its results to ``OUTPUT_DIR/metrics.json`` as one line at the
-iteration the weights were saved at, as training logs an evaluation
+iteration the weights were saved at, as training logs an evaluation, unless that file is a
+training run's log, which stays as it was
 (:func:`~budgeted.detectron2.runs.write_evaluation`): a sweep of evaluations reads like one of
 runs (``budgeted-sweep --evaluate-from``).
 """
@@ -258,7 +259,11 @@ def main(args: argparse.Namespace) -> Any:
         res = BudgetTrainer.test(cfg, model)
         if comm.is_main_process():
             verify_results(cfg, res)
-            write_evaluation(cfg.OUTPUT_DIR, res, (loaded or {}).get("iteration"))
+            if write_evaluation(cfg.OUTPUT_DIR, res, (loaded or {}).get("iteration")) is None:
+                logging.getLogger("detectron2").info(
+                    "--eval-only: results not added to %s (a training run's log, or none)",
+                    os.path.join(cfg.OUTPUT_DIR, "metrics.json"),
+                )
         return res
     trainer = BudgetTrainer(cfg)
     if args.resume_from:

@@ -9,7 +9,7 @@ checkpoint to load (``train.init_checkpoint``, ``--resume``, ``--resume-from``: 
 see :class:`~budgeted.detectron2.SafeCheckpointer`) are checked before anything is written or
 any worker starts; checkpoints are written atomically; SIGTERM / SIGUSR1 stop training after the
 current iteration with a checkpoint and exit status 75; ``--eval-only`` appends its results to
-``train.output_dir/metrics.json``, as ``tools/train_net.py`` does.
+``train.output_dir/metrics.json`` (not to a training run's), as ``tools/train_net.py`` does.
 """
 
 from __future__ import annotations
@@ -169,8 +169,13 @@ def main(args: argparse.Namespace) -> Any:
         else:
             loaded = checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
         results = do_test(cfg, model)
-        if results and comm.is_main_process():
-            write_evaluation(cfg.train.output_dir, results, (loaded or {}).get("iteration"))
+        if comm.is_main_process():
+            iteration = (loaded or {}).get("iteration")
+            if write_evaluation(cfg.train.output_dir, results or {}, iteration) is None:
+                logging.getLogger("detectron2").info(
+                    "--eval-only: results not added to %s (a training run's log, or none)",
+                    os.path.join(cfg.train.output_dir, "metrics.json"),
+                )
         return results
     do_train(args, cfg)
     return None

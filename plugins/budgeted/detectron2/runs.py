@@ -144,7 +144,7 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
 
 def write_evaluation(
     folder: str | os.PathLike[str], results: Mapping[str, Any], iteration: int | None
-) -> Path:
+) -> Path | None:
     """Append an ``--eval-only`` evaluation to ``folder/metrics.json`` as training logs one:
     one JSON line, ``{"iteration": i, "bbox/AP": ..., "segm/AP": ...}``, at the iteration the
     weights were saved at (``model_final.pth``: ``MAX_ITER - 1``; training logs its own final
@@ -152,7 +152,9 @@ def write_evaluation(
 
     Detectron2's ``--eval-only`` prints its results and keeps no record; with this line the
     folder reads like a finished run (:func:`final_metrics`), so ``budgeted-report`` can
-    tabulate a sweep of evaluations (``budgeted-sweep --evaluate-from``).
+    tabulate a sweep of evaluations (``budgeted-sweep --evaluate-from``). A training run's
+    ``metrics.json`` (one with any training record) is left as it is, and so are empty results:
+    an evaluation in the run's own folder must not change what that run logged.
 
     Args:
         folder (str or PathLike): the evaluation's ``OUTPUT_DIR``.
@@ -160,6 +162,10 @@ def write_evaluation(
             ``Trainer.test`` returns them (nested deeper: keys joined with ``/``).
         iteration (int, optional): the iteration the weights were saved at (their checkpoint's
             ``iteration``); None (weights without one): the line has no ``iteration``.
+
+    Returns:
+        Path or None: the file written; None where nothing was (a training run's log, or no
+        results).
 
     Example:
         >>> import tempfile
@@ -179,6 +185,12 @@ def write_evaluation(
 
     add("", results)
     path = Path(folder) / "metrics.json"
+    if not any(_is_eval_key(k) for k in line):
+        return None
+    if path.is_file() and any(
+        any(k != "iteration" and not _is_eval_key(k) for k in r) for r in read_json_lines(path)
+    ):
+        return None  # a training run's log
     with path.open("a") as f:
         f.write(json.dumps(line) + "\n")
     return path
