@@ -46,6 +46,26 @@
 #   trained again, same seed, same machine, one thread each as in the grid, into their own
 #   folders: toy PSPNet at 10 %, LR 0.03, and toy Mask R-CNN at 25 %, LR 0.01, linear and step,
 #   seeds 0 and 1; their per-run CSV (docs/results/repeat_*_toy.csv) against the grid's rows.
+# Sixth step (2026-11-27, fixed after the fifth step, before any of its own results): a denser
+#   toy COCO, to test whether more objects per iteration steady the toy Mask R-CNN's heads (the
+#   fourth step found most of its spread is training's). Same model, backbone (stage 1's),
+#   batch, schedules and budgets (10, 25, 50 % of 400 iterations), on a new toy set of 200 train
+#   and 100 val images with 3-6 shapes per image of radius 10-20 % of the side (tools/
+#   make_toy_coco.py --objects 3 6 --radius 0.1 0.2; the grid's set has 1-3 of 12-25 %): 920
+#   train and 453 val objects (2.4 times the grid's). Base LR 0.003, 0.01, 0.03 (the second grid
+#   never found 0.1 best: its mean was 4.6 AP or more below each schedule's best at every
+#   budget) x seeds 0, 1, 2 x linear, step: 54 runs, one sweep per schedule side by side
+#   ($OUT/detectron2_dense_{linear,step}). The edge rule as before: a best LR at 0.003 or 0.03
+#   at some budget adds the next LR out (0.001 or 0.1) at that budget for both schedules.
+#   Reported as its own table (docs/results/detectron2_toy_dense.*).
+#   Widened by that rule (2026-11-27, after its table): LR 0.03 was best at every budget for
+#   linear (box and mask AP) and at 10 % and 25 % for step, so LR 0.1 was added at 10, 25 and
+#   50 % for both schedules, 3 seeds (18 runs), in the same folders.
+#   More seeds (fixed at 17:35 UTC, before the widened runs' results): seeds 3 and 4 for both
+#   schedules at all three budgets, at every LR that is some schedule's best (box or mask AP)
+#   at some budget once the LR 0.1 runs are in, into the same folders. That is LR 0.01 and 0.03
+#   (0.1's mean was below each schedule's best at every budget: by 3.4 box AP for linear at
+#   10 %, by 8.7 AP or more elsewhere, box and mask): 24 runs.
 #
 # The first grid, from random init (its results are at commit d193153;
 # check out d193153 to rerun it):
@@ -232,6 +252,41 @@ pids+=($!)
 pids+=($!)
 echo "[evidence] repeat runs running (pids ${pids[*]})"
 wait_all "repeat runs"
+# Stage 6: the denser toy COCO (the sixth step above), one sweep per schedule.
+if [ ! -f "$OUT/data/dense_coco/toy_coco/annotations/instances_val.json" ]; then
+    "$PY" tools/make_toy_coco.py --root "$OUT/data/dense_coco" --num-train 200 --num-val 100 \
+        --objects 3 6 --radius 0.1 0.2 > /dev/null || exit 1
+fi
+for schedule in linear step; do
+    "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+        --budgets 0.1 0.25 0.5 --lrs 0.003 0.01 0.03 --seeds 0 1 2 \
+        --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
+        -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
+        >> "$OUT/detectron2_dense.log" 2>&1 &
+    pids+=($!)
+done
+echo "[evidence] the denser toy COCO's sweeps running (pids ${pids[*]})"
+wait_all "denser toy sweeps"
+for schedule in linear step; do  # widened: LR 0.1 (the edge rule above)
+    "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+        --budgets 0.1 0.25 0.5 --lrs 0.1 --seeds 0 1 2 \
+        --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
+        -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
+        >> "$OUT/detectron2_dense.log" 2>&1 &
+    pids+=($!)
+done
+echo "[evidence] the denser toy COCO's sweeps widened to LR 0.1 (pids ${pids[*]})"
+wait_all "denser toy sweeps, widened"
+for schedule in linear step; do  # more seeds at the best LRs (above)
+    "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+        --budgets 0.1 0.25 0.5 --lrs 0.01 0.03 --seeds 3 4 \
+        --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
+        -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
+        >> "$OUT/detectron2_dense.log" 2>&1 &
+    pids+=($!)
+done
+echo "[evidence] the denser toy COCO's sweeps: seeds 3 and 4 (pids ${pids[*]})"
+wait_all "denser toy sweeps, more seeds"
 trap - INT TERM
 echo "[evidence] pretraining and sweeps done in $(( $(date +%s) - start )) s (this invocation)"
 
@@ -251,6 +306,11 @@ write_results "$OUT/detectron2_heldout_linear:$OUT/detectron2_heldout_step" \
     "toy Mask R-CNN grid (detectron2_toy.md) evaluated again, nothing retrained, on 500 held-out" \
     "toy COCO val images (seed 2; the grid's own figures use 100). Values: mean ± std over" \
     "seeds (n); the iterations are the runs'; wall times are the evaluations'." || status=1
+write_results "$OUT/detectron2_dense_linear:$OUT/detectron2_dense_step" \
+    "$RESULTS/detectron2_toy_dense" "# Toy evidence grid: detectron2 on a denser toy COCO" "" \
+    "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stage 6): the toy Mask R-CNN on a" \
+    "toy COCO with 3-6 shapes per image (200 train, 100 val images; 920 and 453 objects)," \
+    "from stage 1's backbone. Values: mean ± std over seeds (n)." || status=1
 for name in mmseg detectron2; do
     write_results "$OUT/repeat_$name" "$RESULTS/repeat_${name}_toy" \
         "# Run to run: $name runs of the grid trained again" "" \

@@ -5,6 +5,7 @@
     python tools/make_toy_coco.py --root /data             # /data/toy_coco, for Detectron2
     python tools/make_toy_coco.py --out /data/my_toy_coco  # that folder itself: MMDetection's
                                                            # data_root (--cfg-options ...data_root)
+    python tools/make_toy_coco.py --objects 3 6 --radius 0.1 0.2   # denser: 3-6 smaller shapes
 
 The writer is :mod:`budgeted.toy_coco` (numpy and Pillow only: no Detectron2 needed). Without
 ``$DETECTRON2_DATASETS`` the default, ``datasets/toy_coco``, is what both the Detectron2 and the
@@ -35,8 +36,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-val", type=int, default=16)
     parser.add_argument("--size", type=int, default=128, help="image side in pixels")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--objects",
+        type=int,
+        nargs=2,
+        default=(1, 3),
+        metavar=("MIN", "MAX"),
+        help="shapes per image, MIN..MAX inclusive (default: 1 3)",
+    )
+    parser.add_argument(
+        "--radius",
+        type=float,
+        nargs=2,
+        default=(0.12, 0.25),
+        metavar=("MIN", "MAX"),
+        help="shape radius as a fraction of the image side (default: 0.12 0.25)",
+    )
     args = parser.parse_args(argv)
-    sizes = dict(num_train=args.num_train, num_val=args.num_val, size=args.size, seed=args.seed)
+    sizes = dict(
+        num_train=args.num_train,
+        num_val=args.num_val,
+        size=args.size,
+        seed=args.seed,
+        objects=tuple(args.objects),
+        radius=tuple(args.radius),
+    )
     try:
         if args.out is not None:
             paths = write_toy_coco(args.out, **sizes)

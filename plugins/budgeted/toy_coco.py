@@ -1,7 +1,9 @@
 """A deterministic synthetic instance-segmentation set in the real COCO json format (no framework).
 
-Each image holds 1-3 filled shapes (square, circle, triangle) on a noisy background; each shape is
-one annotation with its polygon mask, box and area. The same arguments give the same bytes.
+Each image holds 1-3 filled shapes (square, circle, triangle; ``objects`` sets how many) of radius
+12-25 % of the image side (``radius``) on a noisy background; each shape is one annotation with
+its polygon mask, box and area (a later shape may hide part of an earlier one, whose annotation
+stays whole). The same arguments give the same bytes.
 One set is a folder laid out as MMDetection's COCO configs read it::
 
     <folder>/train/000001.png ...              <folder>/annotations/instances_train.json
@@ -71,7 +73,15 @@ def _polygon(kind: str, cx: float, cy: float, r: float, angle: float) -> list[tu
     ]
 
 
-def _split(rng: np.random.RandomState, count: int, size: int, folder: str, first_ann: int) -> dict:
+def _split(
+    rng: np.random.RandomState,
+    count: int,
+    size: int,
+    folder: str,
+    first_ann: int,
+    objects: tuple[int, int],
+    radius: tuple[float, float],
+) -> dict:
     images, annotations = [], []
     ann_id = first_ann
     for image_id in range(1, count + 1):
@@ -80,9 +90,9 @@ def _split(rng: np.random.RandomState, count: int, size: int, folder: str, first
         pixels = np.clip(background + noise, 0, 255).astype(np.uint8)
         img = Image.fromarray(pixels)
         draw = ImageDraw.Draw(img)
-        for _ in range(rng.randint(1, 4)):
+        for _ in range(rng.randint(objects[0], objects[1] + 1)):
             cat = rng.randint(len(TOY_CATEGORIES))
-            r = rng.uniform(0.12, 0.25) * size
+            r = rng.uniform(*radius) * size
             cx, cy = rng.uniform(r, size - r, size=2)
             poly = _polygon(TOY_CATEGORIES[cat], cx, cy, r, rng.uniform(0, math.pi))
             color = tuple(int(c) for c in rng.randint(120, 256, size=3))
@@ -124,6 +134,8 @@ def write_toy_coco(
     num_val: int = 16,
     size: int = 128,
     seed: int = 0,
+    objects: tuple[int, int] = (1, 3),
+    radius: tuple[float, float] = (0.12, 0.25),
 ) -> dict[str, str]:
     """Write one toy set in ``folder``: ``{train,val}/*.png`` and
     ``annotations/instances_{train,val}.json`` (:data:`TOY_SPLITS`).
@@ -134,6 +146,11 @@ def write_toy_coco(
         num_val (int): validation images. Defaults to 16.
         size (int): image side in pixels, >= 32. Defaults to 128.
         seed (int): the same seed writes the same bytes. Defaults to 0.
+        objects (tuple[int, int]): shapes per image, drawn uniformly from ``min..max`` inclusive,
+            ``1 <= min <= max <= 20``. Defaults to (1, 3).
+        radius (tuple[float, float]): a shape's radius as a fraction of the side, drawn uniformly
+            from ``[min, max)``, ``0 < min <= max <= 0.5``. Defaults to (0.12, 0.25). The defaults
+            write the same bytes as before these two arguments existed.
 
     Returns:
         dict[str, str]: split (``train``, ``val``) -> annotation json path.
@@ -154,6 +171,13 @@ def write_toy_coco(
                 f"{name}={value!r} is invalid; allowed: a whole number >= "
                 f"{32 if name == 'size' else 1}"
             )
+    low, high = objects
+    if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high <= 20):
+        raise ValueError(
+            f"objects={objects!r} is invalid; allowed: two whole numbers min <= max in 1..20"
+        )
+    if not 0 < radius[0] <= radius[1] <= 0.5:
+        raise ValueError(f"radius={radius!r} is invalid; allowed: fractions 0 < min <= max <= 0.5")
     folder = os.fspath(folder)
     ann_dir = os.path.join(folder, "annotations")
     if os.path.exists(ann_dir):
@@ -164,7 +188,7 @@ def write_toy_coco(
     for (split, (images, ann)), count in zip(TOY_SPLITS.items(), (num_train, num_val)):
         image_dir = os.path.join(folder, images)
         os.makedirs(image_dir, exist_ok=True)
-        data = _split(rng, count, size, image_dir, first_ann)
+        data = _split(rng, count, size, image_dir, first_ann, tuple(objects), tuple(radius))
         first_ann += len(data["annotations"])
         path = os.path.join(folder, ann)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -175,7 +199,14 @@ def write_toy_coco(
 
 
 def make_toy_coco(
-    root: str, *, num_train: int = 64, num_val: int = 16, size: int = 128, seed: int = 0
+    root: str,
+    *,
+    num_train: int = 64,
+    num_val: int = 16,
+    size: int = 128,
+    seed: int = 0,
+    objects: tuple[int, int] = (1, 3),
+    radius: tuple[float, float] = (0.12, 0.25),
 ) -> dict[str, str]:
     """Write ``toy_coco/`` under ``root`` (images + ``annotations/instances_{train,val}.json``):
     :func:`write_toy_coco` of ``root/toy_coco``, named as Detectron2 registers it.
@@ -186,6 +217,9 @@ def make_toy_coco(
         num_val (int): validation images. Defaults to 16.
         size (int): image side in pixels, >= 32. Defaults to 128.
         seed (int): the same seed writes the same bytes. Defaults to 0.
+        objects (tuple[int, int]): shapes per image, min..max inclusive. Defaults to (1, 3).
+        radius (tuple[float, float]): shape radius, fractions of the side. Defaults to
+            (0.12, 0.25).
 
     Returns:
         dict[str, str]: dataset name -> annotation json path.
@@ -201,6 +235,12 @@ def make_toy_coco(
         ['toy_coco_train', 'toy_coco_val']
     """
     paths = write_toy_coco(
-        os.path.join(root, "toy_coco"), num_train=num_train, num_val=num_val, size=size, seed=seed
+        os.path.join(root, "toy_coco"),
+        num_train=num_train,
+        num_val=num_val,
+        size=size,
+        seed=seed,
+        objects=objects,
+        radius=radius,
     )
     return {f"toy_coco_{split}": path for split, path in paths.items()}

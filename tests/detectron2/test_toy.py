@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,40 @@ def test_make_toy_coco_cli_refuses_to_overwrite(tmp_path: Path) -> None:
     assert subprocess.run(cmd, capture_output=True, check=False).returncode == 0
     again = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert again.returncode == 1 and "already exists" in again.stderr
+
+
+def test_objects_and_radius_set_the_shapes_and_the_defaults_keep_the_bytes(tmp_path: Path) -> None:
+    from budgeted.toy_coco import write_toy_coco
+
+    write_toy_coco(tmp_path / "default", num_train=4, num_val=2, size=64)
+    write_toy_coco(
+        tmp_path / "stated", num_train=4, num_val=2, size=64, objects=(1, 3), radius=(0.12, 0.25)
+    )
+    assert digest(tmp_path / "default") == digest(tmp_path / "stated")
+    paths = write_toy_coco(
+        tmp_path / "dense", num_train=20, num_val=2, size=64, objects=(3, 6), radius=(0.1, 0.2)
+    )
+    coco = COCO(paths["train"])
+    per_image = [len(coco.getAnnIds(imgIds=[i])) for i in coco.getImgIds()]
+    assert min(per_image) >= 3 and max(per_image) <= 6 and len(set(per_image)) > 1
+    for ann in coco.loadAnns(coco.getAnnIds()):  # radius <= 0.2 x 64: a box side <= 2r
+        assert max(ann["bbox"][2:]) <= 2 * 0.2 * 64 + 0.01
+
+
+@pytest.mark.parametrize(
+    ("flag", "values", "message"),
+    [
+        ("--objects", ["0", "3"], "objects=(0, 3) is invalid; allowed: two whole numbers"),
+        ("--objects", ["5", "2"], "objects=(5, 2) is invalid"),
+        ("--radius", ["0.3", "0.2"], "radius=(0.3, 0.2) is invalid; allowed: fractions"),
+        ("--radius", ["0.1", "0.6"], "radius=(0.1, 0.6) is invalid"),
+    ],
+)
+def test_make_toy_coco_refuses_bad_shapes_in_one_line(
+    tmp_path: Path, flag: str, values: list[str], message: str
+) -> None:
+    main = runpy.run_path(str(REPO / "tools" / "make_toy_coco.py"))["main"]  # the tool, in process
+    with pytest.raises(SystemExit) as stop:
+        main(["--root", str(tmp_path), "--num-train", "1", "--num-val", "1", flag, *values])
+    assert message in str(stop.value) and "\n" not in str(stop.value)
+    assert not any(tmp_path.iterdir())  # nothing written
