@@ -257,36 +257,23 @@ if [ ! -f "$OUT/data/dense_coco/toy_coco/annotations/instances_val.json" ]; then
     "$PY" tools/make_toy_coco.py --root "$OUT/data/dense_coco" --num-train 200 --num-val 100 \
         --objects 3 6 --radius 0.1 0.2 > /dev/null || exit 1
 fi
-for schedule in linear step; do
-    "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
-        --budgets 0.1 0.25 0.5 --lrs 0.003 0.01 0.03 --seeds 0 1 2 \
-        --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
-        -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
-        >> "$OUT/detectron2_dense.log" 2>&1 &
-    pids+=($!)
+# Three rounds, each "LRS|SEEDS|what": the grid, its widening to LR 0.1 (the edge rule), and
+# seeds 3 and 4 at the best LRs (the sixth step above).
+for round in "0.003 0.01 0.03|0 1 2|the grid" "0.1|0 1 2|widened to LR 0.1" \
+    "0.01 0.03|3 4|seeds 3 and 4 at the best LRs"; do
+    IFS='|' read -r lrs seeds what <<< "$round"
+    for schedule in linear step; do
+        # shellcheck disable=SC2086  # $lrs, $seeds: lists, word-split on purpose
+        "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+            --budgets 0.1 0.25 0.5 --lrs $lrs --seeds $seeds \
+            --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
+            -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
+            >> "$OUT/detectron2_dense.log" 2>&1 &
+        pids+=($!)
+    done
+    echo "[evidence] the denser toy COCO's sweeps, $what (pids ${pids[*]})"
+    wait_all "denser toy sweeps ($what)"
 done
-echo "[evidence] the denser toy COCO's sweeps running (pids ${pids[*]})"
-wait_all "denser toy sweeps"
-for schedule in linear step; do  # widened: LR 0.1 (the edge rule above)
-    "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
-        --budgets 0.1 0.25 0.5 --lrs 0.1 --seeds 0 1 2 \
-        --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
-        -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
-        >> "$OUT/detectron2_dense.log" 2>&1 &
-    pids+=($!)
-done
-echo "[evidence] the denser toy COCO's sweeps widened to LR 0.1 (pids ${pids[*]})"
-wait_all "denser toy sweeps, widened"
-for schedule in linear step; do  # more seeds at the best LRs (above)
-    "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
-        --budgets 0.1 0.25 0.5 --lrs 0.01 0.03 --seeds 3 4 \
-        --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
-        -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
-        >> "$OUT/detectron2_dense.log" 2>&1 &
-    pids+=($!)
-done
-echo "[evidence] the denser toy COCO's sweeps: seeds 3 and 4 (pids ${pids[*]})"
-wait_all "denser toy sweeps, more seeds"
 trap - INT TERM
 echo "[evidence] pretraining and sweeps done in $(( $(date +%s) - start )) s (this invocation)"
 

@@ -127,6 +127,15 @@ def _split(
     }
 
 
+def _is_pair(value: object, kind: type | tuple[type, ...]) -> bool:
+    """True for a (list or tuple) pair of ``kind`` values, bools excluded."""
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, kind) and not isinstance(v, bool) for v in value)
+    )
+
+
 def write_toy_coco(
     folder: str | os.PathLike[str],
     *,
@@ -149,7 +158,8 @@ def write_toy_coco(
         objects (tuple[int, int]): shapes per image, drawn uniformly from ``min..max`` inclusive,
             ``1 <= min <= max <= 20``. Defaults to (1, 3).
         radius (tuple[float, float]): a shape's radius as a fraction of the side, drawn uniformly
-            from ``[min, max)``, ``0 < min <= max <= 0.5``. Defaults to (0.12, 0.25). The defaults
+            from ``[min, max)``, ``0 < min <= max <= 0.5`` and ``min x size >= 2`` pixels.
+            Defaults to (0.12, 0.25). The defaults
             write the same bytes as before these two arguments existed.
 
     Returns:
@@ -171,13 +181,19 @@ def write_toy_coco(
                 f"{name}={value!r} is invalid; allowed: a whole number >= "
                 f"{32 if name == 'size' else 1}"
             )
-    low, high = objects
-    if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high <= 20):
+    if not (
+        _is_pair(objects, int) and 1 <= objects[0] <= objects[1] <= 20  # type: ignore[index]
+    ):
         raise ValueError(
             f"objects={objects!r} is invalid; allowed: two whole numbers min <= max in 1..20"
         )
-    if not 0 < radius[0] <= radius[1] <= 0.5:
+    if not (_is_pair(radius, (int, float)) and 0 < radius[0] <= radius[1] <= 0.5):
         raise ValueError(f"radius={radius!r} is invalid; allowed: fractions 0 < min <= max <= 0.5")
+    if radius[0] * size < 2:
+        raise ValueError(
+            f"radius={radius!r} is invalid at size={size}: allowed: min x size >= 2 pixels "
+            f"(min >= {2 / size:.3g}), a shape smaller has no mask to annotate"
+        )
     folder = os.fspath(folder)
     ann_dir = os.path.join(folder, "annotations")
     if os.path.exists(ann_dir):

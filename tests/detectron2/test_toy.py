@@ -81,3 +81,24 @@ def test_make_toy_coco_refuses_bad_shapes_in_one_line(
         main(["--root", str(tmp_path), "--num-train", "1", "--num-val", "1", flag, *values])
     assert message in str(stop.value) and "\n" not in str(stop.value)
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        ({"objects": (3,)}, "objects=(3,) is invalid; allowed: two whole numbers"),
+        ({"objects": (2.0, 4)}, "objects=(2.0, 4) is invalid"),
+        ({"radius": 0.2}, "radius=0.2 is invalid; allowed: fractions"),
+        ({"radius": ("0.1", "0.2")}, "radius=('0.1', '0.2') is invalid"),
+        ({"radius": (0.01, 0.2)}, "radius=(0.01, 0.2) is invalid at size=64"),
+    ],
+)
+def test_write_toy_coco_refuses_malformed_shapes_in_one_line(
+    tmp_path: Path, shapes: dict, message: str
+) -> None:
+    from budgeted.toy_coco import write_toy_coco
+
+    with pytest.raises(ValueError) as err:
+        write_toy_coco(tmp_path / "set", num_train=1, num_val=1, size=64, **shapes)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "set").exists()  # nothing written
