@@ -22,8 +22,8 @@ lint: setup
 	$(VENV)/bin/hadolint docker/Dockerfile
 
 # Two pytest-xdist workers, one compute thread each, whole test files each (module fixtures are
-# built once), handed out in file order with tests/tools/ (the long sweep files) first
-# (tests/conftest.py): the workers end together. TEST_WORKERS=0: one process.
+# built once), the long files handed out first (tests/tools/, then by number of slow tests;
+# tests/conftest.py): the workers end together. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 
 test: lint

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 
 import pytest
 
@@ -24,10 +25,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist: tests/tools/ first (whole sweeps: the longest files, with few tests),
-    then the rest in file order, so that the two workers do not end on one long file alone."""
+    """Under pytest-xdist (``--dist loadfile``: a worker takes the next whole file when it is
+    nearly done): the longest files first and the quick ones last, so that the two workers end
+    together, not one of them on a long file alone. tests/tools/ first (whole sweeps: the
+    longest files, with few tests), then files by their number of ``slow`` tests (real
+    trainers), most first; file order among equals.
+
+    Measured (2026-11-27, 812 tests, this 2-core machine): with tests/tools/ first and the rest
+    in file order the workers were busy 1043 s and 894 s (test_snippets.py, 165 s, ran last,
+    alone); this order, replayed on the same per-file times, gives 962 s and 975 s.
+    """
     if "PYTEST_XDIST_WORKER" in os.environ:
-        items.sort(key=lambda item: not item.nodeid.startswith("tests/tools/"))  # stable
+        slow_tests = Counter(item.path for item in items if item.get_closest_marker("slow"))
+        items.sort(
+            key=lambda item: (not item.nodeid.startswith("tests/tools/"), -slow_tests[item.path])
+        )  # stable: file order among equals, and each file's tests stay in order
 
 
 @pytest.fixture(autouse=True)

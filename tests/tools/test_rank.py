@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from toy_pspnet import width_overrides
 
 from budgeted.rank import Architectures, kendall_tau, markdown
 from budgeted.report import Cell, CellKey, Final, Group
@@ -79,8 +80,8 @@ def test_bad_input_is_one_line(args, message, tmp_path):
     assert message in err
 
 
-WIDTHS = {"w8": 8, "w12": 12, "w16": 16}
-"""Toy PSPNet R18 backbones of three widths (base and stem channels)."""
+WIDTHS = {"w4": 4, "w6": 6, "w8": 8}
+"""Toy PSPNet R18 backbones of three widths (base and stem channels; the shipped toy has 16)."""
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +93,7 @@ def arch_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         out = tmp / name
         run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01", "0.05",
                   "--data", tmp / "toy_cityscapes", "--out", out, "--",
-                  f"model.backbone.base_channels={width}", f"model.backbone.stem_channels={width}",
-                  f"model.decode_head.in_channels={8 * width}",
-                  f"model.auxiliary_head.in_channels={4 * width}")  # fmt: skip
+                  *width_overrides(width))  # fmt: skip
         assert run.returncode == 0, run.stderr[-3000:]
         sweeps[name] = out
     return sweeps
@@ -107,7 +106,7 @@ def test_rank_reads_real_sweeps_and_refuses_a_budget_not_run(arch_sweeps, tmp_pa
     named = [f"{name}={path}" for name, path in arch_sweeps.items()]
     run = cli(RANK, *named)
     assert run.returncode == 0, run.stderr
-    assert "against the full budget 0.05 (3 architectures: w8, w12, w16)" in run.stdout
+    assert "against the full budget 0.05 (3 architectures: w4, w6, w8)" in run.stdout
     lines = run.stdout.split("per architecture", 1)[1].split("####", 1)[0].splitlines()
     for name, path in arch_sweeps.items():  # the table shows each sweep's logged mIoU
         cells = {c.key.budget: c.final.metrics["mIoU"] for c in load_sweep(path).cells}

@@ -17,6 +17,7 @@ import pytest
 from budgeted.sweep import main
 from budgeted.toy_coco import make_toy_coco
 
+pytestmark = pytest.mark.slow  # every test reads the real toy runs of the `trained` fixture
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = [sys.executable, "-m", "budgeted.sweep"]
 REPORT = [sys.executable, "-m", "budgeted.report"]
