@@ -66,6 +66,21 @@
 #   at some budget once the LR 0.1 runs are in, into the same folders. That is LR 0.01 and 0.03
 #   (0.1's mean was below each schedule's best at every budget: by 3.4 box AP for linear at
 #   10 %, by 8.7 AP or more elsewhere, box and mask): 24 runs.
+# Seventh step (2026-11-27 22:20 UTC, fixed before any of its results): a larger batch, to test
+#   whether more images per iteration steady the toy Mask R-CNN where its spread is largest
+#   (stage 6 at 10 %: std over 5 seeds 2.2 and 3.4 box AP at the best LR; linear 1.5 AP ahead,
+#   within noise). Same dense set, backbone, schedules and warmup (3 iterations); budget 10 % of
+#   400 iterations (40) at 8 images per iteration instead of 2 (SOLVER.IMS_PER_BATCH 8 and
+#   SOLVER.BUDGET.IMS_PER_BATCH 8: the full schedule is 400 iterations of 8 images, 4 times the
+#   images of every budget and about 4 times the cost). Base LR 0.03, 0.1, 0.3 (stage 6's best
+#   at 10 % was 0.03 for both schedules; the linear scaling rule puts it at 0.12 for 4 times the
+#   batch) x seeds 0, 1, 2 x linear, step: 18 runs, one sweep per schedule side by side
+#   ($OUT/detectron2_batch8_{linear,step}). The edge rule as before: a best LR at 0.03 or 0.3
+#   adds 0.01 or 1.0 for both schedules. Reported as its own table
+#   (docs/results/detectron2_toy_batch8.*).
+#   Widened by that rule (2026-11-27, after its table): LR 0.03 was best for step (box and mask
+#   AP) and for linear (box AP), so LR 0.01 was added for both schedules, 3 seeds (6 runs), in
+#   the same folders.
 #
 # The first grid, from random init (its results are at commit d193153;
 # check out d193153 to rerun it):
@@ -252,23 +267,29 @@ pids+=($!)
 pids+=($!)
 echo "[evidence] repeat runs running (pids ${pids[*]})"
 wait_all "repeat runs"
-# Stage 6: the denser toy COCO (the sixth step above), one sweep per schedule.
+# Stages 6 and 7: the denser toy COCO (the sixth and seventh steps above), one sweep per
+# schedule.
 if [ ! -f "$OUT/data/dense_coco/toy_coco/annotations/instances_val.json" ]; then
     "$PY" tools/make_toy_coco.py --root "$OUT/data/dense_coco" --num-train 200 --num-val 100 \
         --objects 3 6 --radius 0.1 0.2 > /dev/null || exit 1
 fi
-# Three rounds, each "LRS|SEEDS|what": the grid, its widening to LR 0.1 (the edge rule), and
-# seeds 3 and 4 at the best LRs (the sixth step above).
-for round in "0.003 0.01 0.03|0 1 2|the grid" "0.1|0 1 2|widened to LR 0.1" \
-    "0.01 0.03|3 4|seeds 3 and 4 at the best LRs"; do
-    IFS='|' read -r lrs seeds what <<< "$round"
+# Stages 6 and 7 on it in rounds, each "NAME|BUDGETS|LRS|SEEDS|OVERRIDES|what", into
+# $OUT/detectron2_NAME_{linear,step}: stage 6's grid, its widening to LR 0.1 (the edge rule) and
+# seeds 3 and 4 at the best LRs (the sixth step above); stage 7's batch of 8 (the seventh).
+batch8="SOLVER.IMS_PER_BATCH 8 SOLVER.BUDGET.IMS_PER_BATCH 8"
+for round in "dense|0.1 0.25 0.5|0.003 0.01 0.03|0 1 2||the grid" \
+    "dense|0.1 0.25 0.5|0.1|0 1 2||widened to LR 0.1" \
+    "dense|0.1 0.25 0.5|0.01 0.03|3 4||seeds 3 and 4 at the best LRs" \
+    "batch8|0.1|0.03 0.1 0.3|0 1 2|$batch8|8 images per iteration (stage 7)" \
+    "batch8|0.1|0.01|0 1 2|$batch8|8 images per iteration, widened to LR 0.01 (stage 7)"; do
+    IFS='|' read -r name budgets lrs seeds overrides what <<< "$round"
     for schedule in linear step; do
-        # shellcheck disable=SC2086  # $lrs, $seeds: lists, word-split on purpose
+        # shellcheck disable=SC2086  # lists, word-split on purpose
         "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
-            --budgets 0.1 0.25 0.5 --lrs $lrs --seeds $seeds \
-            --data "$OUT/data/dense_coco" --out "$OUT/detectron2_dense_$schedule" \
+            --budgets $budgets --lrs $lrs --seeds $seeds \
+            --data "$OUT/data/dense_coco" --out "$OUT/detectron2_${name}_$schedule" \
             -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
-            >> "$OUT/detectron2_dense.log" 2>&1 &
+            $overrides >> "$OUT/detectron2_$name.log" 2>&1 &
         pids+=($!)
     done
     echo "[evidence] the denser toy COCO's sweeps, $what (pids ${pids[*]})"
@@ -298,6 +319,11 @@ write_results "$OUT/detectron2_dense_linear:$OUT/detectron2_dense_step" \
     "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stage 6): the toy Mask R-CNN on a" \
     "toy COCO with 3-6 shapes per image (200 train, 100 val images; 920 and 453 objects)," \
     "from stage 1's backbone. Values: mean ± std over seeds (n)." || status=1
+write_results "$OUT/detectron2_batch8_linear:$OUT/detectron2_batch8_step" \
+    "$RESULTS/detectron2_toy_batch8" "# Toy evidence grid: detectron2 at 8 images per iteration" \
+    "" "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stage 7): the toy Mask R-CNN of" \
+    "stage 6 (the denser toy COCO, stage 1's backbone) at 8 images per iteration instead of 2," \
+    "the full schedule 400 iterations of 8 images. Values: mean ± std over seeds (n)." || status=1
 for name in mmseg detectron2; do
     write_results "$OUT/repeat_$name" "$RESULTS/repeat_${name}_toy" \
         "# Run to run: $name runs of the grid trained again" "" \
