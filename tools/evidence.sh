@@ -267,15 +267,15 @@ pids+=($!)
 pids+=($!)
 echo "[evidence] repeat runs running (pids ${pids[*]})"
 wait_all "repeat runs"
-# Stages 6 and 7: the denser toy COCO (the sixth and seventh steps above), one sweep per
-# schedule.
+# Stages 6 and 7: the denser toy COCO (the sixth and seventh steps above).
 if [ ! -f "$OUT/data/dense_coco/toy_coco/annotations/instances_val.json" ]; then
     "$PY" tools/make_toy_coco.py --root "$OUT/data/dense_coco" --num-train 200 --num-val 100 \
         --objects 3 6 --radius 0.1 0.2 > /dev/null || exit 1
 fi
-# Stages 6 and 7 on it in rounds, each "NAME|BUDGETS|LRS|SEEDS|OVERRIDES|what", into
-# $OUT/detectron2_NAME_{linear,step}: stage 6's grid, its widening to LR 0.1 (the edge rule) and
-# seeds 3 and 4 at the best LRs (the sixth step above); stage 7's batch of 8 (the seventh).
+# In rounds, each "NAME|BUDGETS|LRS|SEEDS|OVERRIDES|what", one sweep per schedule side by
+# side into $OUT/detectron2_NAME_{linear,step}: stage 6's grid, its widening to LR 0.1 (the edge
+# rule) and seeds 3 and 4 at the best LRs (the sixth step above); stage 7's batch of 8 and its
+# widening to LR 0.01 (the seventh).
 batch8="SOLVER.IMS_PER_BATCH 8 SOLVER.BUDGET.IMS_PER_BATCH 8"
 for round in "dense|0.1 0.25 0.5|0.003 0.01 0.03|0 1 2||the grid" \
     "dense|0.1 0.25 0.5|0.1|0 1 2||widened to LR 0.1" \
