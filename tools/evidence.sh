@@ -327,9 +327,10 @@ write_results "$OUT/detectron2_heldout_linear:$OUT/detectron2_heldout_step" \
     "seeds (n); the iterations are the runs'; wall times are the evaluations'." || status=1
 write_results "$OUT/detectron2_dense_linear:$OUT/detectron2_dense_step" \
     "$RESULTS/detectron2_toy_dense" "# Toy evidence grid: detectron2 on a denser toy COCO" "" \
-    "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stage 6): the toy Mask R-CNN on a" \
-    "toy COCO with 3-6 shapes per image (200 train, 100 val images; 920 and 453 objects)," \
-    "from stage 1's backbone. Values: mean ± std over seeds (n)." || status=1
+    "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stages 6 and 8): the toy Mask R-CNN" \
+    "on a toy COCO with 3-6 shapes per image (200 train, 100 val images; 920 and 453 objects)," \
+    "from stage 1's backbone; seeds 0-4 at LR 0.01 and 0.03 from stage 6, seeds 5-9 there from" \
+    "stage 8. Values: mean ± std over seeds (n)." || status=1
 write_results "$OUT/detectron2_batch8_linear:$OUT/detectron2_batch8_step" \
     "$RESULTS/detectron2_toy_batch8" "# Toy evidence grid: detectron2 at 8 images per iteration" \
     "" "Made by \`bash tools/evidence.sh\` (\`make evidence\`, stage 7): the toy Mask R-CNN of" \
