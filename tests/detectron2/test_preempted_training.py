@@ -133,7 +133,9 @@ def test_two_workers_stop_at_the_same_iteration_and_resume_exactly(toy_root, tmp
     third run finishes. Every run's LR is the uninterrupted schedule's."""
     out = tmp_path / "run"
     opts = [*TINY, "SOLVER.BUDGET.FRACTION", "0.03", *NO_EVAL, "OUTPUT_DIR", str(out)]
-    argv = ["--config-file", TOY_CONFIG, "--num-gpus", "2", *opts]
+    # a free port: Detectron2's default --dist-url is one fixed port per user (49152 for root),
+    # taken by any other two-process run of this user on the machine (another test worker)
+    argv = ["--config-file", TOY_CONFIG, "--num-gpus", "2", "--dist-url", "auto", *opts]
     stops: list[int] = []
     for sig, to_one_worker in [(signal.SIGTERM, False), (signal.SIGUSR1, True)]:
         first = max([r["iteration"] for r in metrics_rows(out)], default=-1) + 1

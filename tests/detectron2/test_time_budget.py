@@ -130,8 +130,10 @@ def test_two_workers_share_rank_0s_clock_and_stop_together(toy_root, tmp_path, b
     """2 CPU processes (gloo): the clock is broadcast every 3 iterations and extrapolated in
     between; both workers must stop after the same iteration (else DDP would hang)."""
     out = tmp_path / "run"
+    # --dist-url auto: a free port, not Detectron2's fixed per-user default (another test worker's
+    # two-process run may hold it)
     cmd = [sys.executable, str(REPO / "tools" / "train_net.py"), "--config-file", TOY_CONFIG,
-           "--num-gpus", "2", "--budget-time", f"{budget_s}s", *TINY,
+           "--num-gpus", "2", "--dist-url", "auto", "--budget-time", f"{budget_s}s", *TINY,
            "SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.CLOCK_SYNC_PERIOD", "3",
            "DATASETS.TEST", "()", "OUTPUT_DIR", str(out)]  # fmt: skip
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
