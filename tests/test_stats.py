@@ -29,9 +29,26 @@ def test_summarize_is_the_sample_mean_and_std():
 
 def test_t_quantiles_match_the_tables():
     assert [t_quantile_975(df) for df in (1, 2, 4, 10, 30)] == [12.706, 4.303, 2.776, 2.228, 2.042]
-    assert t_quantile_975(31) == 1.96
+    # beyond the table: Student's t, not the normal 1.96 (scipy.stats.t.ppf(0.975, df))
+    assert [t_quantile_975(df) for df in (31, 40, 60, 120, 10**6)] == [
+        2.040,
+        2.021,
+        2.000,
+        1.980,
+        1.960,
+    ]
     with pytest.raises(ValueError, match="degrees of freedom 0 is invalid"):
         t_quantile_975(0)
+    with pytest.raises(ValueError, match=r"degrees of freedom 2\.5 is invalid"):
+        t_quantile_975(2.5)
+
+
+def test_interval_over_many_seeds_uses_students_t():
+    """40 pairs: the half-width is t(0.975, 39) = 2.023 standard errors, not 1.96."""
+    diffs = [1.0 + (-1) ** k * (k % 7) / 3 for k in range(40)]
+    interval = paired_difference(dict(enumerate(diffs)), dict.fromkeys(range(40), 0.0))
+    sd = math.sqrt(sum((d - interval.mean) ** 2 for d in diffs) / 39)
+    assert interval.high - interval.mean == pytest.approx(2.023 * sd / math.sqrt(40))
 
 
 def test_paired_difference_uses_common_seeds_only():

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import importlib
 import importlib.util
 import json
@@ -46,7 +47,10 @@ __all__ = [
     "CELL_FILE",
     "COMPARISONS",
     "CSV_HEADER",
+    "MARKED_PLOT_FORMATS",
     "METRICS",
+    "PLOT_ENDINGS",
+    "PLOT_MARK",
     "RUNS_MODULES",
     "SWEEP_FILE",
     "Cell",
@@ -65,10 +69,13 @@ __all__ = [
     "load_sweep",
     "main",
     "markdown",
+    "number_text",
+    "plot_files",
     "read_final",
     "read_record",
     "runs_module",
     "write_csv",
+    "written_by_report",
 ]
 
 SWEEP_FILE = "sweep.json"
@@ -156,6 +163,17 @@ class Sweep:
     cells: list[Cell] = field(default_factory=list)
 
 
+def number_text(value: float) -> str:
+    """``value`` as short as it reads back exactly: ``f"{value:g}"`` where that is ``value``,
+    else ``repr(value)`` (``:g`` keeps 6 significant digits).
+
+    >>> number_text(0.03), number_text(1e-05), number_text(0.12345678)
+    ('0.03', '1e-05', '0.12345678')
+    """
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
 def cell_name(
     schedule: str, budget: float, lr: float | None = None, seed: int | None = None
 ) -> str:
@@ -169,7 +187,7 @@ def cell_name(
     """
     name = f"{schedule}_budget{budget_tag(budget)}"
     if lr is not None:
-        name += f"_lr{lr:g}"
+        name += f"_lr{number_text(lr)}"
     if seed is not None:
         name += f"_seed{seed}"
     return name
@@ -218,6 +236,14 @@ def read_record(path: Path) -> dict[str, Any]:
     missing = [k for k in needed if not isinstance(value, dict) or k not in value]
     if missing:
         raise ReportError(f"{path} is not a sweep record: no {', '.join(missing)}; {allowed}")
+    if path.name == CELL_FILE:
+        try:
+            _cell_key(value["schedule"], value["budget"], value.get("lr"), value.get("seed"))
+        except (TypeError, ValueError):
+            raise ReportError(
+                f"{path} is not a sweep record: its budget {value['budget']!r}, lr "
+                f"{value.get('lr')!r} or seed {value.get('seed')!r} is not a number; {allowed}"
+            ) from None
     return value
 
 
@@ -378,6 +404,17 @@ def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
                 )
             if old is None or old.final is None:
                 group.cells[cell.key] = cell
+    for group in groups.values():
+        seeded = [k for k in group.cells if k.seed is not None]
+        unseeded = [k for k in group.cells if k.seed is None]
+        if seeded and unseeded:
+            raise ReportError(
+                f"the {group.framework} sweeps of {group.family} in "
+                f"{', '.join(map(str, group.sources))} mix runs at the config's seed "
+                f"({cell_name(*unseeded[0])}, ...) with runs at --seeds "
+                f"({cell_name(*seeded[0])}, ...): they cannot be paired seed by seed; allowed: "
+                "sweeps that all set --seeds, or none of them (report those apart)"
+            )
     return list(groups.values())
 
 
@@ -393,7 +430,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> li
 
 
 def _lr_text(lr: float | None) -> str:
-    return "config's" if lr is None else f"{lr:g}"
+    return "config's" if lr is None else number_text(lr)
 
 
 def _iterations(group: Group, budget: float) -> str:
@@ -415,7 +452,7 @@ def markdown(group: Group) -> str:
         columns = [(s, lr) for s in group.schedules for lr in lrs]
         head = [
             "budget", "iterations",
-            *(s if lr is None else f"{s} lr={lr:g}" for s, lr in columns),
+            *(s if lr is None else f"{s} lr={number_text(lr)}" for s, lr in columns),
         ]  # fmt: skip
         rows = []
         for budget in group.budgets:
@@ -578,7 +615,8 @@ def write_csv(groups: Sequence[Group], path: Path) -> None:
                 values = [final.metrics.get(m) if final else None for m in metrics]
                 writer.writerow(
                     [group.framework, group.family, key.schedule, f"{key.budget:g}",
-                     "" if key.lr is None else f"{key.lr:g}", "" if key.seed is None else key.seed,
+                     "" if key.lr is None else number_text(key.lr),
+                     "" if key.seed is None else key.seed,
                      final.iters if final else "", *("" if v is None else v for v in values),
                      "" if cell.wall_s is None else f"{cell.wall_s:.1f}", _shown(cell.run_dir)]
                 )  # fmt: skip
@@ -597,6 +635,40 @@ def _sort_key(key: CellKey) -> tuple:
             -1 if key.seed is None else key.seed)  # fmt: skip
 
 
+PLOT_MARK = "budgeted-report"
+"""The ``Creator`` the ``--plot`` figures carry where the file type keeps one (the report's
+own figures are recognized by it, to be replaced; any other file is left alone)."""
+
+MARKED_PLOT_FORMATS = ("eps", "pdf", "png", "ps", "svg", "svgz")
+"""The file types that keep :data:`PLOT_MARK` (matplotlib writes no metadata into the others)."""
+
+
+PLOT_ENDINGS = ("", "_lr", "_loss", "_grad_norm")
+"""What :func:`plot_files` adds to the ``--plot`` file's stem, the metric figure first."""
+
+
+def plot_files(path: Path) -> list[Path]:
+    """The figures ``--plot path`` may write: ``path`` and, beside it, the ``_lr``, ``_loss``
+    and ``_grad_norm`` ones.
+
+    >>> [p.name for p in plot_files(Path("out/g.png"))]
+    ['g.png', 'g_lr.png', 'g_loss.png', 'g_grad_norm.png']
+    """
+    return [path.with_name(f"{path.stem}{end}{path.suffix}") for end in PLOT_ENDINGS]
+
+
+def written_by_report(path: Path) -> bool:
+    """Whether the file at ``path`` is a figure an earlier ``--plot`` wrote (it carries
+    :data:`PLOT_MARK`)."""
+    data = path.read_bytes()
+    if path.suffix.lower() == ".svgz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError):
+            return False
+    return PLOT_MARK.encode() in data
+
+
 def plot_formats() -> list[str]:
     """The file types ``--plot`` can write (matplotlib's: png, pdf, svg, ...)."""
     from matplotlib.figure import Figure
@@ -608,8 +680,10 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
     """Refuse, before reading anything, an output that would overwrite what is not ours.
 
     ``--csv`` must end in ``.csv`` and be new or an earlier report's CSV (its first row is
-    :data:`CSV_HEADER`); ``--plot`` must end in a format matplotlib writes; neither may be a
-    folder or lie inside a run folder of a reported sweep. Raises :class:`ReportError`.
+    :data:`CSV_HEADER`); ``--plot`` must end in a format matplotlib writes, and each of its
+    :func:`plot_files` be new or an earlier report's figure (:func:`written_by_report`);
+    neither may be a folder or lie inside a run folder of a reported sweep. Raises
+    :class:`ReportError`.
     """
     for flag, out in (("--csv", csv_path), ("--plot", plot_path)):
         if out is None:
@@ -646,6 +720,13 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
                 f"--plot {plot_path} has no image file type matplotlib writes; allowed: a file "
                 f"ending in one of .{', .'.join(formats)}"
             )
+        for figure in plot_files(plot_path):
+            if figure.exists() and (not figure.is_file() or not written_by_report(figure)):
+                raise ReportError(
+                    f"--plot {plot_path} would replace {figure}, which budgeted-report did not "
+                    "write; allowed: a path whose figures are new, or an earlier report's (.png, "
+                    ".pdf, .svg, .svgz, .eps, .ps), which are replaced"
+                )
 
 
 class _Parser(argparse.ArgumentParser):

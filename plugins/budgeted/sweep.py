@@ -190,9 +190,10 @@ def axis_overrides(framework: str, lr: float | None, seed: int | None) -> list[s
     """
     pairs = [(LR_KEYS[framework], lr), (SEED_KEYS[framework], seed)]
     pairs = [(k, v) for k, v in pairs if v is not None]
+    texts = [(k, report.number_text(v) if isinstance(v, float) else str(v)) for k, v in pairs]
     if framework == "detectron2":
-        return [t for k, v in pairs for t in (k, f"{v:g}" if isinstance(v, float) else str(v))]
-    return [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in pairs]
+        return [t for pair in texts for t in pair]
+    return [f"{k}={v}" for k, v in texts]
 
 
 def parse_lr(text: str) -> float:
@@ -208,7 +209,7 @@ def parse_lr(text: str) -> float:
 
 def parse_seed(text: str) -> int:
     """A seed of ``--seeds``: an integer >= 0; :class:`SweepError`."""
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise SweepError(f"--seeds value {text!r} is not an integer >= 0; allowed: e.g. 0 1 2")
     return int(text)
 
@@ -324,6 +325,15 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
             raise SweepError(
                 f"--out {out} holds a {meta['framework']} sweep of {meta['family']}; allowed: "
                 f"a new folder, or a sweep of {args.framework} {label}"
+            )
+        seeded = {isinstance(cell, list) and len(cell) > 3 and cell[3] is not None
+                  for cell in meta.get("cells") or []}  # fmt: skip
+        if seeded - {bool(args.seeds)}:
+            before = "at the configs' own seed" if args.seeds else "at --seeds"
+            raise SweepError(
+                f"--out {out} holds runs {before}, which the report cannot pair with runs "
+                f"{'at' if args.seeds else 'without'} --seeds; allowed: "
+                f"{'no --seeds' if args.seeds else '--seeds'}, as before, or a new folder"
             )
     elif out.is_dir() and any(p.name != SWEEP_LOCK for p in out.iterdir()):
         raise SweepError(f"--out {out} is a folder holding other files; allowed: a new or empty "

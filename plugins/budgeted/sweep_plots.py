@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoints import atomic_write
-from .report import METRICS, Cell, Group, runs_module
+from .report import MARKED_PLOT_FORMATS, METRICS, PLOT_MARK, Cell, Group, plot_files, runs_module
 
 __all__ = ["plot_sweeps"]
 
@@ -30,8 +30,10 @@ def _save(fig: Any, path: Path) -> Path:
 
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, dpi=110, format=path.suffix[1:].lower())
+    kind = path.suffix[1:].lower()
+    marked = {"metadata": {"Creator": PLOT_MARK}} if kind in MARKED_PLOT_FORMATS else {}
+    with atomic_write(path, "wb") as f:  # the mark: a later report may replace this figure
+        fig.savefig(f, dpi=110, format=kind, **marked)
     plt.close(fig)
     return path
 
@@ -88,7 +90,8 @@ def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
         ax.set_title(f"{group.framework}: {Path(group.family).name}", fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    written.append(_save(fig, path))
+    metric_file, lr_file, loss_file, grad_norm_file = plot_files(path)
+    written.append(_save(fig, metric_file))
 
     curves = {
         (id(g), s, b): runs_module(g.framework).train_curve(cell.run_dir)
@@ -110,7 +113,7 @@ def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
             ax.set_ylabel(label)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
-        written.append(_save(fig, path.with_name(f"{path.stem}_{key}{path.suffix}")))
+        written.append(_save(fig, {"lr": lr_file, "loss": loss_file}[key]))
 
     if any("grad_norm" in p for points in curves.values() for p in points):
         panels = [(g, s) for g in groups for s in g.schedules]
@@ -128,5 +131,5 @@ def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
             ax.set_ylabel("full-gradient norm")
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
-        written.append(_save(fig, path.with_name(f"{path.stem}_grad_norm{path.suffix}")))
+        written.append(_save(fig, grad_norm_file))
     return written

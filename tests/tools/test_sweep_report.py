@@ -98,6 +98,9 @@ def test_mmseg_sweep_runs_each_cell_and_reports_the_logged_miou(mmseg_sweep, tmp
         values = {r["schedule"]: float(r["mIoU"]) for r in csv.DictReader(f)}
     assert values == pytest.approx(logged)
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = cli(REPORT, out, "--plot", tmp_path / "r.png")  # its own figures: replaced
+    assert again.returncode == 0, again.stderr
+    assert {p.name for p in tmp_path.glob("r*.png")} == {"r.png", "r_lr.png", "r_loss.png"}
 
 
 def write_results(sweeps: str, stem: Path) -> subprocess.CompletedProcess:
@@ -477,6 +480,7 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
             "override 'SEED' after -- is set by the sweep per cell; allowed: any override but "
             "OUTPUT_DIR",
         ),
+        (["mmseg", "--toy", "--seeds", "²"], "--seeds value '²' is not an integer >= 0"),
         (["mmseg", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
@@ -599,7 +603,13 @@ def finished_looking_sweep(tmp_path: Path) -> Path:
         ("corrupt sweep.json", "sweep.json is not a sweep record: not valid JSON (line 1, column"),
         ("sweep.json of another kind", "sweep.json is not a sweep record: no family, cells"),
         ("corrupt sweep_cell.json", "sweep_cell.json is not a sweep record: not valid JSON"),
+        (
+            "sweep_cell.json of budget 'abc'",
+            "sweep_cell.json is not a sweep record: its budget 'abc'",
+        ),
         ("--plot x.txt", "x.txt has no image file type matplotlib writes; allowed: a file ending"),
+        ("--plot someone's photo.png", "photo.png, which budgeted-report did not write; allowed"),
+        ("--plot beside someone's photo_lr.png", "photo_lr.png, which budgeted-report did not"),
         ("--csv sweep.json", "sweep.json does not end in .csv; allowed: a FILE.csv path"),
         ("--csv someone's data.csv", "data.csv exists and is not a CSV written by budgeted-report"),
         ("--csv inside a run folder", "lies inside a run folder of the sweep"),
@@ -617,8 +627,21 @@ def test_report_bad_input_is_one_line_and_overwrites_nothing(
     elif case == "corrupt sweep_cell.json":
         (out / "linear_budget1").mkdir()
         (out / "linear_budget1" / "sweep_cell.json").write_bytes(b"\x00\x01garbage")
+    elif case == "sweep_cell.json of budget 'abc'":
+        (out / "linear_budget1").mkdir()
+        cell = '{"schedule": "linear", "budget": "abc"}'
+        (out / "linear_budget1" / "sweep_cell.json").write_text(cell)
     elif case == "--plot x.txt":
         extra = ["--plot", tmp_path / "x.txt"]
+    elif case.startswith("--plot"):  # a matplotlib figure, not one of the report's
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        name = case.split("someone's ")[1]
+        Figure().savefig(tmp_path / name)
+        extra = ["--plot", tmp_path / "photo.png"]
     elif case == "--csv sweep.json":
         extra = ["--csv", out / "sweep.json"]
     elif case == "--csv someone's data.csv":
@@ -633,11 +656,62 @@ def test_report_bad_input_is_one_line_and_overwrites_nothing(
     assert run.returncode == 2 and err.startswith("report: error: ") and "\n" not in err, err
     assert message in err
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
-    if case.startswith("corrupt"):  # the sweep refuses the same records in the same words
+    if case.startswith("corrupt") or "'abc'" in case:  # the sweep: the same words
         sweep = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01",
                     "--out", out, "--dry-run")  # fmt: skip
         assert sweep.returncode == 2, sweep.stdout
         assert sweep.stderr.strip() == err.replace("report: error: ", "sweep: error: ")
+
+
+def test_runs_at_the_configs_seed_and_at_seeds_are_not_mixed(finished_looking_sweep, tmp_path):
+    """A folder of runs at the config's own seed takes no --seeds runs, nor the reverse, and the
+    report refuses to pair sweeps of both kinds: such runs have no seed to pair by."""
+    unseeded = finished_looking_sweep
+    seeded = tmp_path / "seeded"
+    seeded.mkdir()
+    record = json.loads((unseeded / "sweep.json").read_text())
+    (seeded / "sweep.json").write_text(json.dumps({**record, "cells": [["linear", 0.01, None, 0]]}))
+    before = files_and_mtimes(tmp_path)
+    for out, axes, message in (
+        (unseeded, ["--seeds", "0"], "holds runs at the configs' own seed, which the report cannot "
+         "pair with runs at --seeds; allowed: no --seeds, as before, or a new folder"),
+        (seeded, [], "holds runs at --seeds, which the report cannot pair with runs without "
+         "--seeds; allowed: --seeds, as before, or a new folder"),
+    ):  # fmt: skip
+        run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01", *axes,
+                  "--out", out, "--dry-run")  # fmt: skip
+        err = run.stderr.strip()
+        assert run.returncode == 2 and "\n" not in err and message in err, err
+    for cells in ([["linear", 0.01], ["linear", 0.01, None, 0]], [["linear", 0.01, 0.03, None]]):
+        (seeded / "sweep.json").write_text(json.dumps({**record, "cells": cells}))
+        run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01",
+                  "--seeds", "1", "--out", seeded, "--dry-run")  # fmt: skip
+        assert run.returncode == 2 and "holds runs at the configs' own seed" in run.stderr
+    assert files_and_mtimes(unseeded) == {k[6:]: v for k, v in before.items() if k[:6] == "sweep/"}
+    (seeded / "sweep.json").write_text(json.dumps({**record, "cells": [["linear", 0.01, None, 0]]}))
+    before = files_and_mtimes(tmp_path)
+    report = cli(REPORT, unseeded, seeded)
+    err = report.stderr.strip()
+    assert report.returncode == 2 and "\n" not in err, err
+    assert "mix runs at the config's seed (linear_budget1, ...) with runs at --seeds " in err
+    assert "(linear_budget1_seed0, ...): they cannot be paired seed by seed" in err
+    assert files_and_mtimes(tmp_path) == before
+
+
+def test_base_lrs_reach_the_training_tool_exactly(tmp_path):
+    """Two LRs that agree to 6 digits are two cells, each trained at its own LR (not at
+    ``f"{lr:g}"``); the usual ones keep their short names."""
+    run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01",
+              "--lrs", "0.03", "0.030000001", "0.12345678", "--out", tmp_path / "s",
+              "--dry-run")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = {ln.split(":")[0]: ln for ln in run.stdout.splitlines() if ln.startswith("linear_")}
+    assert sorted(lines) == [
+        "linear_budget1_lr0.03", "linear_budget1_lr0.030000001", "linear_budget1_lr0.12345678"
+    ]  # fmt: skip
+    assert "optim_wrapper.optimizer.lr=0.030000001" in lines["linear_budget1_lr0.030000001"]
+    assert "optim_wrapper.optimizer.lr=0.12345678" in lines["linear_budget1_lr0.12345678"]
+    assert "optim_wrapper.optimizer.lr=0.03 " in lines["linear_budget1_lr0.03"] + " "
 
 
 def test_report_replaces_its_own_csv(finished_looking_sweep, tmp_path):
