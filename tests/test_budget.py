@@ -26,6 +26,16 @@ def test_iters_epochs_and_images():
     assert budget_iters(epochs=0.5, dataset_size=10, batch_size=4) == 2  # ceil(5 / 4)
     assert budget_iters(images=1_440_000, batch_size=16) == 90000
     assert budget_iters(images=17, batch_size=16) == 2
+    # floating-point noise does not add an iteration: 1.1 * 50000 = 55000.000000000007
+    assert budget_iters(epochs=1.1, dataset_size=50000, batch_size=1) == 55000
+    assert budget_iters(epochs=0.55, dataset_size=100, batch_size=1) == 55
+
+
+def test_numpy_numbers_are_accepted_and_give_a_plain_int():
+    np = pytest.importorskip("numpy")
+    total = budget_iters(fraction=np.float64(0.1), full_iters=np.int64(90000))
+    assert total == 9000 and type(total) is int
+    assert budget_iters(epochs=np.float32(2), dataset_size=np.int64(1000), batch_size=16) == 125
 
 
 @pytest.mark.parametrize(

@@ -349,6 +349,51 @@ def test_replan_state_round_trips_and_chains():
     assert "replan" not in BudgetSchedule("cosine", 1000, 50).state()
 
 
+def test_a_replanned_budget_keeps_the_multipliers_the_run_had_before():
+    """Before the re-plan point the budget gives what the run trained with, also after a second
+    re-plan (the state keeps the first as ``earlier``), not the progress frozen at ``p0``."""
+    original = BudgetSchedule("linear", 1000, 100)
+    once = original.replan(2000, at=550)
+    twice = once.replan(1500, at=1200)
+    for t in (100, 200, 400, 550):
+        assert once(t) == pytest.approx(original(t)) and twice(t) == pytest.approx(original(t))
+    for t in (700, 1000, 1200):
+        assert twice(t) == pytest.approx(once(t))
+    assert twice.state()["replan"] == {
+        "at": 1200, "from_progress": pytest.approx(once.progress(1200)), "earlier": [[550, 0.5]]
+    }  # fmt: skip
+    assert BudgetSchedule.from_state(twice.state()) == twice
+    back = twice.replan(3000, at=500)  # before both re-plans: only the original's past is left
+    assert back.earlier_replans == () and back(300) == pytest.approx(original(300))
+    # resuming its checkpoint restores the whole history: the LR curve from iteration 0
+    resumed, line = BudgetSchedule("linear", 1500, 100).resume(twice.state(), at=1300)
+    assert line is None and [resumed(t) for t in range(1501)] == [twice(t) for t in range(1501)]
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [((50, 0.1),), ((700, 0.2),), ((300, 0.6),), ((300, 0.2), (200, 0.1)), ((300,),), "ab"],
+)
+def test_bad_earlier_replans_are_one_line(earlier):
+    with pytest.raises(ValueError, match=r"^earlier_replans=.* is invalid; allowed: \(elapsed, "):
+        BudgetSchedule("linear", 1000, 100, replanned_at=550, replanned_from=0.5,
+                       earlier_replans=earlier)  # fmt: skip
+
+
+def test_numpy_numbers_are_numbers_and_the_state_stays_plain():
+    np = pytest.importorskip("numpy")
+    budget = BudgetSchedule(
+        "cosine", np.int64(9000), np.float32(500), params={"eta": np.float64(0.1)}
+    )
+    assert budget == BudgetSchedule("cosine", 9000, 500, params={"eta": 0.1})
+    state = budget.state()
+    assert type(state["total"]) is int and type(state["warmup"]) is float
+    assert type(state["params"]["eta"]) is float
+    assert lr_multiplier("linear", 700, np.int64(900), warmup_iters=0) == pytest.approx(2 / 9)
+    with pytest.raises(ValueError, match="budget total=nan is invalid"):
+        BudgetSchedule("linear", np.float64("nan"))
+
+
 def test_replan_during_warmup_keeps_the_warmup():
     new = BudgetSchedule("linear", 1000, 100).replan(2000, 40)
     assert new == BudgetSchedule("linear", 2000, 100)

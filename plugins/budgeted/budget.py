@@ -11,17 +11,19 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 BUDGET_FRACTIONS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
 """The paper's budgets, as fractions of a full schedule."""
 
 
 def _positive(name: str, value: float | None, *, integer: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """``value`` (Python's or NumPy's) as a plain ``int`` / ``float``; one-line ValueError."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value <= 0 or (integer and value != int(value)):
         what = "a whole number > 0" if integer else "a number > 0"
         raise ValueError(f"budget {name}={value!r} is invalid; allowed: {what}")
-    return value
+    return int(value) if integer or isinstance(value, numbers.Integral) else float(value)
 
 
 def budget_iters(
@@ -67,7 +69,8 @@ def budget_iters(
         images_seen = _positive("epochs", epochs) * _positive(
             "dataset_size", dataset_size, integer=True
         )
-        total = math.ceil(images_seen / _positive("batch_size", batch_size, integer=True))
+        # round() first: 1.1 * 50000 is 55000.000000000007 in floating point, not 55001 iterations
+        total = math.ceil(round(images_seen / _positive("batch_size", batch_size, integer=True), 9))
     else:
         total = math.ceil(
             _positive("images", images, integer=True)

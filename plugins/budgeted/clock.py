@@ -240,6 +240,7 @@ class TimeBudget:
                 self.params,
                 replanned_at=replan.get("at"),
                 replanned_from=replan.get("from_progress", 0.0),
+                earlier_replans=tuple(map(tuple, replan.get("earlier", ()))),
             )
         return self._plan
 
@@ -325,7 +326,7 @@ class TimeBudget:
         except BudgetReplanError as err:
             raise BudgetReplanError(f"time budget: {err}") from None
         if plan.replanned_at is not None:
-            self.replan = {"at": plan.replanned_at, "from_progress": plan.replanned_from}
+            self.replan = plan.state()["replan"]
         self._plan = None
         return (
             f"time budget re-planned at {elapsed:g} s: {old.seconds:g} s -> {self.seconds:g} s; "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import inspect
 import math
+import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,7 +132,16 @@ def on_schedule_registered(listener: Callable[[ScheduleInfo], None]) -> None:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite real number, Python's or NumPy's (not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _plain(value: Any) -> Any:
+    """A real number as Python's ``int`` or ``float`` (NumPy scalars too), so that a budget's
+    state stays plain; anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return value
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 def _fraction_list(value: Any) -> bool:
@@ -256,6 +266,8 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"{name} schedule: {key}={value!r} is invalid; allowed: {what}")
         if key == "milestones":
             checked[key] = tuple(float(v) for v in value)
+        else:
+            checked[key] = _plain(value)
     merged = {**allowed, **checked}
     if "lower" in merged and not merged["lower"] < merged["upper"]:
         raise ValueError(
@@ -274,7 +286,9 @@ class BudgetSchedule:
     A budget changed during training (:meth:`replan`) carries where: ``replanned_at`` (the
     elapsed amount then) and ``replanned_from`` (the progress ``p0`` reached then). From there
     the progress runs on linearly to 1 at the new ``total``:
-    ``p = p0 + (1 - p0) (e - a) / (T - a)`` with ``a = max(replanned_at, W)``.
+    ``p = p0 + (1 - p0) (e - a) / (T - a)`` with ``a = max(replanned_at, W)``. Before it, the
+    progress the run had: linear from 0 at ``W`` to ``p0`` at ``a``, through the
+    ``(elapsed, progress)`` of any ``earlier_replans`` (a budget re-planned more than once).
     """
 
     schedule: str
@@ -285,6 +299,7 @@ class BudgetSchedule:
     params: dict[str, Any] = field(default_factory=dict)
     replanned_at: float | None = None
     replanned_from: float = 0.0
+    earlier_replans: tuple[tuple[float, float], ...] = ()
     _decay: Callable[[float], float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -317,9 +332,34 @@ class BudgetSchedule:
                 f"invalid; allowed: 0 <= replanned_at < total={self.total!r} and "
                 "0 <= replanned_from < 1"
             )
+        earlier = self._checked_earlier_replans()
+        object.__setattr__(self, "earlier_replans", earlier)
+        for key in ("total", "warmup", "warmup_factor", "replanned_at", "replanned_from"):
+            object.__setattr__(self, key, _plain(getattr(self, key)))
         params = check_params(self.schedule, self.params)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "_decay", partial(fn, **params) if params else fn)
+
+    def _checked_earlier_replans(self) -> tuple[tuple[float, float], ...]:
+        """``earlier_replans`` as plain numbers, checked: ``(elapsed, progress)`` pairs that
+        rise strictly from ``(W, 0)`` to ``(replanned_at, replanned_from)``."""
+        try:
+            earlier = tuple((_plain(a), _plain(p)) for a, p in self.earlier_replans)
+            points = [(self.warmup, 0.0), *earlier, (self.replanned_at, self.replanned_from)]
+            ok = not earlier or (
+                self.replanned_at is not None
+                and all(_is_number(a) and _is_number(p) for a, p in earlier)
+                and all(a0 < a1 and p0 < p1 for (a0, p0), (a1, p1) in zip(points, points[1:]))
+            )
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"earlier_replans={self.earlier_replans!r} is invalid; allowed: (elapsed, "
+                f"progress) pairs rising from warmup={self.warmup!r}, 0 to replanned_at="
+                f"{self.replanned_at!r}, replanned_from={self.replanned_from!r}"
+            )
+        return earlier
 
     STATE_KEYS: ClassVar[tuple[str, ...]] = (
         "schedule",
@@ -342,6 +382,8 @@ class BudgetSchedule:
         }
         if self.replanned_at is not None:  # absent otherwise: older checkpoints stay equal
             state["replan"] = {"at": self.replanned_at, "from_progress": self.replanned_from}
+            if self.earlier_replans:  # re-planned more than once
+                state["replan"]["earlier"] = [list(point) for point in self.earlier_replans]
         return state
 
     @classmethod
@@ -355,6 +397,7 @@ class BudgetSchedule:
             **{key: state[key] for key in cls.STATE_KEYS},
             replanned_at=replan.get("at"),
             replanned_from=replan.get("from_progress", 0.0),
+            earlier_replans=tuple(map(tuple, replan.get("earlier", ()))),
         )
 
     def replan(self, total: float, at: float) -> BudgetSchedule:
@@ -391,6 +434,7 @@ class BudgetSchedule:
                 + (f" and the warmup is {self.warmup:g}" if self.warmup > at else "")
                 + f"; allowed: a budget > {floor:g}"
             )
+        past = ((self.replanned_at, self.replanned_from),) if self.replanned_at is not None else ()
         return BudgetSchedule(
             self.schedule,
             total,
@@ -400,6 +444,9 @@ class BudgetSchedule:
             dict(self.params),
             replanned_at=at if at > self.warmup else None,
             replanned_from=reached if at > self.warmup else 0.0,
+            earlier_replans=tuple(
+                (a, p) for a, p in (*self.earlier_replans, *past) if a < at and at > self.warmup
+            ),
         )
 
     def differences(self, other: BudgetSchedule | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -543,8 +590,11 @@ class BudgetSchedule:
         if self.replanned_at is None:
             return min((elapsed - self.warmup) / (self.total - self.warmup), 1.0)
         start, reached = self.replanned_at, self.replanned_from
-        if elapsed <= start:
-            return reached
+        if elapsed <= start:  # the past: the progress the run had, rising to p0 at the re-plan
+            points = [(self.warmup, 0.0), *self.earlier_replans, (start, reached)]
+            k = bisect.bisect_left([a for a, _ in points], elapsed)
+            (a0, p0), (a1, p1) = points[k - 1], points[k]
+            return p0 + (p1 - p0) * (elapsed - a0) / (a1 - a0)
         return min(reached + (1.0 - reached) * (elapsed - start) / (self.total - start), 1.0)
 
     def __call__(self, elapsed: float) -> float:
