@@ -13,7 +13,7 @@ from detectron2.config import get_cfg
 
 from budgeted.budget import BUDGET_FRACTIONS
 from budgeted.core import schedule_params
-from budgeted.detectron2 import add_budget_config, build_lr_scheduler, load_config
+from budgeted.detectron2 import add_budget_config, build_lr_scheduler, check_max_iter, load_config
 from budgeted.detectron2.config import split_overrides
 from budgeted.families import MASK_RCNN, MASK_RCNN_TOY
 
@@ -134,6 +134,12 @@ def test_overrides_restate_the_budget() -> None:
     assert cfg.SOLVER.MAX_ITER == 4500 and pytest.approx(0.05) == cfg.SOLVER.BUDGET.FRACTION
     # the budget is images: half the batch, twice the iterations (FULL_ITERS counted at 16)
     assert load_config(path, ["SOLVER.IMS_PER_BATCH", "8"]).SOLVER.MAX_ITER == 18000
+    # an explicit MAX_ITER at another batch: the restated FRACTION states that MAX_ITER again,
+    # so the scheduler builder (which re-checks it) trains it
+    for batch, max_iter in (("2", "1001"), ("3", "7"), ("1", "81")):
+        cfg = load_config(path, ["SOLVER.IMS_PER_BATCH", batch, "SOLVER.MAX_ITER", max_iter])
+        check_max_iter(cfg)
+        assert int(max_iter) == cfg.SOLVER.MAX_ITER
 
 
 def test_overrides_as_key_value_pairs_or_key_equals_value() -> None:
@@ -175,6 +181,10 @@ def test_a_users_file_on_the_model_zoo_still_loads(tmp_path: Path) -> None:
         (["SOLVER.MAX_ITER", "100", "SOLVER.BUDGET.FRACTION", "0.5"], "state the budget once"),
         (["SOLVER.MAX_ITER"], "KEY VALUE pairs or KEY=VALUE; 'SOLVER.MAX_ITER' has no value"),
         (["SOLVER.BUDGET.IMS_PER_BATCH", "-2"], "SOLVER.BUDGET.IMS_PER_BATCH=-2 is invalid"),
+        (["SOLVER.BUDGET.WRITER_PERIOD", "0"], "SOLVER.BUDGET.WRITER_PERIOD=0 is invalid; allowed"),
+        (["SOLVER.BUDGET.WRITER_PERIOD", "-1"], "SOLVER.BUDGET.WRITER_PERIOD=-1 is invalid"),
+        (["SOLVER.BUDGET.SAVE_AT", "(-1,)"], r"SOLVER.BUDGET.SAVE_AT=\(-1,\) is invalid; allowed"),
+        (["SOLVER.IMS_PER_BATCH", "0"], "SOLVER.IMS_PER_BATCH=0 is invalid; allowed: a whole"),
     ],
 )
 def test_bad_budget_values_fail_with_one_line(opts, message) -> None:

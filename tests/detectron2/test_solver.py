@@ -203,6 +203,35 @@ def test_max_iter_against_the_stated_budget_is_refused_for_any_name() -> None:
     check_max_iter(make_cfg("BudgetLinear", max_iter=90000))  # FULL_ITERS 0: as it is
 
 
+@pytest.mark.parametrize(
+    "keys,message",
+    [
+        (
+            {"FRACTION": 0.1},
+            "SOLVER.BUDGET.FRACTION=0.1 needs SOLVER.BUDGET.FULL_ITERS (the full schedule's "
+            "length, e.g. 90000); allowed: set FULL_ITERS",
+        ),
+        ({"FULL_ITERS": 400, "IMS_PER_BATCH": -16}, "SOLVER.BUDGET.IMS_PER_BATCH=-16 is invalid"),
+        ({"WRITER_PERIOD": 0}, "SOLVER.BUDGET.WRITER_PERIOD=0 is invalid"),
+        ({"SAVE_AT": (0, 4)}, "SOLVER.BUDGET.SAVE_AT=(0, 4) is invalid"),
+    ],
+)
+def test_an_own_trainers_bad_budget_keys_are_refused_by_the_builder(keys, message) -> None:
+    """The own-trainer route (add_budget_config, merge, build_lr_scheduler) refuses what
+    load_config refuses: no budget silently trained as MAX_ITER."""
+    for name in ("BudgetLinear", "WarmupMultiStepLR"):
+        cfg = make_cfg(name, max_iter=90000, STEPS=(10, 20))
+        for key, value in keys.items():
+            cfg.SOLVER.BUDGET[key] = value
+        with pytest.raises(BudgetConfigError) as err:
+            build_lr_scheduler(cfg, sgd())
+        assert str(err.value).startswith(message) and "\n" not in str(err.value)
+    cfg = make_cfg("BudgetLinear", max_iter=90000)
+    cfg.SOLVER.IMS_PER_BATCH = 0
+    with pytest.raises(BudgetConfigError, match=r"SOLVER\.IMS_PER_BATCH=0 is invalid"):
+        build_lr_scheduler(cfg, sgd())
+
+
 def test_budget_batch_follows_reference_world_size_scaling() -> None:
     # 12 iterations at batch 2 (0.03 x 400) on 1 reference worker, trained on 2 workers
     cfg = make_cfg("BudgetLinear", max_iter=12, warmup=3, IMS_PER_BATCH=2, REFERENCE_WORLD_SIZE=1)

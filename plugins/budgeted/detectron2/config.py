@@ -40,6 +40,7 @@ __all__ = [
     "NATIVE_KEYS",
     "add_budget_config",
     "budget_max_iter",
+    "check_budget_keys",
     "check_grad_norm_config",
     "load_config",
     "max_iter_agrees",
@@ -129,7 +130,9 @@ def budget_max_iter(cfg: CfgNode) -> float | None:
     none (``FULL_ITERS`` 0 or no ``SOLVER.BUDGET``).
 
     ``round(FRACTION * FULL_ITERS)`` iterations at ``BUDGET.IMS_PER_BATCH`` images, trained at
-    ``SOLVER.IMS_PER_BATCH`` images per iteration.
+    ``SOLVER.IMS_PER_BATCH`` images per iteration: ``FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH
+    / SOLVER.IMS_PER_BATCH`` (not rounded at the other batch, so that a ``FRACTION`` restated
+    from an explicit ``SOLVER.MAX_ITER`` states that ``MAX_ITER`` again).
 
     Args:
         cfg (CfgNode): a config with :func:`add_budget_config`'s keys (others give None).
@@ -145,9 +148,11 @@ def budget_max_iter(cfg: CfgNode) -> float | None:
     b = cfg.SOLVER.get("BUDGET")
     if b is None or not b.get("FULL_ITERS", 0):
         return None
-    iters = budget_iters(fraction=b.FRACTION, full_iters=b.FULL_ITERS)
+    iters = budget_iters(fraction=b.FRACTION, full_iters=b.FULL_ITERS)  # also validates them
     batch = b.get("IMS_PER_BATCH", 0) or cfg.SOLVER.IMS_PER_BATCH
-    return iters * batch / cfg.SOLVER.IMS_PER_BATCH
+    if batch == cfg.SOLVER.IMS_PER_BATCH:
+        return float(iters)
+    return b.FRACTION * b.FULL_ITERS * batch / cfg.SOLVER.IMS_PER_BATCH
 
 
 def max_iter_agrees(max_iter: int, stated: float | None) -> bool:
@@ -207,6 +212,63 @@ def check_grad_norm_config(cfg: CfgNode) -> None:
     )  # fmt: skip
 
 
+def check_budget_keys(cfg: CfgNode) -> None:
+    """Validate ``SOLVER.BUDGET``'s keys and the solver keys they count in (``MAX_ITER``,
+    ``IMS_PER_BATCH``), changing nothing; a config without ``SOLVER.BUDGET`` passes.
+
+    Raises:
+        ValueError: one line naming the bad key, its value and what is allowed.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FRACTION = 0.1  # of what? FULL_ITERS is 0
+        >>> try:
+        ...     check_budget_keys(cfg)
+        ... except ValueError as err:
+        ...     print(str(err)[:70])
+        SOLVER.BUDGET.FRACTION=0.1 needs SOLVER.BUDGET.FULL_ITERS (the full sc
+    """
+    b = cfg.SOLVER.get("BUDGET")
+    if b is None:
+        return
+    fraction, full = b.get("FRACTION", 1.0), b.get("FULL_ITERS", 0)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not fraction > 0:
+        raise ValueError(
+            f"SOLVER.BUDGET.FRACTION={fraction!r} is invalid; allowed: a number > 0 "
+            "(the budget as a fraction of SOLVER.BUDGET.FULL_ITERS, e.g. 0.1)"
+        )
+    _check_int(
+        "SOLVER.BUDGET.FULL_ITERS", full, 0,
+        "a whole number >= 0 (0: SOLVER.MAX_ITER is the budget as it is)",
+    )  # fmt: skip
+    _check_int(
+        "SOLVER.BUDGET.IMS_PER_BATCH", b.get("IMS_PER_BATCH", 0), 0,
+        "a whole number >= 0 (the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)",
+    )  # fmt: skip
+    _check_int("SOLVER.IMS_PER_BATCH", cfg.SOLVER.IMS_PER_BATCH, 1, "a whole number >= 1")
+    _check_int("SOLVER.MAX_ITER", cfg.SOLVER.MAX_ITER, 1, "a whole number >= 1")
+    _check_int(
+        "SOLVER.BUDGET.WRITER_PERIOD", b.get("WRITER_PERIOD", 20), 1,
+        "a whole number >= 1 (iterations between metric writes)",
+    )  # fmt: skip
+    save_at = b.get("SAVE_AT", ())
+    if not isinstance(save_at, (list, tuple)) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in save_at
+    ):
+        raise ValueError(
+            f"SOLVER.BUDGET.SAVE_AT={save_at!r} is invalid; allowed: iteration counts > 0, "
+            "e.g. (3040, 6080)"
+        )
+    check_grad_norm_config(cfg)
+    if full == 0 and fraction != 1.0:
+        raise ValueError(
+            f"SOLVER.BUDGET.FRACTION={fraction!r} needs SOLVER.BUDGET.FULL_ITERS (the full "
+            "schedule's length, e.g. 90000); allowed: set FULL_ITERS, or leave FRACTION at 1.0 "
+            "and state the budget as SOLVER.MAX_ITER"
+        )
+
+
 def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
     """Set ``SOLVER.MAX_ITER`` from ``SOLVER.BUDGET`` (in place) and validate the budget keys.
 
@@ -222,7 +284,7 @@ def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
         CfgNode: ``cfg``.
 
     Raises:
-        ValueError: one line naming a bad key and what is allowed.
+        ValueError: one line naming a bad key and what is allowed (:func:`check_budget_keys`).
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -231,25 +293,9 @@ def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
         >>> resolve_budget(cfg).SOLVER.MAX_ITER
         100
     """
+    check_budget_keys(cfg)
     b = cfg.SOLVER.BUDGET
-    fraction, full = b.FRACTION, b.FULL_ITERS
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not fraction > 0:
-        raise ValueError(
-            f"SOLVER.BUDGET.FRACTION={fraction!r} is invalid; allowed: a number > 0 "
-            "(the budget as a fraction of SOLVER.BUDGET.FULL_ITERS, e.g. 0.1)"
-        )
-    _check_int(
-        "SOLVER.BUDGET.FULL_ITERS", full, 0,
-        "a whole number >= 0 (0: SOLVER.MAX_ITER is the budget as it is)",
-    )  # fmt: skip
-    _check_int(
-        "SOLVER.BUDGET.IMS_PER_BATCH", b.get("IMS_PER_BATCH", 0), 0,
-        "a whole number >= 0 (the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)",
-    )  # fmt: skip
-    _check_int("SOLVER.IMS_PER_BATCH", cfg.SOLVER.IMS_PER_BATCH, 1, "a whole number >= 1")
-    check_grad_norm_config(cfg)
-    max_iter = cfg.SOLVER.MAX_ITER
-    _check_int("SOLVER.MAX_ITER", max_iter, 1, "a whole number >= 1")
+    max_iter, full = cfg.SOLVER.MAX_ITER, b.FULL_ITERS
     was_frozen = cfg.is_frozen()
     cfg.defrost()
     if full > 0 and max_iter_given:
@@ -265,12 +311,6 @@ def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
         stated = _stated(cfg)
         if not max_iter_agrees(max_iter, stated):
             cfg.SOLVER.MAX_ITER = max(1, round(stated))
-    elif fraction != 1.0:
-        raise ValueError(
-            f"SOLVER.BUDGET.FRACTION={fraction!r} needs SOLVER.BUDGET.FULL_ITERS (the full "
-            "schedule's length, e.g. 90000); allowed: set FULL_ITERS, or leave FRACTION at 1.0 "
-            "and state the budget as SOLVER.MAX_ITER"
-        )
     if was_frozen:
         cfg.freeze()
     return cfg

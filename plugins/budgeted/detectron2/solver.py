@@ -34,7 +34,7 @@ from ..core import (
     schedule_info,
 )
 from ..pytorch import BudgetLR, BudgetTimeLR
-from .config import budget_max_iter, max_iter_agrees, param_key
+from .config import budget_max_iter, check_budget_keys, max_iter_agrees, param_key
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
 __all__ = [
@@ -137,10 +137,12 @@ def schedule_params_from_cfg(cfg: CfgNode, schedule: str, name: str | None = Non
 
 
 def check_max_iter(cfg: CfgNode) -> None:
-    """Refuse a ``SOLVER.MAX_ITER`` other than the budget ``SOLVER.BUDGET`` states.
+    """Refuse a bad ``SOLVER.BUDGET`` key
+    (:func:`~budgeted.detectron2.config.check_budget_keys`: a ``FRACTION`` without
+    ``FULL_ITERS``, say) and a ``SOLVER.MAX_ITER`` other than the budget ``SOLVER.BUDGET`` states.
 
     With ``SOLVER.BUDGET.FULL_ITERS > 0``, ``MAX_ITER`` must be
-    ``round(round(FRACTION * FULL_ITERS) * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH)``
+    ``round(FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH)``
     (:func:`~budgeted.detectron2.config.budget_max_iter`): what ``load_config`` sets, and what
     Detectron2's ``REFERENCE_WORLD_SIZE`` scaling turns it into. No budget stated: no check.
 
@@ -158,6 +160,10 @@ def check_max_iter(cfg: CfgNode) -> None:
         >>> cfg.SOLVER.MAX_ITER = 40
         >>> check_max_iter(cfg)  # agrees: nothing happens
     """
+    try:
+        check_budget_keys(cfg)
+    except ValueError as err:
+        raise BudgetConfigError(str(err)) from None
     try:
         stated = budget_max_iter(cfg)
     except ValueError as err:
@@ -279,7 +285,8 @@ class BudgetLRScheduler(BudgetLR):
 
 
 def on_resume(cfg: CfgNode) -> str:
-    """``SOLVER.BUDGET.ON_RESUME``: ``"refuse"`` (the default) or ``"replan"``.
+    """``SOLVER.BUDGET.ON_RESUME``: ``"refuse"`` (the default), ``"replan"`` or ``"branch"``
+    (:meth:`budgeted.core.BudgetSchedule.resume`).
 
     Raises:
         BudgetConfigError: one line for any other value.

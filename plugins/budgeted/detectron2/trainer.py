@@ -177,13 +177,7 @@ class BudgetTrainer(DefaultTrainer):
         grad_norm = grad_norm_hook_from_cfg(self.cfg)
         if grad_norm is not None:  # before the writers: its value is written at its iteration
             ret.insert(writer_at, grad_norm)
-        save_at = self.cfg.SOLVER.BUDGET.get("SAVE_AT", ())
-        counts = [v for v in save_at if isinstance(v, int) and not isinstance(v, bool) and v > 0]
-        if len(counts) != len(save_at):
-            raise BudgetConfigError(
-                f"SOLVER.BUDGET.SAVE_AT={tuple(save_at)!r} is invalid; allowed: iteration counts "
-                "> 0, e.g. (3040, 6080)"
-            )
+        save_at = self.cfg.SOLVER.BUDGET.get("SAVE_AT", ())  # checked by build_lr_scheduler
         if save_at:  # after the LR scheduler's step: the checkpoint holds the next LR
             ret.append(CheckpointAtHook(save_at))
         ret.append(PreemptionHook(self.checkpointer))  # last: after the writers
