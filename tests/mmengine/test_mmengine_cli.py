@@ -7,6 +7,7 @@ from mmengine.config import Config
 
 from budgeted.mmengine.cli import (
     apply_budget_fraction,
+    check_budget_hooks,
     check_budget_schedulers,
     check_data_roots,
     check_scheduler_types,
@@ -63,6 +64,59 @@ def test_a_scheduler_end_other_than_max_iters_is_refused_before_training():
     message = str(err.value)
     assert "BudgetStepLR: end=8000 differs from the train loop's max_iters=800" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("hook", "loop", "message"),
+    [
+        (
+            dict(type="FullGradNormHook", interval=0),
+            None,
+            "FullGradNormHook: interval=0 is invalid",
+        ),
+        (
+            dict(type="FullGradNormHook", interval=2, name="lr"),
+            None,
+            "FullGradNormHook: name='lr' is invalid; allowed: an identifier that MMEngine does "
+            "not log itself",
+        ),
+        (
+            dict(type="CheckpointAtHook", iterations=4),
+            None,
+            "CheckpointAtHook: iterations=4 is invalid; allowed: a list of iteration counts > 0",
+        ),
+        (
+            dict(type="CheckpointAtHook", iterations=[40, -8]),
+            None,
+            "CheckpointAtHook: iterations=[40, -8] is",
+        ),
+        (
+            dict(type="CheckpointAtHook", iterations=["x"]),
+            None,
+            "CheckpointAtHook: iterations=['x'] is",
+        ),
+        (dict(type="PreemptionHook", interval=0), None, "PreemptionHook: interval=0 is invalid"),
+        (None, dict(seconds="abc"), "TimeBudgetTrainLoop: time budget 'abc' is invalid"),
+        (
+            None,
+            dict(seconds="2h", clock_sync_period=0),
+            "TimeBudgetTrainLoop: clock_sync_period=0 is invalid; allowed: an integer >= 1",
+        ),
+    ],
+)
+def test_our_hooks_and_loop_are_checked_before_training(hook, loop, message):
+    """Built (hooks) or checked (the loop) from the config alone: one line before the runner
+    writes anything."""
+    good = cfg_with(custom_hooks=[dict(type="CheckpointAtHook", iterations=[400, 800])])
+    check_budget_hooks(good)
+    cfg = cfg_with(
+        custom_hooks=[hook] if hook else [],
+        train_cfg=dict(type="TimeBudgetTrainLoop", max_iters=800, **loop) if loop else {},
+    )
+    with pytest.raises(ValueError) as err:
+        check_budget_hooks(cfg)
+    assert str(err.value).startswith(message.split(" is")[0]) and message in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_budget_fraction_sets_the_budget():

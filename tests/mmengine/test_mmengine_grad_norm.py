@@ -56,6 +56,9 @@ def test_bad_arguments_are_one_line():
         (dict(interval=True), "interval=True is invalid"),
         (dict(interval=2, seed=-1), "seed=-1 is invalid; allowed: an int >= 0"),
         (dict(interval=2, dataloader=[1]), "dataloader=list is invalid; allowed: a dataloader"),
+        (dict(interval=2, name="lr"), "name='lr' is invalid; allowed: an identifier that"),
+        (dict(interval=2, name="grad_norm"), "name='grad_norm' is invalid"),
+        (dict(interval=2, name="a b"), "name='a b' is invalid"),
     ):
         with pytest.raises(BudgetConfigError, match=f"^FullGradNormHook: {message}"):
             FullGradNormHook(**kwargs)
@@ -141,3 +144,4 @@ def test_our_tool_trains_with_the_config_hook_and_refuses_a_bad_one(
     assert err[-1] == (
         "train_seg: error: FullGradNormHook: interval=0 is invalid; allowed: an int >= 1"
     )
+    assert not (tmp_path / "bad").exists()  # refused before the runner wrote anything

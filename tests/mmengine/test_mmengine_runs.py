@@ -65,3 +65,24 @@ def test_final_metrics_are_those_of_the_validation_at_the_end(tmp_path):
     # validated at the end, but the evaluator returned nothing (CocoMetric, no detections)
     write_run(tmp_path / "empty", 4, [train, {"data_time": 0.0, "time": 0.1, "step": 4}])
     assert final_metrics(tmp_path / "empty") == {}
+
+
+def test_a_refused_resume_that_rewrote_the_config_dump_hides_no_finished_run(tmp_path):
+    """MMEngine rewrites ``<work_dir>/<config>.py`` when a runner is built, before a resume with
+    another budget is refused; the launch that logged the run keeps its own config."""
+    train = {"lr": 0.01, "loss": 1.0, "iter": 4, "step": 4, "time": 0.1, "data_time": 0.0}
+    val = {"aAcc": 80.0, "mIoU": 40.0, "mAcc": 50.0, "data_time": 0.0, "time": 0.1, "step": 4}
+    run = tmp_path / "done"
+    write_run(run, 4, [train, val])
+    (run / "20260101_000000/vis_data/config.py").write_text("train_cfg = dict(max_iters=4)\n")
+    refused = run / "20260102_000000/vis_data"  # the refused launch: its config, no scalars
+    refused.mkdir(parents=True)
+    (refused / "config.py").write_text("train_cfg = dict(max_iters=8)\n")
+    (run / "toy.py").write_text("train_cfg = dict(max_iters=8)\n")
+    assert final_metrics(run) == {"aAcc": 80.0, "mIoU": 40.0, "mAcc": 50.0}
+    # a launch that trained on to a longer budget and stopped early: not finished at it
+    longer = run / "20260103_000000/vis_data"
+    longer.mkdir(parents=True)
+    (longer / "config.py").write_text("train_cfg = dict(max_iters=8)\n")
+    (longer / "scalars.json").write_text(json.dumps({**train, "iter": 6, "step": 6}) + "\n")
+    assert final_metrics(run) is None

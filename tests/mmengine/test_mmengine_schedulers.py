@@ -170,7 +170,16 @@ def test_any_budget_matches_the_core(begin, warmup, length, factor, schedule):
         (dict(end=10, warmup_iters=2, by_epoch=True), "by_epoch=True without convert"),
         (dict(warmup_iters=2), "end is not set"),
         (dict(end=10, warmup_iters=-1), "warmup_iters=-1 is invalid"),
-        (dict(end=10, warmup_iters=2, power=2), "BudgetLinearLR: schedule 'linear' has no param"),
+        (
+            dict(end=10, warmup_iters=2, power=2),
+            "BudgetLinearLR: unknown argument 'power'; allowed: begin, end, by_epoch, "
+            "warmup_iters, warmup_factor, warmup_method, on_resume, and the linear schedule "
+            "takes no parameters of its own",
+        ),
+        (
+            dict(end=10, warmup_iter=2),
+            "BudgetLinearLR: unknown argument 'warmup_iter'; did you mean 'warmup_iters'?",
+        ),
         (dict(end=10, warmup_iters=2, warmup_factor=0), "BudgetLinearLR: warmup_factor=0"),
         (dict(end=10, warmup_iters=2, schedule="step"), "always uses the 'linear' schedule"),
         (dict(end=10, warmup_iters=2, schedule="step"), "use BudgetScheduleLR(schedule='step')"),
@@ -261,6 +270,12 @@ def test_an_end_other_than_the_train_loop_is_refused_in_one_line():
         message = str(err.value)
         assert f"BudgetStepLR: end={end} differs from the train loop's max_iters=12" in message
         assert effect in message and f"set train_cfg.max_iters={end}" in message
+        with pytest.raises(bm.BudgetConfigError) as err:  # an epoch loop has no max_iters key
+            bm.schedulers.check_loop_end("BudgetStepLR", end, 12, epoch_loop=True)
+        assert "train_cfg.max_iters=" not in str(err.value)
+        assert "leave out end so that the runner fills it from train_cfg.max_epochs" in str(
+            err.value
+        )
         assert "remove end" in message and "\n" not in message
     # built outside a runner, nothing is compared: the scheduler stands alone
     bm.BudgetLinearLR(make_optimizer(), end=20, warmup_iters=2, by_epoch=False)

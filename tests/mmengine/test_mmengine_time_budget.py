@@ -192,6 +192,10 @@ def test_the_stock_runner_takes_the_loop_from_the_config(tmp_path, toy_root, bud
         (["--budget-time", "abc"], "time budget 'abc' is invalid"),
         (["--budget-time", "2h", "--budget", "0.1"],
          "--budget 0.1 and --budget-time 2h are two budgets; allowed: one of them"),
+        (["--cfg-options", "train_cfg.type=TimeBudgetTrainLoop", "train_cfg.seconds=abc"],
+         "TimeBudgetTrainLoop: time budget 'abc' is invalid"),
+        (["--budget-time", "2h", "--cfg-options", "train_cfg.clock_sync_period=0"],
+         "TimeBudgetTrainLoop: clock_sync_period=0 is invalid; allowed: an integer >= 1"),
     ],
 )  # fmt: skip
 def test_bad_time_budgets_are_refused_in_one_line(tmp_path, toy_root, cli, capsys, extra, expected):

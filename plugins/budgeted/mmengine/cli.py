@@ -46,8 +46,9 @@ from ..clock import parse_duration
 from ..config_files import find_config
 from ..core import BudgetMismatchError, BudgetSchedule
 from ..preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
-from . import hooks as _hooks  # noqa: F401  (registers AtomicCheckpointHook, PreemptionHook)
 from .checkpoint import allow_mmengine_checkpoints
+from .grad_norm import FullGradNormHook
+from .hooks import CheckpointAtHook, PreemptionHook  # also registers AtomicCheckpointHook
 from .launch import (
     LAUNCHERS,
     destroy_process_group,
@@ -64,6 +65,7 @@ from .schedulers import (
     resume_step,
     scheduler_types,
 )
+from .time_budget import TimeBudgetTrainLoop
 
 __all__ = [
     "add_checkpoint_at",
@@ -71,6 +73,7 @@ __all__ = [
     "apply_budget_fraction",
     "apply_time_budget",
     "build_budget_schedulers",
+    "check_budget_hooks",
     "check_budget_schedulers",
     "check_data_roots",
     "check_resume_budget",
@@ -617,6 +620,31 @@ def _global_rank() -> int:
     return 0
 
 
+def check_budget_hooks(cfg: Config) -> None:
+    """Build each of this package's hooks in ``custom_hooks`` (their arguments are checked when
+    built, with no runner) and check a ``TimeBudgetTrainLoop``'s own arguments: a bad value is
+    one line now, not after the runner has written into the work dir.
+
+    Args:
+        cfg (Config): the training config.
+
+    Raises:
+        ValueError: one line naming the hook or loop, the value and what is allowed.
+
+    Example:
+        >>> check_budget_hooks(Config(dict(custom_hooks=[dict(type="CheckpointAtHook",
+        ...                                                  iterations=[40, 80])])))
+    """
+    ours = {cls.__name__: cls for cls in (FullGradNormHook, CheckpointAtHook, PreemptionHook)}
+    for entry in cfg.get("custom_hooks") or []:
+        kind = entry.get("type") if isinstance(entry, Mapping) else None
+        if isinstance(kind, str) and kind in ours:
+            ours[kind](**{k: v for k, v in entry.items() if k not in ("type", "priority")})
+    loop = cfg.get("train_cfg") or {}
+    if loop.get("type") in ("TimeBudgetTrainLoop", TimeBudgetTrainLoop):
+        TimeBudgetTrainLoop.check_arguments(loop.get("seconds"), loop.get("clock_sync_period", 1))
+
+
 def preflight(args: argparse.Namespace) -> Config:
     """The config as MMSegmentation's ``train.py`` builds it, after every check (one-line errors).
 
@@ -666,6 +694,7 @@ def preflight(args: argparse.Namespace) -> Config:
     fill_budget_scheduler_defaults(cfg)
     check_scheduler_types(cfg)
     check_budget_schedulers(cfg)
+    check_budget_hooks(cfg)
     check_data_roots(cfg)
     if args.launcher == "none":  # several ranks agree on the lock once their group is up
         WorkDirLock(cfg.work_dir).check()

@@ -55,6 +55,12 @@ __all__ = ["SCALAR_NAME", "FullGradNormHook", "mmengine_loss"]
 SCALAR_NAME = "full_grad_norm"
 """The key of the value in scalars.json (``train/full_grad_norm`` in the message hub)."""
 
+LOGGED_NAMES = (
+    "lr", "base_lr", "momentum", "loss", "grad_norm", "time", "data_time", "memory", "eta",
+    "iter", "epoch", "step",
+)  # fmt: skip
+"""Keys MMEngine's own hooks log in a training row: a ``name`` among them would overwrite them."""
+
 
 def mmengine_loss(model: torch.nn.Module, data: Any) -> torch.Tensor:
     """The training loss of one batch, as ``BaseModel.train_step`` forms it (without AMP):
@@ -136,6 +142,12 @@ class FullGradNormHook(Hook):
             raise BudgetConfigError(
                 f"FullGradNormHook: dataloader={type(dataloader).__name__} is invalid; allowed: "
                 "a dataloader config (dict), from which a loader of its own is built"
+            )
+        if not (isinstance(name, str) and name.isidentifier()) or name in LOGGED_NAMES:
+            raise BudgetConfigError(
+                f"FullGradNormHook: name={name!r} is invalid; allowed: an identifier that "
+                f"MMEngine does not log itself (not {', '.join(LOGGED_NAMES)}), e.g. "
+                f"{SCALAR_NAME!r}"
             )
         self.interval = interval
         self.num_batches = num_batches

@@ -184,7 +184,15 @@ class CheckpointAtHook(Hook):
     priority = "VERY_LOW"  # after the scheduler step and the periodic checkpoint
 
     def __init__(self, iterations: Any) -> None:
-        self.iterations = sorted({int(n) for n in iterations})
+        ok = isinstance(iterations, (list, tuple)) and all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in iterations
+        )
+        if not ok:
+            raise ValueError(
+                f"CheckpointAtHook: iterations={iterations!r} is invalid; allowed: a list of "
+                "iteration counts > 0, e.g. [3040, 6080]"
+            )
+        self.iterations = sorted(set(iterations))
 
     def after_train_iter(
         self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None

@@ -126,8 +126,16 @@ def check_new_run_folder(folder: str | os.PathLike[str], resume: bool) -> None:
 
 
 def _train_length(folder: Path) -> int | None:
-    """``train_cfg.max_iters`` of the config MMEngine last dumped into ``folder``."""
-    dumps = sorted(folder.glob("*.py"), key=lambda p: p.stat().st_mtime)
+    """``train_cfg.max_iters`` of the last launch in ``folder`` that logged training: the
+    config that launch saved (``<timestamp>/vis_data/config.py``), else the config MMEngine last
+    dumped into ``folder``. A later launch that logged nothing (a resume refused before
+    training, which MMEngine lets rewrite the dump first) does not change a run's length."""
+    logged = sorted(p.parent for p in folder.glob("*/vis_data/scalars.json"))
+    saved = logged[-1] / "config.py" if logged else None
+    if saved is not None and saved.is_file():
+        dumps = [saved]
+    else:
+        dumps = sorted(folder.glob("*.py"), key=lambda p: p.stat().st_mtime)
     if not dumps:
         return None
     from mmengine.config import Config
@@ -140,8 +148,9 @@ def _train_length(folder: Path) -> int | None:
 def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
     """The validation metrics at the end of a finished run, or None if it did not get there.
 
-    The end is ``train_cfg.max_iters`` of the config MMEngine dumped into the work dir; the
-    metrics are those of the last validation logged at that iteration in
+    The end is ``train_cfg.max_iters`` of the last launch that logged training (its saved
+    config; else the config MMEngine dumped into the work dir); the metrics are those of the
+    last validation logged at that iteration in
     ``<folder>/<timestamp>/vis_data/scalars.json`` (for MMSegmentation's ``IoUMetric``:
     ``aAcc``, ``mIoU``, ``mAcc``, in percent).
 

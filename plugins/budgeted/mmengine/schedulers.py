@@ -14,6 +14,7 @@ module (``linear`` -> ``BudgetLinearLR``, ``htd`` -> ``BudgetHTDLR``, a later ``
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -22,6 +23,7 @@ from mmengine.logging import print_log
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
 from mmengine.registry import PARAM_SCHEDULERS
+from mmengine.runner.loops import EpochBasedTrainLoop
 
 from ..clock import TimeBudget, TrainingClock
 from ..core import (
@@ -30,6 +32,7 @@ from ..core import (
     BudgetSchedule,
     ScheduleInfo,
     on_schedule_registered,
+    schedule_params,
 )
 from .time_budget import TimeBudgetTrainLoop
 
@@ -56,7 +59,7 @@ _STACK_DEPTH = 16
 """How many calling frames :func:`_building_loop_max_iters` looks through."""
 
 
-def check_loop_end(name: str, end: int, max_iters: int | None) -> None:
+def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bool = False) -> None:
     """Refuse a budget scheduler whose ``end`` is not the train loop's ``max_iters``.
 
     A budget that ends before the loop trains on at the last value; one that ends after it is
@@ -67,6 +70,8 @@ def check_loop_end(name: str, end: int, max_iters: int | None) -> None:
         name (str): The scheduler's type name, for the message.
         end (int): The scheduler's ``end`` in iterations.
         max_iters (int, optional): The train loop's length in iterations; None skips the check.
+        epoch_loop (bool): the loop is an ``EpochBasedTrainLoop`` (its length is
+            ``train_cfg.max_epochs``, there is no ``max_iters`` key to set).
 
     Raises:
         BudgetConfigError: one line naming both values and the fix.
@@ -78,10 +83,17 @@ def check_loop_end(name: str, end: int, max_iters: int | None) -> None:
     if max_iters is None or end == max_iters:
         return
     effect = "be cut short" if end > max_iters else "end before training does"
+    fix = (
+        "in an epoch-based loop give begin/end in epochs with by_epoch=True and "
+        "convert_to_iter_based=True, and leave out end so that the runner fills it from "
+        "train_cfg.max_epochs"
+        if epoch_loop
+        else f"remove end so that the runner fills it from train_cfg.max_iters, or set "
+        f"train_cfg.max_iters={end}"
+    )
     raise BudgetConfigError(
         f"{name}: end={end} differs from the train loop's max_iters={max_iters}: the budget "
-        f"would {effect}; remove end so that the runner fills it from train_cfg (max_iters, or "
-        f"max_epochs with convert_to_iter_based=True), or set train_cfg.max_iters={end}"
+        f"would {effect}; {fix}"
     )
 
 
@@ -100,13 +112,16 @@ def _building_runner_option(key: str) -> Any:
 
 
 def _building_train_loop() -> Any:
-    """The train loop of the ``Runner`` building this scheduler (None elsewhere)."""
+    """The train loop of the ``Runner`` building this scheduler (None elsewhere, and while the
+    runner holds only the loop's config)."""
+    base_loop = sys.modules.get("mmengine.runner.base_loop")
     frame = sys._getframe(1)
     for _ in range(_STACK_DEPTH):
-        if frame is None:
+        if frame is None or base_loop is None:
             return None
         if frame.f_code.co_name == "_build_param_scheduler":
-            return getattr(frame.f_locals.get("self"), "_train_loop", None)
+            loop = getattr(frame.f_locals.get("self"), "_train_loop", None)
+            return loop if isinstance(loop, base_loop.BaseLoop) else None
         frame = frame.f_back
     return None
 
@@ -151,6 +166,31 @@ def resume_step(state: Mapping[str, Any]) -> int:
     if not isinstance(step, int):
         return int(state.get("last_step") or 0)
     return max(step - int(state.get("begin") or 0), 0)
+
+
+SCHEDULER_ARGUMENTS = (
+    "begin", "end", "by_epoch", "warmup_iters", "warmup_factor", "warmup_method", "on_resume",
+)  # fmt: skip
+"""The arguments every budget scheduler takes (besides ``optimizer`` and the schedule's own)."""
+
+
+def _check_arguments(name: str, schedule: str, params: Mapping[str, Any]) -> None:
+    """Refuse an argument that is neither a budget scheduler's nor the schedule's parameter,
+    naming both lists and the closest match (a typo such as ``warmup_iter``)."""
+    try:
+        own = list(schedule_params(schedule))
+    except ValueError as err:
+        raise BudgetConfigError(f"{name}: {err}") from None
+    for key in params:
+        if key in own:
+            continue
+        close = difflib.get_close_matches(key, [*SCHEDULER_ARGUMENTS, *own], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        takes = f"its parameters {', '.join(own)}" if own else "no parameters of its own"
+        raise BudgetConfigError(
+            f"{name}: unknown argument {key!r}; {hint}allowed: "
+            f"{', '.join(SCHEDULER_ARGUMENTS)}, and the {schedule} schedule takes {takes}"
+        )
 
 
 @PARAM_SCHEDULERS.register_module()
@@ -235,6 +275,7 @@ class BudgetParamScheduler(_ParamScheduler):
             schedule = self.fixed_schedule
         elif schedule is None:
             schedule = "linear"
+        _check_arguments(name, schedule, params)
         if by_epoch:
             raise BudgetConfigError(
                 f"{name}: by_epoch=True without convert_to_iter_based=True; the budget is planned "
@@ -251,7 +292,18 @@ class BudgetParamScheduler(_ParamScheduler):
                 raise BudgetConfigError(
                     f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0"
                 )
-        check_loop_end(name, end, _building_loop_max_iters())
+        loop = _building_train_loop()
+        check_loop_end(
+            name, end, _building_loop_max_iters(), epoch_loop=isinstance(loop, EpochBasedTrainLoop)
+        )
+        groups = getattr(optimizer, "param_groups", None) or []
+        missing = [i for i, group in enumerate(groups) if param_name not in group]
+        if missing:
+            keys = sorted({k for group in groups for k in group if k != "params"})
+            raise BudgetConfigError(
+                f"{name}: param_name={param_name!r} is not a key of the optimizer's param groups "
+                f"(group {missing[0]}); allowed: one of {', '.join(keys)}"
+            )
         if end <= begin + warmup_iters:
             raise BudgetConfigError(
                 f"{name}: end={end} <= begin + warmup_iters = {begin} + {warmup_iters}: the decay "
@@ -265,7 +317,9 @@ class BudgetParamScheduler(_ParamScheduler):
         except ValueError as err:
             raise BudgetConfigError(f"{name}: {err}") from None
         self._plan = plan
-        loop = _building_train_loop()
+        self._loop = loop  # the runner's loop, checked against at the first step in training
+        self._loaded = False  # load_state_dict was called (the runner resumed this scheduler)
+        self._runner_checked = loop is None
         self._time: TimeBudget | None = None
         self._clock: TrainingClock | None = None
         if isinstance(loop, TimeBudgetTrainLoop):  # a wall-clock budget: decay over seconds
@@ -354,8 +408,78 @@ class BudgetParamScheduler(_ParamScheduler):
             raise BudgetConfigError(
                 f"{cls.__name__}: epoch_length={epoch_length!r} is invalid; allowed: an int > 0"
             )
-        end = end if end >= INF else int(end * epoch_length)
-        return cls(*args, begin=int(begin * epoch_length), end=end, by_epoch=False, **kwargs)
+        end_iters = end if end >= INF else int(end * epoch_length)
+        loop, max_iters = _building_train_loop(), _building_loop_max_iters()
+        if loop is not None and max_iters is not None and end_iters != max_iters:
+            head = (
+                f"{cls.__name__}: end={end} epochs x {epoch_length} iterations = {end_iters} "
+                f"differs from the train loop's max_iters={max_iters}"
+            )
+            if isinstance(loop, EpochBasedTrainLoop):
+                effect = "be cut short" if end_iters > max_iters else "end before training does"
+                raise BudgetConfigError(
+                    f"{head}: the budget would {effect}; "
+                    "leave out end so that the runner fills it from train_cfg.max_epochs, or "
+                    f"set train_cfg.max_epochs={end}"
+                )
+            raise BudgetConfigError(
+                f"{head} (by_epoch=True with convert_to_iter_based=True in an iteration-based "
+                f"loop, {type(loop).__name__}); allowed there: by_epoch=False without "
+                "convert_to_iter_based (end then defaults to train_cfg.max_iters)"
+            )
+        return cls(*args, begin=int(begin * epoch_length), end=end_iters, by_epoch=False, **kwargs)
+
+    def step(self) -> None:
+        """MMEngine's step, after checking once, at the first step in training, that the runner
+        trains this scheduler as planned (:meth:`check_in_runner`)."""
+        if not self._runner_checked and self._global_step >= 0:
+            self._runner_checked = True
+            self.check_in_runner()
+        super().step()
+
+    def check_in_runner(self) -> None:
+        """Refuse what the runner's build and resume cannot tell this scheduler:
+
+        - another scheduler of the same parameter and optimizer active in an overlapping range
+          (this one computes its value from the initial one: the other would be overwritten,
+          or compound with it);
+        - a resume that gave this scheduler no state (MMEngine pairs the config's schedulers
+          with the checkpoint's by position: the list changed since the checkpoint), so that it
+          would start its budget again at the runner's iteration.
+
+        Raises:
+            BudgetConfigError: an overlapping scheduler (one line).
+            budgeted.core.BudgetMismatchError: a resume that skipped this scheduler (one line).
+        """
+        name = type(self).__name__
+        loop = self._loop
+        schedulers = getattr(getattr(loop, "runner", None), "param_schedulers", None) or []
+        if isinstance(schedulers, Mapping):
+            schedulers = [s for group in schedulers.values() for s in group]
+        for other in schedulers:
+            if (
+                other is not self
+                and getattr(other, "optimizer", None) is self.optimizer
+                and getattr(other, "param_name", None) == self.param_name
+                and other.begin < self.end
+                and self.begin < other.end
+            ):
+                raise BudgetConfigError(
+                    f"{name} [{self.begin}, {self.end}) and {type(other).__name__} "
+                    f"[{other.begin}, {other.end}) both schedule {self.param_name}: {name} sets "
+                    "it from its initial value, so the other would be overwritten or compound "
+                    f"with it; allowed: {name} alone (its warmup_iters is the warmup), or a "
+                    f"stock warmup before it that ends where {name} begins"
+                )
+        if not self._loaded and loop is not None and self._global_step != loop.iter:
+            raise BudgetMismatchError(
+                f"cannot resume: {name} got no state from the checkpoint (the runner resumed at "
+                f"iteration {loop.iter}, this scheduler would start its budget there): MMEngine "
+                "pairs param_scheduler entries with the checkpoint's by position, and the list "
+                "has changed since the checkpoint; to resume, keep the checkpoint's "
+                "param_scheduler list; to train another schedule, start a new run from its "
+                "weights with load_from=<checkpoint> and resume=False"
+            )
 
     def multiplier(self, step: int | None = None) -> float:
         """The multiplier of the initial value ``step`` steps after ``begin`` (default: now).
@@ -431,7 +555,9 @@ class BudgetParamScheduler(_ParamScheduler):
         except BudgetReplanError as err:
             raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
 
-    _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "_plan", "on_resume", "_time", "_clock")
+    _NOT_STATE: ClassVar[tuple[str, ...]] = (
+        "optimizer", "_plan", "on_resume", "_time", "_clock", "_loop", "_loaded", "_runner_checked",
+    )  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
         """MMEngine's state (plain values only, safe for ``weights_only`` loading)."""
@@ -463,6 +589,7 @@ class BudgetParamScheduler(_ParamScheduler):
         skip = (*self._NOT_STATE, *keep, "time_budget", "clock")
         self.__dict__.update({k: v for k, v in state_dict.items() if k not in skip})
         self._plan = plan
+        self._loaded = True
         self.budget = {"begin": self.begin, **plan.state()}
         if line is not None:
             print_log(f"{type(self).__name__}: {line}", logger="current")

@@ -67,14 +67,34 @@ class TimeBudgetTrainLoop(IterBasedTrainLoop):
         clock_sync_period: int = 1,
         **kwargs: Any,
     ) -> None:
-        try:
-            self.seconds = parse_duration(seconds)
-        except ValueError as err:
-            raise ValueError(f"TimeBudgetTrainLoop: {err}") from None
+        self.seconds = self.check_arguments(seconds, clock_sync_period)
         super().__init__(runner, dataloader, max_iters=max_iters, **kwargs)
         self.clock = TrainingClock(sync_period=clock_sync_period, share=broadcast_from_rank0)
         self.stopped_at: int | None = None
         runner.register_hook(TimeBudgetClockHook(self), priority="HIGHEST")
+
+    @staticmethod
+    def check_arguments(seconds: Any, clock_sync_period: Any = 1) -> float:
+        """The budget in seconds, after checking the loop's own arguments (no runner needed).
+
+        Raises:
+            ValueError: one line naming the argument, its value and what is allowed.
+
+        Example:
+            >>> TimeBudgetTrainLoop.check_arguments("2h30m")
+            9000.0
+        """
+        try:
+            seconds = parse_duration(seconds)
+        except ValueError as err:
+            raise ValueError(f"TimeBudgetTrainLoop: {err}") from None
+        period = clock_sync_period
+        if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+            raise ValueError(
+                f"TimeBudgetTrainLoop: clock_sync_period={period!r} is invalid; allowed: an "
+                "integer >= 1 (iterations between syncs of rank 0's clock)"
+            )
+        return seconds
 
 
 @HOOKS.register_module()

@@ -1,0 +1,179 @@
+"""What only the runner shows a budget scheduler, checked with MMEngine's real ``Runner`` on a tiny
+model: another scheduler of the same parameter in an overlapping range, a resume that gave the
+scheduler no state (MMEngine pairs schedulers with the checkpoint's by position), and an
+epoch-based entry whose length is not the loop's."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from mmengine.hooks import Hook
+from mmengine.model import BaseModel
+from mmengine.runner import Runner
+from torch import nn
+from torch.utils.data import Dataset
+
+import budgeted.mmengine
+from budgeted.core import BudgetMismatchError, BudgetSchedule
+from budgeted.mmengine import BudgetConfigError
+from budgeted.mmengine.checkpoint import allow_mmengine_checkpoints
+
+
+class TinyNet(BaseModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(2, 1)
+
+    def forward(self, x, y=None, mode="tensor"):
+        out = self.linear(x).squeeze(-1)
+        return {"loss": ((out - y) ** 2).mean()} if mode == "loss" else out
+
+
+class Pairs(Dataset):
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> dict:
+        return {"x": torch.tensor([float(i), 1.0]), "y": torch.tensor(float(i % 3))}
+
+
+class RecordLR(Hook):
+    priority = "VERY_HIGH"
+
+    def __init__(self, lrs: dict[int, float], stop_at: int | None = None) -> None:
+        self.lrs, self.stop_at = lrs, stop_at
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        if runner.iter == self.stop_at:
+            raise KeyboardInterrupt  # a crash after the checkpoint of iteration stop_at
+        self.lrs[runner.iter] = runner.optim_wrapper.optimizer.param_groups[0]["lr"]
+
+
+def train(
+    work_dir: Path, schedulers, *, train_cfg=None, resume=False, stop_at=None
+) -> dict[int, float]:
+    """Train the tiny model (12 iterations, checkpoints every 4); the LR of each iteration."""
+    lrs: dict[int, float] = {}
+    runner = Runner(
+        model=TinyNet(),
+        work_dir=str(work_dir),
+        train_dataloader=dict(
+            dataset=Pairs(), sampler=dict(type="DefaultSampler", shuffle=False), batch_size=2,
+            collate_fn=dict(type="default_collate"),
+        ),
+        optim_wrapper=dict(optimizer=dict(type="SGD", lr=0.1, momentum=0.9)),
+        param_scheduler=copy.deepcopy(schedulers),
+        train_cfg=train_cfg or dict(type="IterBasedTrainLoop", max_iters=12),
+        default_hooks=dict(checkpoint=dict(type="CheckpointHook", interval=4, by_epoch=False)),
+        custom_hooks=[RecordLR(lrs, stop_at)],
+        resume=resume,
+        default_scope="mmengine",
+    )  # fmt: skip
+    runner.logger.setLevel(logging.ERROR)
+    with contextlib.suppress(KeyboardInterrupt):
+        runner.train()
+    return lrs
+
+
+LINEAR = dict(type="BudgetLinearLR", warmup_iters=2, by_epoch=False)
+
+
+def test_a_stock_warmup_that_ends_where_the_budget_begins_trains_both(tmp_path):
+    warmup = dict(type="LinearLR", start_factor=0.1, begin=0, end=4, by_epoch=False)
+    budget = dict(type="BudgetLinearLR", begin=4, warmup_iters=0, by_epoch=False)
+    lrs = train(tmp_path / "run", [warmup, budget])
+    assert [lrs[t] for t in range(4)] == pytest.approx([0.01, 0.04, 0.07, 0.1])
+    plan = BudgetSchedule("linear", 8, 0)
+    assert [lrs[t] for t in range(4, 12)] == pytest.approx([0.1 * plan(t) for t in range(8)])
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        dict(type="LinearLR", start_factor=0.1, begin=0, end=4, by_epoch=False),
+        dict(type="PolyLR", power=1.0, by_epoch=False),
+        dict(type="BudgetCosineLR", warmup_iters=2, by_epoch=False),
+    ],
+)
+def test_another_scheduler_of_the_lr_in_the_same_range_is_refused(other, tmp_path):
+    with pytest.raises(BudgetConfigError) as err:
+        train(tmp_path / "run", [other, LINEAR])
+    message = str(err.value)
+    # the first budget scheduler to step names itself and the other
+    kind = other["type"]
+    pair = rf"(BudgetLinearLR \[0, 12\) and {kind}|{kind} \[0, 12\) and BudgetLinearLR)"
+    assert re.match(rf"{pair} \[0, (4|12)\) both schedule lr: ", message), message
+    assert "\n" not in message and "a stock warmup before it that ends where" in message
+
+
+@pytest.fixture
+def mmengine_checkpoints_allowed():
+    """MMEngine's resume under torch's weights_only loading (as a config's safe_checkpoints
+    import allows it); torch's allow-list is put back afterwards."""
+    saved = torch.serialization.get_safe_globals()
+    allow_mmengine_checkpoints()
+    yield
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(saved)
+
+
+@pytest.mark.usefixtures("mmengine_checkpoints_allowed")
+def test_a_resume_that_gives_a_budget_scheduler_no_state_is_refused(tmp_path):
+    """A scheduler added since the checkpoint gets no state from MMEngine (it pairs them by
+    position) and would start its budget again at iteration 8; the same list resumes exactly."""
+    momentum = dict(type="BudgetParamScheduler", param_name="momentum", schedule="cosine",
+                    warmup_iters=0, by_epoch=False)  # fmt: skip
+    whole = train(tmp_path / "whole", [LINEAR])
+    train(tmp_path / "run", [LINEAR], stop_at=9)  # checkpoints at 4 and 8
+    checkpoint = (tmp_path / "run" / "iter_8.pth").read_bytes()
+    with pytest.raises(BudgetMismatchError) as err:
+        train(tmp_path / "run", [LINEAR, momentum], resume=True)
+    message = str(err.value)
+    assert message.startswith(
+        "cannot resume: BudgetParamScheduler got no state from the checkpoint (the runner "
+        "resumed at iteration 8, this scheduler would start its budget there)"
+    )
+    assert "keep the checkpoint's param_scheduler list" in message and "\n" not in message
+    assert (tmp_path / "run" / "iter_8.pth").read_bytes() == checkpoint
+    assert not (tmp_path / "run" / "iter_12.pth").exists()
+    resumed = train(tmp_path / "run", [LINEAR], resume=True)
+    assert resumed == pytest.approx({t: whole[t] for t in range(8, 12)})
+
+
+def test_an_epoch_entry_whose_length_is_not_the_loops_names_the_loops_own_key(tmp_path):
+    entry = dict(type="BudgetLinearLR", warmup_iters=2, by_epoch=True, convert_to_iter_based=True)
+    epochs = dict(type="EpochBasedTrainLoop", max_epochs=3)  # 4 iterations an epoch
+    lrs = train(tmp_path / "a", [entry], train_cfg=epochs)
+    assert [lrs[t] for t in range(12)] == pytest.approx(
+        [0.1 * BudgetSchedule("linear", 12, 2)(t) for t in range(12)]
+    )
+    with pytest.raises(BudgetConfigError) as err:
+        train(tmp_path / "b", [{**entry, "end": 2}], train_cfg=epochs)
+    assert str(err.value) == (
+        "BudgetLinearLR: end=2 epochs x 4 iterations = 8 differs from the train loop's "
+        "max_iters=12: the budget would end before training does; leave out end so that the "
+        "runner fills it from train_cfg.max_epochs, or set train_cfg.max_epochs=2"
+    )
+    with pytest.raises(BudgetConfigError) as err:  # an epoch entry in an iteration loop
+        train(tmp_path / "c", [entry])
+    assert "allowed there: by_epoch=False without convert_to_iter_based" in str(err.value)
+    assert "train_cfg.max_iters=" not in str(err.value)
+
+
+def test_a_param_name_the_optimizer_lacks_is_one_line():
+    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1, momentum=0.9)
+    with pytest.raises(BudgetConfigError) as err:
+        budgeted.mmengine.BudgetParamScheduler(
+            opt, param_name="mom", end=10, warmup_iters=0, by_epoch=False
+        )
+    assert str(err.value).startswith(
+        "BudgetParamScheduler: param_name='mom' is not a key of the optimizer's param groups "
+        "(group 0); allowed: one of "
+    )
+    assert "momentum" in str(err.value) and "lr" in str(err.value)
