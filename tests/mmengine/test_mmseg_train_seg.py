@@ -22,7 +22,7 @@ from mmseg_testutils import REPO, toy_args, toy_config
         (["--cfg-options", "param_scheduler.0.warmup_iters=12"], "end=12 <= begin + warmup_iters"),
         (
             ["--cfg-options", "param_scheduler.0.gamma=2"],
-            "BudgetLinearLR: schedule 'linear' has no",
+            "BudgetLinearLR: unknown argument 'gamma'; allowed: begin, end,",
         ),
         (
             ["--cfg-options", "param_scheduler.0.end=20"],

@@ -219,7 +219,8 @@ EPOCHS = dict(  # 8 toy train images at batch 2: 4 iterations an epoch
         ),
         (  # an epoch-based entry in an iteration-based loop: end = 1 epoch of 4 iterations
             {"param_scheduler.0.by_epoch": True, "param_scheduler.0.convert_to_iter_based": True},
-            "BudgetLinearLR: end=4 differs from the train loop's max_iters=12",
+            "BudgetLinearLR: end=1 epochs x 4 iterations = 4 differs from the train loop's "
+            "max_iters=12 (by_epoch=True with convert_to_iter_based",
         ),
         (  # epoch-based, converted: end=2 epochs is 8 iterations of 12
             {
@@ -228,8 +229,8 @@ EPOCHS = dict(  # 8 toy train images at batch 2: 4 iterations an epoch
                     dict(type="BudgetStepLR", end=2, by_epoch=True, convert_to_iter_based=True)
                 ],
             },
-            "BudgetStepLR: end=8 differs from the train loop's max_iters=12: the budget would end "
-            "before training does",
+            "BudgetStepLR: end=2 epochs x 4 iterations = 8 differs from the train loop's "
+            "max_iters=12: the budget would end before training does; leave out end",
         ),
     ],
 )
