@@ -27,6 +27,7 @@ from budgeted.checkpoints import (
     atomic_save,
     atomic_write,
     atomic_write_text,
+    checkpoint_iterations,
     load_checkpoint,
     newest_intact_checkpoint,
     save_weights_subset,
@@ -301,3 +302,26 @@ def test_save_weights_subset_refuses_a_payload_and_writes_nothing(tmp_path) -> N
     with pytest.raises(UnsafeCheckpointError):
         save_weights_subset(evil, tmp_path / "bb.pth", "backbone.")
     assert not marker.exists() and not (tmp_path / "bb.pth").exists()
+
+
+@pytest.mark.parametrize(
+    ("values", "counts"),
+    [((6080, 3040, 6080), [3040, 6080]), ([np.int64(8)], [8]), ((), [])],
+)
+def test_checkpoint_iterations_are_plain_sorted_counts(values, counts):
+    got = checkpoint_iterations("SOLVER.BUDGET.SAVE_AT", values)
+    assert got == counts and all(type(n) is int for n in got)
+
+
+@pytest.mark.parametrize(
+    ("values", "allow_empty"),
+    [(4, True), ([0], True), ([40, -8], True), ([True], True), ([2.5], True), (["x"], True),
+     ("12", True), ([], False)],
+)  # fmt: skip
+def test_checkpoint_iterations_refuse_anything_else_in_one_line(values, allow_empty):
+    with pytest.raises(ValueError) as err:
+        checkpoint_iterations("checkpoint_at", values, allow_empty=allow_empty)
+    assert str(err.value) == (
+        f"checkpoint_at={values!r} is invalid; allowed: a list of iteration counts > 0, "
+        "e.g. [3040, 6080]"
+    )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import _compat_pickle
 import contextlib
+import numbers
 import os
 import pickle
 import re
@@ -46,6 +47,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_text",
     "checkpoint_iteration",
+    "checkpoint_iterations",
     "is_zip_checkpoint",
     "load_checkpoint",
     "newest_intact_checkpoint",
@@ -370,6 +372,43 @@ def checkpoint_iteration(path: str | os.PathLike[str]) -> float:
         return float("inf")
     numbers = re.findall(r"\d+", name)
     return float(numbers[-1]) if numbers else -1.0
+
+
+def checkpoint_iterations(
+    key: str, values: Any, *, example: str = "[3040, 6080]", allow_empty: bool = True
+) -> list[int]:
+    """The iteration counts to save a checkpoint after (the branch points of
+    ``budgeted-branch``): ``values``, a list or tuple of whole numbers > 0 (NumPy's too), as
+    plain ints, sorted, without repeats.
+
+    Args:
+        key (str): the config key or argument, for the message.
+        values: the value given.
+        example (str): an example of an allowed value, in the config's own syntax.
+        allow_empty (bool): whether no counts at all is allowed.
+
+    Raises:
+        ValueError: one line naming ``key``, the value and what is allowed.
+
+    Example:
+        >>> checkpoint_iterations("SOLVER.BUDGET.SAVE_AT", (6080, 3040, 6080))
+        [3040, 6080]
+        >>> checkpoint_iterations("at", [0])
+        Traceback (most recent call last):
+        ...
+        ValueError: at=[0] is invalid; allowed: a list of iteration counts > 0, e.g. [3040, 6080]
+    """
+    ok = (
+        isinstance(values, (list, tuple))
+        and (allow_empty or len(values) > 0)
+        and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v > 0
+                for v in values)
+    )  # fmt: skip
+    if not ok:
+        raise ValueError(
+            f"{key}={values!r} is invalid; allowed: a list of iteration counts > 0, e.g. {example}"
+        )
+    return sorted({int(v) for v in values})
 
 
 def newest_intact_checkpoint(

@@ -178,5 +178,6 @@ def test_bad_save_at_is_refused_in_one_line(toy_root, tmp_path):
         run(["--config-file", TOY_CONFIG, *TINY, "SOLVER.BUDGET.SAVE_AT", "(0, 4)",
              "OUTPUT_DIR", str(tmp_path / "o")])  # fmt: skip
     assert str(err.value.code).endswith(
-        "SOLVER.BUDGET.SAVE_AT=(0, 4) is invalid; allowed: iteration counts > 0, e.g. (3040, 6080)"
+        "SOLVER.BUDGET.SAVE_AT=(0, 4) is invalid; allowed: a list of iteration counts > 0, e.g. "
+        "(3040, 6080)"
     )

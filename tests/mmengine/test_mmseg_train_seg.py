@@ -25,6 +25,11 @@ from mmseg_testutils import REPO, toy_args, toy_config
             "BudgetLinearLR: unknown argument 'gamma'; allowed: begin, end,",
         ),
         (
+            ["--cfg-options", "checkpoint_at=[0,4]"],
+            "checkpoint_at=[0, 4] is invalid; allowed: a list of iteration counts > 0",
+        ),
+        (["--cfg-options", "checkpoint_at=four"], "checkpoint_at=['four'] is invalid; allowed"),
+        (
             ["--cfg-options", "param_scheduler.0.end=20"],
             "BudgetLinearLR: end=20 differs from the train loop's max_iters=12",
         ),

@@ -37,6 +37,7 @@ from ..checkpoints import (
     UnsafeCheckpointError,
     atomic_save,
     atomic_write_text,
+    checkpoint_iterations,
     load_checkpoint,
     newest_intact_checkpoint,
 )
@@ -259,7 +260,9 @@ class CheckpointAtHook(HookBase):
     """
 
     def __init__(self, iterations: Any) -> None:
-        self.iterations = sorted({int(n) for n in iterations})
+        self.iterations = checkpoint_iterations(
+            "SOLVER.BUDGET.SAVE_AT", tuple(iterations), example="(3040, 6080)"
+        )
 
     def after_step(self) -> None:
         done = self.trainer.iter + 1

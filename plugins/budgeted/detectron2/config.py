@@ -32,6 +32,7 @@ import yaml
 from detectron2.config import CfgNode, get_cfg
 
 from ..budget import budget_iters
+from ..checkpoints import checkpoint_iterations
 from ..config_files import find_config
 from ..core import schedule_info, schedule_names
 
@@ -252,14 +253,7 @@ def check_budget_keys(cfg: CfgNode) -> None:
         "SOLVER.BUDGET.WRITER_PERIOD", b.get("WRITER_PERIOD", 20), 1,
         "a whole number >= 1 (iterations between metric writes)",
     )  # fmt: skip
-    save_at = b.get("SAVE_AT", ())
-    if not isinstance(save_at, (list, tuple)) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in save_at
-    ):
-        raise ValueError(
-            f"SOLVER.BUDGET.SAVE_AT={save_at!r} is invalid; allowed: iteration counts > 0, "
-            "e.g. (3040, 6080)"
-        )
+    checkpoint_iterations("SOLVER.BUDGET.SAVE_AT", b.get("SAVE_AT", ()), example="(3040, 6080)")
     check_grad_norm_config(cfg)
     if full == 0 and fraction != 1.0:
         raise ValueError(

@@ -42,6 +42,7 @@ from mmengine.registry import PARAM_SCHEDULERS, Registry
 from mmengine.runner import Runner
 
 from ..budget import budget_iters
+from ..checkpoints import checkpoint_iterations
 from ..clock import parse_duration
 from ..config_files import find_config
 from ..core import BudgetMismatchError, BudgetSchedule
@@ -561,12 +562,9 @@ def add_checkpoint_at(cfg: Config) -> None:
     at = cfg.get("checkpoint_at")
     if at is None:
         return
-    values = list(at) if isinstance(at, (list, tuple)) else [at]
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
-                              for v in values):  # fmt: skip
-        raise ValueError(
-            f"checkpoint_at={at!r} is invalid; allowed: a list of iteration counts > 0"
-        )
+    values = checkpoint_iterations(
+        "checkpoint_at", at if isinstance(at, (list, tuple)) else [at], allow_empty=False
+    )
     hooks = list(cfg.get("custom_hooks") or [])
     hooks.append(dict(type="CheckpointAtHook", iterations=values))
     cfg.custom_hooks = hooks

@@ -43,7 +43,7 @@ from mmengine.registry import HOOKS
 from mmengine.runner.base_loop import BaseLoop
 from mmengine.runner.loops import IterBasedTrainLoop
 
-from ..checkpoints import atomic_write_text
+from ..checkpoints import atomic_write_text, checkpoint_iterations
 from ..preemption import (
     PREEMPTED_EXIT_CODE,
     Preempted,
@@ -184,15 +184,7 @@ class CheckpointAtHook(Hook):
     priority = "VERY_LOW"  # after the scheduler step and the periodic checkpoint
 
     def __init__(self, iterations: Any) -> None:
-        ok = isinstance(iterations, (list, tuple)) and all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in iterations
-        )
-        if not ok:
-            raise ValueError(
-                f"CheckpointAtHook: iterations={iterations!r} is invalid; allowed: a list of "
-                "iteration counts > 0, e.g. [3040, 6080]"
-            )
-        self.iterations = sorted(set(iterations))
+        self.iterations = checkpoint_iterations("CheckpointAtHook: iterations", iterations)
 
     def after_train_iter(
         self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
