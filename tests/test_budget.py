@@ -54,6 +54,15 @@ def test_numpy_numbers_are_accepted_and_give_a_plain_int():
         ({"epochs": 1, "dataset_size": 100}, r"batch_size=None is invalid"),
         ({"images": 0, "batch_size": 2}, r"images=0 is invalid"),
         ({"iters": True}, r"iters=True is invalid"),
+        (
+            {"iters": 100, "batch_size": 16},
+            r"^a budget of iters does not use batch_size; allowed with it: nothing else$",
+        ),
+        (
+            {"images": 100, "batch_size": 16, "dataset_size": 3},
+            r"^a budget of images does not use dataset_size; allowed with it: batch_size$",
+        ),
+        ({"fraction": 0.1, "full_iters": 900, "batch_size": 2}, r"fraction does not use"),
     ],
 )
 def test_bad_budgets(kwargs, message):

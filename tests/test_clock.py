@@ -138,6 +138,13 @@ def test_resuming_the_same_time_budget_takes_over_what_was_measured():
     assert again.multiplier(9, 55.0) == pytest.approx(0.5)
 
 
+def test_a_time_budget_with_a_default_written_out_resumes_as_the_same_budget():
+    saved = TimeBudget("cosine", 100, warmup_iters=0).state()
+    assert TimeBudget("cosine", 100, warmup_iters=0, params={"eta": 0.0}).resume(saved, 5.0) is None
+    with pytest.raises(budgeted.core.BudgetMismatchError, match=r"params=\{'eta': 0.1\}"):
+        TimeBudget("cosine", 100, warmup_iters=0, params={"eta": 0.1}).resume(saved, 5.0)
+
+
 def test_another_time_budget_is_refused_unless_replan_which_goes_on_without_a_jump():
     old = warmed(100)
     with pytest.raises(budgeted.core.BudgetMismatchError) as err:

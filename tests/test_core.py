@@ -180,9 +180,11 @@ def test_bad_input_is_one_clear_value_error(kwargs, message):
     assert "\n" not in str(error.value)
 
 
-def test_negative_elapsed_is_refused():
-    with pytest.raises(ValueError, match=r"elapsed=-1 is invalid"):
-        lr_multiplier("linear", -1, 1000)
+@pytest.mark.parametrize("elapsed", [-1, float("nan"), float("inf"), "5", None])
+def test_elapsed_that_is_not_a_finite_number_at_least_zero_is_refused(elapsed):
+    with pytest.raises(ValueError) as error:
+        lr_multiplier("linear", elapsed, 1000)
+    assert str(error.value) == (f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
 
 
 budgets = st.tuples(st.integers(1, 5000), st.integers(0, 2000)).filter(lambda tw: tw[1] < tw[0])
@@ -281,6 +283,25 @@ def test_budget_state_round_trips_and_names_its_differences():
         budget.check_resume(None)
     with pytest.raises(ValueError, match="budget state lacks total"):
         BudgetSchedule.from_state({"schedule": "linear"})
+
+
+@pytest.mark.parametrize(
+    ("schedule", "written_out"),
+    [
+        ("cosine", {"eta": 0.0}),
+        ("step", {"gamma": 0.1, "milestones": [2 / 3, 8 / 9]}),
+        ("poly", {"power": 0.9}),
+    ],
+)
+def test_a_default_written_out_is_the_same_budget(schedule, written_out):
+    implicit = BudgetSchedule(schedule, 900, 50)
+    explicit = BudgetSchedule(schedule, 900, 50, params=written_out)
+    assert explicit.differences(implicit.state()) == {}
+    assert implicit.differences(explicit.state()) == {}
+    resumed, line = explicit.resume(implicit.state(), at=100)
+    assert line is None and resumed(600) == explicit(600)
+    changed = BudgetSchedule(schedule, 900, 50, params={next(iter(written_out)): 0.5})
+    assert set(changed.differences(implicit.state())) == {"params"}
 
 
 # --- changing the budget during training (replan) -------------------------------------------

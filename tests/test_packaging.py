@@ -230,6 +230,10 @@ print(json.dumps({
     assert Path(got["toy"]) == root / "mmseg" / "toy" / "pspnet_r18-toy_cityscapes_budget10_step.py"
     assert got["frameworks"] == []
     assert in_venv(venv, "import torch", check=False).returncode != 0  # really no torch there
+    star = in_venv(
+        venv, "from budgeted import *; print(lr_multiplier('linear', 1, 2, warmup_iters=0))"
+    )
+    assert star.stdout.strip() == "0.5"  # __all__ names no torch-only class where torch is absent
 
 
 @pytest.mark.parametrize(("adapter", "extra", "frameworks"), ADAPTERS)

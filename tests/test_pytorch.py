@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budgeted import SCHEDULES, BudgetLR, BudgetMismatchError, lr_multiplier
+from budgeted.core import BudgetSchedule
 
 
 def make_optimizer(lrs=(0.1,)):
@@ -89,3 +90,41 @@ def test_resuming_with_another_budget_is_refused():
         other.load_state_dict(state)
     assert "\n" not in str(err.value)
     assert "checkpoint's budget has total_iters=100, the config's total_iters=200" in str(err.value)
+
+
+def test_a_tensor_lr_is_set_in_place_and_never_aliased():
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], lr=torch.tensor(0.01))
+    lr = optimizer.param_groups[0]["lr"]
+    scheduler = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    run(scheduler, optimizer, 10)
+    assert optimizer.param_groups[0]["lr"] is lr  # as torch's own schedulers keep it
+    assert float(lr) == pytest.approx(0.01 * 0.9)
+    assert scheduler.get_last_lr()[0] is not lr
+
+
+def test_from_schedule_keeps_a_replanned_budget():
+    budget = BudgetSchedule("linear", 1000, 0).replan(2000, at=500)
+    scheduler = BudgetLR.from_schedule(make_optimizer(), budget)
+    assert scheduler.budget == budget
+    assert scheduler.budget(1250) == 0.25
+
+
+def test_a_param_group_added_after_the_scheduler_is_refused_in_one_line():
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    optimizer.add_param_group({"params": [torch.nn.Parameter(torch.zeros(1))], "lr": 0.5})
+    with pytest.raises(ValueError) as err:
+        scheduler.step()
+    assert str(err.value) == (
+        "the optimizer has 2 param groups, the scheduler was built for 1; allowed: build the "
+        "scheduler after the last add_param_group()"
+    )
+
+
+def test_resuming_with_a_default_written_out_is_the_same_budget():
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, "cosine", 100, warmup_iters=10)
+    run(scheduler, optimizer, 30)
+    resumed = BudgetLR(make_optimizer(), "cosine", 100, warmup_iters=10, eta=0.0)
+    resumed.load_state_dict(scheduler.state_dict())
+    assert resumed.get_last_lr() == scheduler.get_last_lr()

@@ -6,6 +6,7 @@ The schedule math lives in :mod:`budgeted.core` and imports no framework. Adapte
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from .budget import BUDGET_FRACTIONS, budget_iters
@@ -26,10 +27,8 @@ SCHEDULES: tuple[str, ...] = schedule_names()
 __all__ = [
     "BUDGET_FRACTIONS",
     "SCHEDULES",
-    "BudgetLR",
     "BudgetMismatchError",
     "BudgetSchedule",
-    "BudgetTimeLR",
     "__version__",
     "budget_iters",
     "lr_multiplier",
@@ -38,11 +37,14 @@ __all__ = [
     "schedule_info",
     "schedule_names",
 ]
+_TORCH_NAMES = ("BudgetLR", "BudgetTimeLR")
+if importlib.util.find_spec("torch") is not None:  # ``from budgeted import *`` works without it
+    __all__ += _TORCH_NAMES
 
 
 def __getattr__(name: str) -> Any:
     # BudgetLR needs torch; importing it lazily keeps ``budgeted.lr_multiplier`` torch-free.
-    if name in ("BudgetLR", "BudgetTimeLR"):
+    if name in _TORCH_NAMES:
         from . import pytorch
 
         return getattr(pytorch, name)

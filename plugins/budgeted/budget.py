@@ -26,6 +26,15 @@ def _positive(name: str, value: float | None, *, integer: bool = False) -> float
     return int(value) if integer or isinstance(value, numbers.Integral) else float(value)
 
 
+_USES = {
+    "iters": (),
+    "fraction": ("full_iters",),
+    "epochs": ("dataset_size", "batch_size"),
+    "images": ("batch_size",),
+}
+"""The other arguments each form of :func:`budget_iters` reads."""
+
+
 def budget_iters(
     *,
     iters: int | None = None,
@@ -59,6 +68,21 @@ def budget_iters(
     if len(given) != 1:
         raise ValueError(
             f"a budget needs exactly one of iters, fraction, epochs, images; got {given or 'none'}"
+        )
+    uses = _USES[given[0]]
+    extra = [
+        name
+        for name, value in (
+            ("full_iters", full_iters),
+            ("dataset_size", dataset_size),
+            ("batch_size", batch_size),
+        )
+        if value is not None and name not in uses
+    ]
+    if extra:
+        raise ValueError(
+            f"a budget of {given[0]} does not use {', '.join(extra)}; allowed with it: "
+            f"{', '.join(uses) or 'nothing else'}"
         )
     if iters is not None:
         total = _positive("iters", iters, integer=True)

@@ -247,6 +247,22 @@ def schedule_params(name: str) -> dict[str, Any]:
     return dict(schedule_info(name).defaults)
 
 
+def full_params(name: Any, params: Any) -> Any:
+    """``params`` with every default of schedule ``name`` filled in and sequences as lists: the
+    form in which two budgets' parameters are compared (``eta=0.0`` written out is the default
+    left out). An unknown schedule or params that are not a mapping come back as they are.
+
+    >>> full_params("step", {"gamma": 0.1})
+    {'milestones': [0.6666666666666666, 0.8888888888888888], 'gamma': 0.1}
+    """
+    if not isinstance(params, Mapping):
+        return params
+    defaults = _REGISTRY[name].defaults if isinstance(name, str) and name in _REGISTRY else {}
+    return {
+        k: list(v) if isinstance(v, (tuple, list)) else v for k, v in {**defaults, **params}.items()
+    }
+
+
 def get_schedule(name: str) -> ScheduleFn:
     """The function of progress registered as ``name``."""
     return schedule_info(name).fn
@@ -451,22 +467,32 @@ class BudgetSchedule:
 
     def differences(self, other: BudgetSchedule | Mapping[str, Any] | None) -> dict[str, Any]:
         """``{key: (other's value, this budget's value)}`` for every key of :meth:`state` that
-        differs; ``other=None`` (no budget saved) differs in every key.
+        differs; ``other=None`` (no budget saved) differs in every key. The parameters of one
+        schedule are compared with their defaults filled in (:func:`full_params`): a default
+        written out is no change.
 
         >>> BudgetSchedule("linear", 900, 50).differences(BudgetSchedule("linear", 90, 50))
         {'total': (90, 900)}
+        >>> BudgetSchedule("cosine", 900, 50, params={"eta": 0.0}).differences(
+        ...     BudgetSchedule("cosine", 900, 50).state()
+        ... )
+        {}
         """
         mine = self.state()
         if other is None:
             return {key: (None, value) for key, value in mine.items()}
         theirs = other.state() if isinstance(other, BudgetSchedule) else dict(other)
         if isinstance(theirs.get("params"), Mapping):
-            theirs["params"] = {
-                k: list(v) if isinstance(v, tuple) else v for k, v in theirs["params"].items()
-            }
-        return {
-            key: (theirs.get(key), value) for key, value in mine.items() if theirs.get(key) != value
-        }
+            theirs["params"] = full_params(None, theirs["params"])  # tuples as lists
+
+        def same(key: str, value: Any) -> bool:
+            if key == "params" and theirs.get("schedule") == self.schedule:
+                return full_params(self.schedule, theirs.get("params")) == full_params(
+                    self.schedule, value
+                )
+            return theirs.get(key) == value
+
+        return {key: (theirs.get(key), v) for key, v in mine.items() if not same(key, v)}
 
     def check_resume(
         self,
@@ -598,9 +624,9 @@ class BudgetSchedule:
         return min(reached + (1.0 - reached) * (elapsed - start) / (self.total - start), 1.0)
 
     def __call__(self, elapsed: float) -> float:
+        if not (_is_number(elapsed) and elapsed >= 0):
+            raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
         if elapsed < self.warmup:
-            if elapsed < 0:
-                raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a number >= 0")
             if self.warmup_method == "constant":
                 return self.warmup_factor
             alpha = elapsed / self.warmup

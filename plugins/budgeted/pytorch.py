@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
+from torch import Tensor
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
@@ -55,12 +56,18 @@ class BudgetLR(_LRScheduler):
         on_resume: str = "refuse",
         **params: Any,
     ) -> None:
-        self.budget = BudgetSchedule(
+        budget = BudgetSchedule(
             schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
         )
+        self._start(optimizer, budget, last_epoch, on_resume)
+
+    def _start(
+        self, optimizer: Optimizer, budget: BudgetSchedule, last_epoch: int, on_resume: str
+    ) -> None:
         if on_resume not in BudgetSchedule.RESUME_POLICIES:
             allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
             raise ValueError(f"on_resume={on_resume!r} is invalid; allowed: {allowed}")
+        self.budget = budget
         self.on_resume = on_resume
         super().__init__(optimizer, last_epoch)
 
@@ -72,18 +79,11 @@ class BudgetLR(_LRScheduler):
         last_epoch: int = -1,
         on_resume: str = "refuse",
     ) -> BudgetLR:
-        """The scheduler of an already validated :class:`~budgeted.core.BudgetSchedule`."""
-        return cls(
-            optimizer,
-            budget.schedule,
-            budget.total,
-            warmup_iters=budget.warmup,
-            warmup_factor=budget.warmup_factor,
-            warmup_method=budget.warmup_method,
-            last_epoch=last_epoch,
-            on_resume=on_resume,
-            **budget.params,
-        )
+        """The scheduler of an already validated :class:`~budgeted.core.BudgetSchedule`, as it
+        is (a re-planned budget keeps its re-plan)."""
+        scheduler = cls.__new__(cls)
+        BudgetLR._start(scheduler, optimizer, budget, last_epoch, on_resume)
+        return scheduler
 
     def get_lr(self) -> list[float]:
         factor = self.budget(self.last_epoch)
@@ -101,12 +101,8 @@ class BudgetLR(_LRScheduler):
         self._step_count += 1
         self.last_epoch += 1
         factor = self.budget(self.last_epoch)
-        lrs = []
-        for group, base_lr in zip(self.optimizer.param_groups, self.base_lrs):
-            lr = base_lr * factor
-            group["lr"] = lr
-            lrs.append(lr)
-        self._last_lr = lrs
+        self._last_lr = [base_lr * factor for base_lr in self.base_lrs]
+        set_lrs(self.optimizer, self._last_lr)
 
     RESUME_NAMES: ClassVar[dict[str, str]] = {"total": "total_iters", "warmup": "warmup_iters"}
     """How the budget's state keys are named in this adapter's messages."""
@@ -142,8 +138,24 @@ class BudgetLR(_LRScheduler):
         self.__dict__.update(state)
         if line is not None:  # the LR of the next iteration, from the re-planned budget
             self._last_lr = [base * self.budget(self.last_epoch) for base in self.base_lrs]
-            for group, lr in zip(self.optimizer.param_groups, self._last_lr):
-                group["lr"] = lr
+            set_lrs(self.optimizer, self._last_lr)
+
+
+def set_lrs(optimizer: Optimizer, lrs: list[Any]) -> None:
+    """Each param group's ``lr`` set to its entry of ``lrs``, in place where it is a tensor (as
+    torch's schedulers do); a one-line ``ValueError`` when the optimizer's groups are not the
+    ones the scheduler was built for."""
+    groups = optimizer.param_groups
+    if len(groups) != len(lrs):
+        raise ValueError(
+            f"the optimizer has {len(groups)} param groups, the scheduler was built for "
+            f"{len(lrs)}; allowed: build the scheduler after the last add_param_group()"
+        )
+    for group, lr in zip(groups, lrs):
+        if isinstance(group["lr"], Tensor):
+            group["lr"].fill_(float(lr))
+        else:
+            group["lr"] = lr
 
 
 def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
@@ -209,8 +221,7 @@ class BudgetTimeLR(_LRScheduler):
         self.last_epoch += 1
         self.clock.tick(self.last_epoch)
         self._last_lr = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, self._last_lr):
-            group["lr"] = lr
+        set_lrs(self.optimizer, self._last_lr)
 
     def done(self) -> bool:
         """Whether the time budget is spent (the next iteration should not start)."""
@@ -234,5 +245,4 @@ class BudgetTimeLR(_LRScheduler):
         self.clock.restore(elapsed)
         self.__dict__.update(state)
         self._last_lr = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, self._last_lr):
-            group["lr"] = lr
+        set_lrs(self.optimizer, self._last_lr)

@@ -33,7 +33,7 @@ from ..core import (
     on_schedule_registered,
     schedule_info,
 )
-from ..pytorch import BudgetLR, BudgetTimeLR
+from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
 from .config import budget_max_iter, check_budget_keys, max_iter_agrees, param_key
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
@@ -279,9 +279,8 @@ class BudgetLRScheduler(BudgetLR):
             raise BudgetResumeError(str(err)) from None
         # the LR of the next iteration, now: a resumed run's first iteration trains at the LR an
         # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = self.get_lr()
+        set_lrs(self.optimizer, self._last_lr)
 
 
 def on_resume(cfg: CfgNode) -> str:
