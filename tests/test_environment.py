@@ -62,6 +62,16 @@ def test_dockerfile_runs_the_same_script_from_the_same_pins():
     assert run_setup, "the image is not built by tools/setup_env.sh"
     assert "MMCV_FORCE_CUDA=1" in run_setup.group(0)  # mmcv's CUDA ops are compiled there
     assert 'DETECTRON2_REQUIREMENT="${DETECTRON2_REQUIREMENT}"' in run_setup.group(0)
+    # The dependencies' layer sees no code, configs or README: editing them keeps its cache (and
+    # mmcv's CUDA build); the package is installed by the same script in a later layer.
+    assert "SETUP_PART=deps" in run_setup.group(0)
+    before = text[: run_setup.start()]
+    assert not re.search(r"^COPY (plugins|configs|setup\.py|README|\. )", before, flags=re.M)
+    assert re.search(
+        r"^COPY plugins/ plugins/\n(?:COPY [^\n]*\n)*RUN [^\n]*SETUP_PART=self", text, flags=re.M
+    )
+    # A wheel from docker/wheels/ is where the documented build argument points.
+    assert "COPY docker/wheels/ /wheels/" in before and (ROOT / "docker/wheels").is_dir()
     assert re.search(r"^ARG DETECTRON2_REQUIREMENT=", text, flags=re.M)
     # No second recipe: nothing in the image is pip-installed outside the script.
     assert not re.search(r"\bpip3? install\b", text)

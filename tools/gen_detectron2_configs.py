@@ -171,7 +171,7 @@ def leaf(fam: ConfigFamily, fraction: float, schedule: str, base_file: str) -> s
         what = "linear (the paper's recommendation)"
     elif schedule == "step":
         drops = " and ".join(_fraction(m) for m in fam.step_milestones)
-        what = f"step-BAC baseline: x0.1 at {drops} of the budget"
+        what = f"step-BAC baseline: x0.1 at {drops} of the decay after the warmup"
         milestones = ", ".join(repr(float(m)) for m in fam.step_milestones)
         extra = f"\n    STEP_MILESTONES: [{milestones}]  # {drops}"
     else:
