@@ -101,5 +101,8 @@ def budget_iters(
             / _positive("batch_size", batch_size, integer=True)
         )
     if total < 1:
-        raise ValueError(f"the budget {given[0]}={locals()[given[0]]!r} is less than one iteration")
+        raise ValueError(
+            f"the budget {given[0]}={locals()[given[0]]!r} is less than one iteration; allowed: "
+            "a budget of at least one iteration"
+        )
     return int(total)

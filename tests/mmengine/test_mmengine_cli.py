@@ -66,6 +66,50 @@ def test_a_scheduler_end_other_than_max_iters_is_refused_before_training():
     assert "\n" not in message
 
 
+def adamw_with(*schedulers: dict) -> Config:
+    adamw = dict(type="OptimWrapper", optimizer=dict(type="AdamW", lr=1e-3, weight_decay=0.01))
+    return cfg_with(optim_wrapper=adamw, param_scheduler=list(schedulers))
+
+
+def test_param_name_is_checked_against_the_configs_own_optimizer():
+    eps = dict(type="BudgetParamScheduler", param_name="eps", warmup_iters=0, by_epoch=False)
+    check_budget_schedulers(adamw_with(eps))  # AdamW's groups have eps (SGD's do not)
+    momentum = dict(eps, param_name="momentum")  # SGD's groups have it, AdamW's do not
+    with pytest.raises(ValueError) as err:
+        check_budget_schedulers(adamw_with(momentum))
+    assert str(err.value).startswith(
+        "BudgetParamScheduler: param_name='momentum' is not a key of the optimizer's param groups"
+    )
+    assert "eps" in str(err.value) and "betas" not in str(err.value)  # numbers only
+    with pytest.raises(ValueError) as err:
+        check_budget_schedulers(adamw_with(dict(eps, param_name="betas")))
+    assert str(err.value).startswith(
+        "BudgetParamScheduler: param_name='betas' holds (0.9, 0.999) in group 0, not one number "
+        "to scale; allowed: one of "
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            dict(by_epoch=True),
+            "BudgetLinearLR: by_epoch=True without convert_to_iter_based=True",
+        ),
+        (
+            dict(by_epoch=False, end="abc"),
+            "BudgetLinearLR: end='abc' is invalid; allowed: an integer >= 0 (end defaults to "
+            "train_cfg.max_iters)",
+        ),
+    ],
+)
+def test_entries_the_runner_would_refuse_are_refused_before_training(entry, message):
+    cfg = cfg_with(param_scheduler=[dict(type="BudgetLinearLR", warmup_iters=5, **entry)])
+    with pytest.raises(ValueError) as err:
+        check_budget_schedulers(cfg)
+    assert str(err.value) == message or str(err.value).startswith(message + ";")
+
+
 @pytest.mark.parametrize(
     ("hook", "loop", "message"),
     [

@@ -36,3 +36,21 @@ def test_launcher_without_its_environment_is_one_line(monkeypatch):
     with pytest.raises(ValueError, match="launcher='none' is invalid"):
         init_cpu_distributed("none")
     assert needs_cpu_distributed("none") is False
+
+
+@pytest.mark.parametrize(
+    ("launcher", "variables", "starter"),
+    [
+        ("slurm", "SLURM_PROCID, SLURM_NTASKS", "srun, as tools/slurm_train.sh does"),
+        ("mpi", "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE", "mpirun"),
+    ],
+)
+def test_slurm_and_mpi_outside_their_jobs_are_one_line(monkeypatch, launcher, variables, starter):
+    for key in ("RANK", "WORLD_SIZE", *variables.split(", ")):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(ValueError) as err:
+        init_cpu_distributed(launcher)
+    assert str(err.value) == (
+        f"--launcher {launcher}: environment variables {variables} are not set; start the "
+        f"processes with {starter}"
+    )

@@ -374,6 +374,41 @@ def test_a_damaged_checkpoint_names_the_intact_one_and_resume_from_continues_exa
     assert load_mmengine_checkpoint(work / f"iter_{ITERS}.pth")["meta"]["iter"] == ITERS
 
 
+def test_resume_goes_on_from_the_work_dirs_checkpoint_not_the_load_from_it_started_from(
+    first_run, tmp_path, toy_root, cli, capsys
+):
+    """A fine-tuning run (``load_from`` another run's checkpoint) preempted at iteration 6:
+    ``--resume``, as a requeued job runs it, takes its own iter_6.pth (and says so)."""
+    _, source = first_run
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(source / "iter_6.pth", work / "iter_6.pth")
+    (work / "last_checkpoint").write_text(str(work / "iter_6.pth"))
+    started_from = tmp_path / "started_from.pth"
+    shutil.copy(source / f"iter_{ITERS}.pth", started_from)
+    args = toy_args(toy_config(tmp_path), work, toy_root, f"load_from={started_from}", "--resume")
+    cfg = cli.preflight(cli.parse_args(args))
+    assert cfg.resume and cfg.load_from == str(work / "iter_6.pth")
+    assert f"not from load_from={started_from}" in capsys.readouterr().err
+
+
+def test_resume_before_the_first_checkpoint_starts_from_the_load_from_weights(
+    first_run, tmp_path, toy_root, cli
+):
+    """Requeued before it wrote a checkpoint: ``--resume`` with plain weights as ``load_from``
+    starts the run from them (as Detectron2's ``--resume`` loads MODEL.WEIGHTS then)."""
+    _, source = first_run
+    weights = tmp_path / "weights.pth"
+    torch.save(
+        {"state_dict": load_mmengine_checkpoint(source / "iter_6.pth")["state_dict"]}, weights
+    )
+    args = toy_args(toy_config(tmp_path), tmp_path / "work", toy_root, f"load_from={weights}")
+    cfg = cli.preflight(cli.parse_args([*args, "--resume"]))
+    assert not cfg.resume and cfg.load_from == str(weights)
+    with pytest.raises(ValueError, match="not a checkpoint of MMEngine's runner"):
+        cli.preflight(cli.parse_args([*args, "--resume-from", str(weights)]))  # explicit: refused
+
+
 # --- atomic checkpoints ---------------------------------------------------------------------------
 
 

@@ -33,6 +33,14 @@ from mmseg_testutils import REPO, toy_args, toy_config
             ["--cfg-options", "param_scheduler.0.end=20"],
             "BudgetLinearLR: end=20 differs from the train loop's max_iters=12",
         ),
+        (
+            ["--cfg-options", "param_scheduler.0.by_epoch=True"],
+            "BudgetLinearLR: by_epoch=True without convert_to_iter_based=True",
+        ),
+        (
+            ["--cfg-options", "train_cfg.max_iters=abc"],
+            "BudgetLinearLR: end='abc' is invalid; allowed: an integer >= 0",
+        ),
     ],
 )
 def test_bad_input_is_one_line_before_training(options, message, tmp_path, toy_root, cli, capsys):

@@ -152,7 +152,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         default=False,
         help="resume from the latest checkpoint in the work_dir automatically (the file "
-        "last_checkpoint names); the checkpoint's budget must be the config's",
+        "last_checkpoint names, even where load_from is set; with none, load_from); the "
+        "checkpoint's budget must be the config's",
     )
     parser.add_argument(
         "--resume-from",
@@ -215,14 +216,31 @@ def _is_budget_entry(entry: dict) -> bool:
     return str(entry.get("type", "")) in scheduler_types()
 
 
-def _scope_registry(cfg: Config) -> Registry:
-    """``PARAM_SCHEDULERS`` of the config's default scope (``mmseg.registry``'s for MMSeg)."""
+def _scope_registry(cfg: Config, name: str = "PARAM_SCHEDULERS") -> Registry:
+    """Registry ``name`` of the config's default scope (``mmseg.registry``'s for MMSeg)."""
     scope = cfg.get("default_scope") or "mmengine"
     try:
         module = importlib.import_module(f"{scope}.registry")
-        return module.PARAM_SCHEDULERS
+        return getattr(module, name)
     except (ImportError, AttributeError):
-        return PARAM_SCHEDULERS
+        return getattr(importlib.import_module("mmengine.registry"), name)
+
+
+def _stand_in_optimizer(cfg: Config, group: str | None) -> torch.optim.Optimizer | None:
+    """The config's optimizer (of the optimizer wrapper ``group``, None: the only one) over one
+    stand-in parameter, so that a scheduler's ``param_name`` is checked against its real
+    param-group keys; None where it cannot be built without the model (the runner checks it)."""
+    wrapper = cfg.get("optim_wrapper") or {}
+    if group is not None:
+        wrapper = wrapper.get(group) or {}
+    spec = wrapper.get("optimizer") if isinstance(wrapper, Mapping) else None
+    if not isinstance(spec, Mapping) or "type" not in spec:
+        return None
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    try:
+        return _scope_registry(cfg, "OPTIMIZERS").build(dict(spec, params=[parameter]))
+    except Exception:  # the runner builds it again and reports its own error
+        return None
 
 
 def check_scheduler_types(cfg: Config) -> None:
@@ -257,7 +275,8 @@ def check_scheduler_types(cfg: Config) -> None:
 def build_budget_schedulers(
     cfg: Config,
 ) -> list[tuple[str | None, int, BudgetParamScheduler]]:
-    """Build each iteration-based budget entry on a dummy optimizer: bad arguments fail now.
+    """Build each iteration-based budget entry on the config's optimizer over a stand-in
+    parameter: bad arguments fail now, before anything is written.
 
     ``end`` defaults to ``train_cfg.max_iters`` as in the runner, and an ``end`` that differs
     from it is refused (:func:`~budgeted.mmengine.schedulers.check_loop_end`). Epoch-based entries
@@ -281,14 +300,19 @@ def build_budget_schedulers(
     built = []
     for group, entries in _scheduler_groups(cfg):
         for index, entry in enumerate(entries):
-            if not _is_budget_entry(entry) or entry.get("by_epoch", True):
-                continue
+            by_epoch = entry.get("by_epoch", True)
+            if not _is_budget_entry(entry) or (by_epoch and entry.get("convert_to_iter_based")):
+                continue  # an epoch-based entry: its length needs the dataloader
             args = dict(entry)
-            if max_iters is not None:
+            if max_iters is not None and not by_epoch:
                 args.setdefault("end", max_iters)
             if policy is not None:  # what the runner's build reads from the config
                 args.setdefault("on_resume", policy)
-            optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+            optimizer = _stand_in_optimizer(cfg, group)
+            if optimizer is None:  # the config's optimizer needs the model: lr is checked here
+                if args.get("param_name", "lr") != "lr":
+                    continue
+                optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
             scheduler = registry.build(args, default_args=dict(optimizer=optimizer))
             if isinstance(args.get("end"), int):
                 check_loop_end(str(entry["type"]), args["end"], max_iters)
@@ -697,7 +721,9 @@ def preflight(args: argparse.Namespace) -> Config:
     if args.launcher == "none":  # several ranks agree on the lock once their group is up
         WorkDirLock(cfg.work_dir).check()
     check_new_run_folder(cfg.work_dir, cfg.resume)
-    plan_load(cfg, args.resume_from, check_budget=check_resume_budget)
+    plan = plan_load(cfg, args.resume_from, check_budget=check_resume_budget)
+    if plan.note is not None:
+        print(f"{PROG}: {plan.note}", file=sys.stderr)
     add_reliability_hooks(cfg)
     add_checkpoint_at(cfg)
     if needs_cpu_distributed(args.launcher):

@@ -65,11 +65,30 @@ def prepare_cpu_distributed(cfg: Config) -> int:
     return _replace_sync_bn(cfg.get("model"))
 
 
+def _require(launcher: str, *names: str) -> None:
+    """One line naming the variables a launcher's environment lacks (run outside it)."""
+    missing = [name for name in names if name not in os.environ]
+    if missing:
+        raise ValueError(
+            f"--launcher {launcher}: environment variables {', '.join(missing)} are not set; "
+            f"start the processes with {_STARTERS[launcher]}"
+        )
+
+
+_STARTERS = {
+    "pytorch": "tools/dist_train.sh (torchrun)",
+    "slurm": "srun, as tools/slurm_train.sh does",
+    "mpi": "mpirun",
+}
+
+
 def _slurm_env() -> None:
+    _require("slurm", "SLURM_PROCID", "SLURM_NTASKS")
     os.environ.setdefault("RANK", os.environ["SLURM_PROCID"])
     os.environ.setdefault("WORLD_SIZE", os.environ["SLURM_NTASKS"])
     os.environ.setdefault("LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0"))
     if "MASTER_ADDR" not in os.environ:
+        _require("slurm", "SLURM_NODELIST")
         nodes = os.environ["SLURM_NODELIST"]
         out = subprocess.check_output(["scontrol", "show", "hostname", nodes], text=True)
         os.environ["MASTER_ADDR"] = out.split()[0]
@@ -77,6 +96,7 @@ def _slurm_env() -> None:
 
 
 def _mpi_env() -> None:
+    _require("mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
     os.environ.setdefault("RANK", os.environ["OMPI_COMM_WORLD_RANK"])
     os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
     os.environ.setdefault("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
@@ -104,14 +124,7 @@ def init_cpu_distributed(launcher: str) -> None:
         _slurm_env()
     elif launcher == "mpi":
         _mpi_env()
-    missing = [
-        k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ
-    ]
-    if missing:
-        raise ValueError(
-            f"--launcher {launcher}: environment variables {', '.join(missing)} are not set; "
-            "start the processes with tools/dist_train.sh (torchrun) or tools/slurm_train.sh"
-        )
+    _require(launcher, "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
     dist.init_process_group(backend="gloo", init_method="env://")
 
 

@@ -49,10 +49,12 @@ class NothingToResume(Exception):
 
 @dataclass
 class LoadPlan:
-    """What the runner will load: ``path`` (None: nothing), as a resume or as weights."""
+    """What the runner will load: ``path`` (None: nothing), as a resume or as weights; ``note``:
+    a line to log where ``--resume`` chose another file than ``load_from`` names."""
 
     path: str | None
     resume: bool
+    note: str | None = None
 
 
 def _is_local(path: str) -> bool:
@@ -195,8 +197,12 @@ def plan_load(
     """Check the file the runner will load, before anything is written; pin it in ``cfg``.
 
     Which file: ``resume_from`` (``--resume-from``: exactly that one, as a resume); with
-    ``cfg.resume`` (``--resume``), ``cfg.load_from`` if set, else the file ``last_checkpoint``
-    in the work dir names (in the work dir itself if that folder was moved); without,
+    ``cfg.resume`` (``--resume``), the file ``last_checkpoint`` in the work dir names (in the
+    work dir itself if that folder was moved), as Detectron2's ``--resume`` takes the output
+    dir's: a run's own newest checkpoint wins over the ``load_from`` it started from, so a
+    preempted fine-tuning run goes on from its own work; with no checkpoint in the work dir,
+    ``cfg.load_from``: resumed if the runner wrote it, else loaded as the weights a new run
+    starts from (the run never wrote a checkpoint: nothing to resume). Without ``--resume``,
     ``cfg.load_from`` (weights only). Files on MMEngine's remote schemes (``s3://``...) are left
     to MMEngine.
 
@@ -219,14 +225,24 @@ def plan_load(
         cfg.resume = True
         cfg.load_from = resume_from
     resume = bool(cfg.get("resume"))
-    path = cfg.get("load_from")
-    if resume and path is None:
-        path = _last_checkpoint(Path(cfg.work_dir), cfg)
+    path = None if cfg.get("load_from") is None else str(cfg.get("load_from"))
+    note = None
+    started_from = None  # --resume with no checkpoint of its own yet: the run's load_from
+    if resume and resume_from is None:
+        own = _last_checkpoint(Path(cfg.work_dir), cfg)
+        if own is None:
+            started_from = path
+        elif path is not None and not _same_file(own, path):
+            note = (
+                f"--resume: going on from the work dir's own checkpoint {own}, not from "
+                f"load_from={path} (the weights this run started from); to resume that file "
+                f"instead, pass --resume-from {path}"
+            )
+        path = own if own is not None else path
     if path is None:
         return LoadPlan(None, resume)
-    path = str(path)
     if not _is_local(path):
-        return LoadPlan(path, resume)
+        return LoadPlan(path, resume, note)
     try:
         checkpoint = load_mmengine_checkpoint(path)
     except DamagedCheckpointError as err:
@@ -234,15 +250,41 @@ def plan_load(
             raise
         folder = Path(path).resolve().parent
         raise DamagedCheckpointError(f"{err}; {_offer(folder, cfg, path)}") from None
+    if resume and started_from is not None and not _is_runner_checkpoint(checkpoint):
+        resume = cfg.resume = False  # nothing of this run to resume: start from the weights
+        note = (
+            f"--resume: no checkpoint in {cfg.work_dir} yet; starting the run from "
+            f"load_from={path} as weights"
+        )
     if resume:
         _check_resumable(path, checkpoint)
         if check_budget is not None:
             check_budget(cfg, checkpoint, path)
         _check_finished(path, checkpoint, cfg)
         cfg.load_from = path  # the runner resumes from exactly the file checked here
-    elif not _holds_tensors(checkpoint):
+    else:
+        _check_weights(path, checkpoint)
+    return LoadPlan(path, resume, note)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a == b
+
+
+def _is_runner_checkpoint(checkpoint: Any) -> bool:
+    try:
+        _check_resumable("", checkpoint)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_weights(path: str, checkpoint: Any) -> None:
+    if not _holds_tensors(checkpoint):
         raise ValueError(
             f"load_from={path} holds no tensors (a plain pickle, not a torch checkpoint): "
             "MMEngine loads weights written by torch.save (.pth)"
         )
-    return LoadPlan(path, resume)

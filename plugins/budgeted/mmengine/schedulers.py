@@ -15,10 +15,12 @@ module (``linear`` -> ``BudgetLinearLR``, ``htd`` -> ``BudgetHTDLR``, a later ``
 from __future__ import annotations
 
 import difflib
+import numbers
 import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import torch
 from mmengine.logging import print_log
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
@@ -95,6 +97,13 @@ def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bo
         f"{name}: end={end} differs from the train loop's max_iters={max_iters}: the budget "
         f"would {effect}; {fix}"
     )
+
+
+def _is_scalar(value: Any) -> bool:
+    """One number a scheduler can scale: a real number (not a bool) or a one-element tensor."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _building_runner_option(key: str) -> Any:
@@ -282,27 +291,37 @@ class BudgetParamScheduler(_ParamScheduler):
                 "in iterations: set by_epoch=False in an iteration-based config "
                 "(IterBasedTrainLoop) or convert_to_iter_based=True in an epoch-based one"
             )
+        for key, value in (("begin", begin), ("end", end), ("warmup_iters", warmup_iters)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise BudgetConfigError(
+                    f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0"
+                    + (" (end defaults to train_cfg.max_iters)" if key == "end" else "")
+                )
         if end >= INF:
             raise BudgetConfigError(
                 f"{name}: end is not set; pass end=<last iteration + 1> or let the runner fill it "
                 "from train_cfg.max_iters"
             )
-        for key, value in (("begin", begin), ("end", end), ("warmup_iters", warmup_iters)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise BudgetConfigError(
-                    f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0"
-                )
         loop = _building_train_loop()
         check_loop_end(
             name, end, _building_loop_max_iters(), epoch_loop=isinstance(loop, EpochBasedTrainLoop)
         )
         groups = getattr(optimizer, "param_groups", None) or []
         missing = [i for i, group in enumerate(groups) if param_name not in group]
+        numbers_at = sorted(
+            {k for group in groups for k, v in group.items() if _is_scalar(v) and k != "params"}
+        )
         if missing:
-            keys = sorted({k for group in groups for k in group if k != "params"})
             raise BudgetConfigError(
                 f"{name}: param_name={param_name!r} is not a key of the optimizer's param groups "
-                f"(group {missing[0]}); allowed: one of {', '.join(keys)}"
+                f"(group {missing[0]}); allowed: one of {', '.join(numbers_at)}"
+            )
+        not_scalar = [i for i, group in enumerate(groups) if not _is_scalar(group[param_name])]
+        if not_scalar:
+            value = groups[not_scalar[0]][param_name]
+            raise BudgetConfigError(
+                f"{name}: param_name={param_name!r} holds {value!r} in group {not_scalar[0]}, not "
+                f"one number to scale; allowed: one of {', '.join(numbers_at)}"
             )
         if end <= begin + warmup_iters:
             raise BudgetConfigError(
@@ -408,6 +427,13 @@ class BudgetParamScheduler(_ParamScheduler):
             raise BudgetConfigError(
                 f"{cls.__name__}: epoch_length={epoch_length!r} is invalid; allowed: an int > 0"
             )
+        for key, value in (("begin", begin), ("end", end)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise BudgetConfigError(
+                    f"{cls.__name__}: {key}={value!r} is invalid; allowed: a whole number of "
+                    "epochs >= 0"
+                    + (" (end defaults to train_cfg.max_epochs)" if key == "end" else "")
+                )
         end_iters = end if end >= INF else int(end * epoch_length)
         loop, max_iters = _building_train_loop(), _building_loop_max_iters()
         if loop is not None and max_iters is not None and end_iters != max_iters:
