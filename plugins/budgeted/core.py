@@ -292,6 +292,19 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
+def name_keys(message: str, names: Mapping[str, str]) -> str:
+    """``message`` (a budget's one-line error) with each of its keys ``k`` written as
+    ``names[k]``, the config key an adapter's user wrote (``"budget "`` before ``total`` goes).
+
+    >>> name_keys("warmup=40 is not shorter than the budget total=40", {
+    ...     "warmup": "SOLVER.WARMUP_ITERS", "total": "SOLVER.MAX_ITER"})
+    'SOLVER.WARMUP_ITERS=40 is not shorter than the SOLVER.MAX_ITER=40'
+    """
+    for key, name in names.items():
+        message = re.sub(rf"(?<![\w.])(?:budget )?{re.escape(key)}(?=[=\s]|$)", name, message)
+    return message
+
+
 @dataclass(frozen=True)
 class BudgetSchedule:
     """A warmup of fixed length ``warmup``, then ``schedule`` over the rest of the budget ``total``.

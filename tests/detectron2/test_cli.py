@@ -17,7 +17,7 @@ import budgeted.detectron2 as bd2
 from budgeted.core import BudgetMismatchError, BudgetSchedule
 from budgeted.detectron2 import BudgetConfigError, BudgetResumeError, BudgetTrainer, load_config
 from budgeted.detectron2.cli import run
-from budgeted.detectron2.runs import final_metrics
+from budgeted.detectron2.runs import final_metrics, max_iter
 
 CONFIGS = REPO / "configs" / "detectron2"
 
@@ -34,7 +34,7 @@ def test_logged_lr_equals_the_core_and_ap_is_computed(toy_run: Path) -> None:
     final = read_metrics(toy_run)[-1]
     for key in ("bbox/AP", "bbox/AP50", "segm/AP", "segm/AP50"):
         assert math.isfinite(final[key]) and 0.0 <= final[key] <= 100.0  # pycocotools ran
-    assert list(toy_run.glob("events.out.tfevents.*"))  # TensorBoard
+    assert len(list(toy_run.glob("events.out.tfevents.*"))) == 1  # TensorBoard, one writer
     assert (toy_run / "inference" / "coco_instances_results.json").exists()
     found = final_metrics(toy_run)  # what the report reads
     assert found is not None and found["bbox/AP"] == final["bbox/AP"]
@@ -279,3 +279,16 @@ def test_warmup_after_auto_scaling_is_checked_before_launch(toy_root, tmp_path) 
         run(["--config-file", "configs/detectron2/toy/mask_rcnn_toy_budget1.yaml", "--num-gpus",
              "4", "SOLVER.REFERENCE_WORLD_SIZE", "1",
              "OUTPUT_DIR", str(tmp_path / "o")])  # fmt: skip
+
+
+@pytest.mark.slow
+def test_eval_only_in_a_runs_folder_keeps_the_runs_config(toy_run, tmp_path) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(toy_run, out)
+    recorded = (out / "config.yaml").read_bytes()
+    assert max_iter(out) == 8
+    run(["--config-file", TOY_CONFIG, "--eval-only", *TINY, "SOLVER.BUDGET.FRACTION", "0.03",
+         "MODEL.WEIGHTS", str(out / "model_final.pth"), "OUTPUT_DIR", str(out)])  # fmt: skip
+    assert (out / "config.yaml").read_bytes() == recorded  # the run's record, as it was
+    assert max_iter(out) == 8
+    assert "MAX_ITER: 12" in (out / "config.eval.yaml").read_text()  # what was evaluated with

@@ -53,6 +53,17 @@ def test_the_trained_scheduler_is_checkpointed_and_must_match_max_iter() -> None
         build_lazy_lr_scheduler(opt, BudgetLRMultiplier("linear", 40, warmup_iters=3), 50)
 
 
+def test_a_total_iters_other_than_max_iter_is_refused_before_anything_is_written(
+    toy_root, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["--config", "mask_rcnn_toy_budget10.py", "train.max_iter=4",
+            "lr_multiplier.total_iters=100", f"train.output_dir={out}"]  # fmt: skip
+    with pytest.raises(SystemExit, match=r"total_iters=100 differs from train\.max_iter=4"):
+        run(args)
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) -> None:
     tiny = ["train.max_iter=6", "train.log_period=1", "lr_multiplier.warmup_iters=2",
@@ -80,3 +91,19 @@ def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) ->
         {k: trained[k] for k in keys}, abs=1e-9, nan_ok=True
     )  # a 6-iteration model: some may be NaN (a class not detected), the same in both
     assert any(math.isfinite(trained[k]) for k in keys)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"total_iters": 0}, "lr_multiplier.total_iters=0 is invalid; allowed: a number > 0"),
+        (
+            {"total_iters": 40, "warmup_iters": 40},
+            "lr_multiplier.warmup_iters=40 is not shorter than the lr_multiplier.total_iters=40",
+        ),
+    ],
+)
+def test_bad_budget_values_name_the_lazyconfig_keys(kwargs, message):
+    with pytest.raises(BudgetConfigError) as err:
+        BudgetLRMultiplier("linear", **kwargs)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)

@@ -149,8 +149,12 @@ def test_a_user_registers_a_scheduler_by_decorator() -> None:
             {"warmup": 60},
             "SOLVER.WARMUP_ITERS=60 is not shorter than the budget SOLVER.MAX_ITER=60",
         ),
-        ({"WARMUP_FACTOR": 0.0}, "warmup_factor=0.0"),
-        ({"WARMUP_METHOD": "cubic"}, "'cubic'"),
+        (
+            {"WARMUP_FACTOR": 0.0},
+            r"^SOLVER.LR_SCHEDULER_NAME=BudgetLinear: SOLVER.WARMUP_FACTOR=0.0 is invalid; "
+            r"allowed: a number in \(0, 1\]$",
+        ),
+        ({"WARMUP_METHOD": "cubic"}, "unknown SOLVER.WARMUP_METHOD 'cubic'"),
     ],
 )
 def test_bad_budget_fails_in_one_line(kwargs, message) -> None:

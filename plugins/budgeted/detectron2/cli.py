@@ -46,7 +46,7 @@ from .checkpoint import SafeCheckpointer, last_checkpoint_file, load_weights_fil
 from .config import load_config, split_overrides
 from .data import check_config_datasets, register_toy_coco
 from .launch import launch
-from .runs import check_new_run_folder, write_evaluation
+from .runs import check_new_run_folder, run_config_kept, write_evaluation
 from .solver import BudgetConfigError
 from .trainer import BudgetTrainer, check_budget, check_resume
 
@@ -247,7 +247,8 @@ def main(args: argparse.Namespace) -> Any:
         args (argparse.Namespace): from :func:`parse_args` (after :func:`preflight`).
     """
     cfg = setup(args)
-    default_setup(cfg, args)
+    with run_config_kept(cfg.OUTPUT_DIR, args.eval_only and comm.is_main_process()):
+        default_setup(cfg, args)
     args.resume_from = getattr(args, "resume_from", None)
     if args.eval_only:
         model = BudgetTrainer.build_model(cfg)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import torch
 from fvcore.common.param_scheduler import ParamScheduler
 
-from ..core import BudgetSchedule
+from ..core import BudgetSchedule, name_keys
 from .solver import BudgetConfigError, BudgetLRScheduler
 
 __all__ = ["BudgetLRMultiplier", "LazyBudgetLRScheduler", "build_lazy_lr_scheduler"]
@@ -56,9 +56,20 @@ class BudgetLRMultiplier(ParamScheduler):
         warmup_method: str = "linear",
         **params: Any,
     ) -> None:
-        self.budget = BudgetSchedule(
-            schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
-        )
+        try:
+            self.budget = BudgetSchedule(
+                schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
+            )
+        except ValueError as err:
+            raise BudgetConfigError(name_keys(str(err), self.KEYS)) from None
+
+    KEYS: ClassVar[dict[str, str]] = {
+        "total": "lr_multiplier.total_iters",
+        "warmup": "lr_multiplier.warmup_iters",
+        "warmup_factor": "lr_multiplier.warmup_factor",
+        "warmup_method": "lr_multiplier.warmup_method",
+    }
+    """The LazyConfig keys a budget's error messages name."""
 
     def __call__(self, where: float) -> float:
         return self.budget(where * self.budget.total)

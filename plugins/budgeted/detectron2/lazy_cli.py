@@ -39,7 +39,8 @@ from .cli import argument_parser, check_checkpoint_files, launch_checked
 from .data import check_datasets, register_toy_coco
 from .lazy import build_lazy_lr_scheduler
 from .preemption import PreemptionHook
-from .runs import check_new_run_folder, write_evaluation
+from .runs import check_new_run_folder, run_config_kept, write_evaluation
+from .solver import stand_in_optimizer
 
 __all__ = ["check_lazy_resume", "do_test", "do_train", "load", "main", "preflight", "run"]
 
@@ -157,7 +158,8 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
 def main(args: argparse.Namespace) -> Any:
     """One worker: train (or with ``--eval-only`` evaluate) the LazyConfig of ``args``."""
     cfg = load(args)
-    default_setup(cfg, args)
+    with run_config_kept(cfg.train.output_dir, args.eval_only and comm.is_main_process()):
+        default_setup(cfg, args)
     if args.eval_only:
         model = instantiate(cfg.model)
         model.to(cfg.train.device)
@@ -195,7 +197,10 @@ def preflight(args: argparse.Namespace) -> None:
         names = _names(cfg.dataloader.train.dataset) + names
     check_datasets(names)
     if not args.eval_only:
-        instantiate(cfg.lr_multiplier)  # bad schedule values fail here, in one line
+        # bad schedule values, and a total_iters other than train.max_iter, fail here in one line
+        build_lazy_lr_scheduler(
+            stand_in_optimizer(None, lr=1.0), instantiate(cfg.lr_multiplier), cfg.train.max_iter
+        )
         resuming = args.resume or bool(getattr(args, "resume_from", None))
         check_new_run_folder(cfg.train.output_dir, resuming, key="train.output_dir")
     check_checkpoint_files(
@@ -210,13 +215,11 @@ def preflight(args: argparse.Namespace) -> None:
 def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:
     """Refuse to resume ``checkpoint`` with another budget than LazyConfig ``cfg``'s (one line,
     :class:`~budgeted.detectron2.BudgetResumeError`), before anything is written."""
-    scheduler = build_lazy_lr_scheduler(
-        torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0),
-        instantiate(cfg.lr_multiplier),
-        cfg.train.max_iter,
-    )
     trainer_state = checkpoint.get("trainer", {}) if isinstance(checkpoint, dict) else {}
     saved = (trainer_state.get("hooks") or {}).get("LRScheduler")
+    scheduler = build_lazy_lr_scheduler(
+        stand_in_optimizer(saved, lr=1.0), instantiate(cfg.lr_multiplier), cfg.train.max_iter
+    )
     if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
         scheduler.load_state_dict(saved)
 

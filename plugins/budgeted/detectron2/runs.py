@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..records import curve, read_json_lines
 
 __all__ = [
     "CURVE_NAMES",
+    "EVAL_CONFIG_NAME",
     "EVAL_TASKS",
     "RUN_FILES",
     "check_new_run_folder",
@@ -24,6 +26,7 @@ __all__ = [
     "final_metrics",
     "holds_run",
     "max_iter",
+    "run_config_kept",
     "train_curve",
     "write_evaluation",
 ]
@@ -140,6 +143,36 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
         if _is_eval_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = float(value)
     return out or None
+
+
+EVAL_CONFIG_NAME = "config.eval.yaml"
+"""Where an ``--eval-only`` in a training run's folder keeps the config it evaluated with."""
+
+
+@contextmanager
+def run_config_kept(output_dir: str, eval_only: bool) -> Iterator[None]:
+    """Around Detectron2's ``default_setup``: an ``--eval-only`` in a folder whose
+    ``config.yaml`` records a run keeps that file as it was (``default_setup`` would overwrite it
+    with the evaluation's config, and :func:`max_iter` would read the wrong budget); the
+    evaluation's config goes beside it, as ``config.eval.yaml``.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = Path(folder, "config.yaml").write_text("SOLVER:\n  MAX_ITER: 4\n")
+        >>> with run_config_kept(folder, eval_only=True):
+        ...     _ = Path(folder, "config.yaml").write_text("SOLVER:\n  MAX_ITER: 40\n")
+        >>> Path(folder, "config.yaml").read_text(), Path(folder, EVAL_CONFIG_NAME).read_text()
+        ('SOLVER:\n  MAX_ITER: 4\n', 'SOLVER:\n  MAX_ITER: 40\n')
+    """
+    path = Path(output_dir, "config.yaml")
+    before = path.read_bytes() if eval_only and path.is_file() else None
+    try:
+        yield
+    finally:
+        if before is not None and path.is_file() and path.read_bytes() != before:
+            Path(output_dir, EVAL_CONFIG_NAME).write_bytes(path.read_bytes())
+            path.write_bytes(before)
 
 
 def write_evaluation(

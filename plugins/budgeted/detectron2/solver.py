@@ -16,7 +16,7 @@ Every schedule registered in :mod:`budgeted.core` (the built-ins and any registe
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -30,6 +30,7 @@ from ..core import (
     BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
+    name_keys,
     on_schedule_registered,
     schedule_info,
 )
@@ -233,7 +234,8 @@ def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSch
             schedule, s.MAX_ITER, s.WARMUP_ITERS, s.WARMUP_FACTOR, s.WARMUP_METHOD, params
         )
     except ValueError as err:
-        raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {err}") from None
+        message = name_keys(str(err), BudgetLRScheduler.RESUME_NAMES)
+        raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {message}") from None
 
 
 class BudgetLRScheduler(BudgetLR):
@@ -281,6 +283,21 @@ class BudgetLRScheduler(BudgetLR):
         # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
         self._last_lr = self.get_lr()
         set_lrs(self.optimizer, self._last_lr)
+
+
+def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
+    """An SGD over stand-in parameters with one param group per base LR of the saved scheduler
+    state ``saved`` (one group if it has none): what a resume check loads that state into,
+    before the model exists.
+
+    Example:
+        >>> len(stand_in_optimizer({"base_lrs": [0.02, 0.02]}, lr=0.02).param_groups)
+        2
+    """
+    base_lrs = saved.get("base_lrs") if isinstance(saved, Mapping) else None
+    count = len(base_lrs) if isinstance(base_lrs, (list, tuple)) and base_lrs else 1
+    groups = [{"params": [torch.nn.Parameter(torch.zeros(1))]} for _ in range(count)]
+    return torch.optim.SGD(groups, lr=lr)
 
 
 def on_resume(cfg: CfgNode) -> str:

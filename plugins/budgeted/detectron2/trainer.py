@@ -22,7 +22,7 @@ from ..pytorch import BudgetTimeLR
 from .checkpoint import CheckpointAtHook, SafeCheckpointer, last_checkpoint_file
 from .grad_norm import grad_norm_hook_from_cfg
 from .preemption import PreemptionHook
-from .solver import BudgetConfigError, build_lr_scheduler
+from .solver import BudgetConfigError, build_lr_scheduler, stand_in_optimizer
 from .time_budget import TimeBudgetHook
 
 __all__ = ["BudgetTrainer", "check_budget", "check_resume", "has_compiled_ops"]
@@ -172,7 +172,9 @@ class BudgetTrainer(DefaultTrainer):
         writer_at = len(ret)  # the writer is main-process only: elsewhere, the end
         for i, hook in enumerate(ret):
             if isinstance(hook, hooks.PeriodicWriter):
-                ret[i] = hooks.PeriodicWriter(self.build_writers(), period=period)
+                # the stock hook's own writers: building them again would open a second
+                # TensorBoard event file (and JSON/console writers) that nothing closes
+                ret[i] = hooks.PeriodicWriter(hook._writers, period=period)
                 writer_at = i
         grad_norm = grad_norm_hook_from_cfg(self.cfg)
         if grad_norm is not None:  # before the writers: its value is written at its iteration
@@ -216,7 +218,6 @@ def check_resume(
     scaled = DefaultTrainer.auto_scale_workers(
         cfg.clone(), comm.get_world_size() if world_size is None else world_size
     )
-    param = torch.nn.Parameter(torch.zeros(1))
-    scheduler = build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
+    scheduler = build_lr_scheduler(scaled, stand_in_optimizer(saved, scaled.SOLVER.BASE_LR))
     if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
         scheduler.load_state_dict(saved)
