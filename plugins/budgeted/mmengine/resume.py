@@ -107,10 +107,13 @@ def _offer(folder: Path, cfg: Config, damaged: str | None) -> str:
     )
 
 
-def _last_checkpoint(work_dir: Path, cfg: Config) -> str | None:
-    """The file ``<work_dir>/last_checkpoint`` names, checked; None when there is nothing."""
+def _last_checkpoint(work_dir: Path, cfg: Config, *, required: bool = True) -> str | None:
+    """The file ``<work_dir>/last_checkpoint`` names, checked; None when there is nothing (or,
+    with ``required=False``, no ``last_checkpoint`` even beside checkpoints)."""
     record = work_dir / "last_checkpoint"
     pattern = checkpoint_name_pattern(cfg)
+    if not record.exists() and not required:
+        return None
     if not record.exists():
         held = sorted(p.name for p in work_dir.glob("*.pth") if pattern.fullmatch(p.name))
         if held:
@@ -229,7 +232,8 @@ def plan_load(
     note = None
     started_from = None  # --resume with no checkpoint of its own yet: the run's load_from
     if resume and resume_from is None:
-        own = _last_checkpoint(Path(cfg.work_dir), cfg)
+        # with load_from set, checkpoints without a last_checkpoint are not this run's record
+        own = _last_checkpoint(Path(cfg.work_dir), cfg, required=path is None)
         if own is None:
             started_from = path
         elif path is not None and not _same_file(own, path):
