@@ -3,7 +3,8 @@
 
 Writes the toy COCO set under ``$DETECTRON2_DATASETS`` (default ``./datasets``) if it is missing,
 trains ``configs/detectron2/toy/mask_rcnn_toy_budget25.yaml`` (100 iterations on 2 CPU cores,
-about 1 to 1.5 minutes, docs/detectron2.md), evaluates with pycocotools and prints box and mask AP.
+under a minute to 1.5 minutes, docs/detectron2.md), evaluates with pycocotools and prints box
+and mask AP.
 """
 
 from __future__ import annotations
