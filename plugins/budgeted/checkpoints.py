@@ -46,6 +46,7 @@ __all__ = [
     "atomic_save",
     "atomic_write",
     "atomic_write_text",
+    "check_later_checkpoints_kept",
     "checkpoint_iteration",
     "checkpoint_iterations",
     "is_zip_checkpoint",
@@ -409,6 +410,50 @@ def checkpoint_iterations(
             f"{key}={values!r} is invalid; allowed: a list of iteration counts > 0, e.g. {example}"
         )
     return sorted({int(v) for v in values})
+
+
+def check_later_checkpoints_kept(
+    source: str | os.PathLike[str],
+    at: float,
+    candidates: Iterable[str | os.PathLike[str]],
+    *,
+    folder_key: str,
+    extra_globals: Mapping[str, Any] | None = None,
+) -> None:
+    """Refuse (one line) a resume from ``source``, ``at`` iterations (or epochs) in, into a
+    folder holding intact checkpoints of later ones (``candidates`` named as the trainer names
+    them, :func:`checkpoint_iteration`): training on from ``source`` would overwrite them.
+    Damaged ones do not count (replacing them is what a resume from an earlier one is for).
+
+    Args:
+        source (str or PathLike): the checkpoint resumed from (never counted itself).
+        at (float): its iteration (or epoch), in the unit of the names' numbers.
+        candidates (Iterable): the checkpoints in the folder the resumed run writes to.
+        folder_key (str): that folder's option or config key, for the message.
+        extra_globals (Mapping[str, Any], optional): as for :func:`load_checkpoint`.
+
+    Raises:
+        ValueError: one line naming the checkpoints that would be overwritten and the ways on.
+    """
+    source = Path(source)
+    later = sorted(
+        (Path(p) for p in candidates if checkpoint_iteration(p) > at),
+        key=checkpoint_iteration,
+    )
+    later = [p for p in later if not (source.exists() and p.exists() and p.samefile(source))]
+    for path in later:
+        try:
+            load_checkpoint(path, extra_globals=extra_globals)
+        except DamagedCheckpointError:
+            continue
+        except UnsafeCheckpointError:
+            pass  # not ours to replace either
+        names = ", ".join(p.name for p in later[:3]) + (", ..." if len(later) > 3 else "")
+        raise ValueError(
+            f"--resume-from {source.name} would overwrite later checkpoints in "
+            f"{path.parent} ({names}) as training goes on; allowed: resume into another "
+            f"{folder_key} (with --resume-from {source}), or move those checkpoints away first"
+        )
 
 
 def newest_intact_checkpoint(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -212,6 +213,11 @@ def _other_budget_resume_from(out: Path, tmp: Path) -> list[str]:
             "SOLVER.BUDGET.FRACTION", "0.03"]  # fmt: skip
 
 
+def _earlier_resume_from(out: Path, tmp: Path) -> list[str]:
+    shutil.copy2(out / "model_0000003.pth", out / "model_0000007.pth")  # an intact later one
+    return ["--resume-from", str(out / "model_0000003.pth"), *TINY, *EIGHT]
+
+
 REFUSALS = {
     "busy folder": (_busy, "already holds a run; pass --resume"),
     "another budget": (_other_budget, "cannot resume: the checkpoint's budget has"),
@@ -220,6 +226,10 @@ REFUSALS = {
     "unsafe weights, --eval-only": (_unsafe_eval_weights, "MODEL.WEIGHTS: refusing to load"),
     "damaged --resume-from": (_damaged_resume_from, "--resume-from: checkpoint"),
     "--resume-from another budget": (_other_budget_resume_from, "SOLVER.MAX_ITER=8"),
+    "--resume-from an earlier checkpoint": (
+        _earlier_resume_from,
+        "--resume-from model_0000003.pth would overwrite later checkpoints in",
+    ),
 }
 
 

@@ -392,6 +392,27 @@ def test_resume_goes_on_from_the_work_dirs_checkpoint_not_the_load_from_it_start
     assert f"not from load_from={started_from}" in capsys.readouterr().err
 
 
+def test_resume_from_an_earlier_checkpoint_would_not_overwrite_the_later_ones(
+    first_run, tmp_path, toy_root, cli, capsys
+):
+    _, source = first_run
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("iter_6.pth", f"iter_{ITERS}.pth"):
+        shutil.copy(source / name, work / name)
+    (work / "last_checkpoint").write_text(str(work / f"iter_{ITERS}.pth"))
+    before = snapshot(work)
+    args = toy_args(toy_config(tmp_path), work, toy_root, "--resume-from", str(work / "iter_6.pth"))
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"train_seg: error: --resume-from iter_6.pth would overwrite later checkpoints in {work} "
+        f"(iter_{ITERS}.pth) as training goes on; allowed: resume into another --work-dir (with "
+        f"--resume-from {work / 'iter_6.pth'}), or move those checkpoints away first"
+    )
+    assert snapshot(work) == before  # nothing written, nothing lost
+
+
 def test_resume_before_the_first_checkpoint_starts_from_the_load_from_weights(
     first_run, tmp_path, toy_root, cli
 ):

@@ -30,6 +30,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,11 +39,22 @@ from detectron2.engine import default_argument_parser, default_setup
 from detectron2.evaluation import verify_results
 from detectron2.utils import comm
 
-from ..checkpoints import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
+from ..checkpoints import (
+    DamagedCheckpointError,
+    UnsafeCheckpointError,
+    check_later_checkpoints_kept,
+    load_checkpoint,
+)
 from ..clock import TimeBudgetReached, parse_duration
 from ..config_files import find_config
 from ..preemption import Preempted, PreemptionGuard, active_guard
-from .checkpoint import SafeCheckpointer, last_checkpoint_file, load_weights_file, offer_intact
+from .checkpoint import (
+    CHECKPOINT_PATTERN,
+    SafeCheckpointer,
+    last_checkpoint_file,
+    load_weights_file,
+    offer_intact,
+)
 from .config import load_config, split_overrides
 from .data import check_config_datasets, register_toy_coco
 from .launch import launch
@@ -238,6 +250,13 @@ def check_checkpoint_files(
         load_weights_file(weights, what=weights_key)
     if checkpoint is not None and check_resumed is not None and not args.eval_only:
         check_resumed(checkpoint)
+    if args.resume_from and not args.eval_only and isinstance(checkpoint, dict):
+        check_later_checkpoints_kept(
+            args.resume_from,
+            checkpoint.get("iteration", -1),
+            Path(output_dir).glob(CHECKPOINT_PATTERN),
+            folder_key="OUTPUT_DIR" if weights_key == "MODEL.WEIGHTS" else "train.output_dir",
+        )
 
 
 def main(args: argparse.Namespace) -> Any:

@@ -28,7 +28,11 @@ from typing import Any
 import torch
 from mmengine.config import Config
 
-from ..checkpoints import DamagedCheckpointError, newest_intact_checkpoint
+from ..checkpoints import (
+    DamagedCheckpointError,
+    check_later_checkpoints_kept,
+    newest_intact_checkpoint,
+)
 from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
 
 __all__ = [
@@ -265,6 +269,17 @@ def plan_load(
         if check_budget is not None:
             check_budget(cfg, checkpoint, path)
         _check_finished(path, checkpoint, cfg)
+        if resume_from is not None:  # the run's newer checkpoints are not overwritten
+            hook = (cfg.get("default_hooks") or {}).get("checkpoint") or {}
+            by_epoch = hook.get("by_epoch", True)  # what the names count, as in the pattern
+            pattern = checkpoint_name_pattern(cfg)
+            check_later_checkpoints_kept(
+                path,
+                checkpoint["meta"]["epoch" if by_epoch else "iter"],
+                [p for p in Path(cfg.work_dir).glob("*.pth") if pattern.fullmatch(p.name)],
+                folder_key="--work-dir",
+                extra_globals=MMENGINE_EXTRA_GLOBALS,
+            )
         cfg.load_from = path  # the runner resumes from exactly the file checked here
     else:
         _check_weights(path, checkpoint)
