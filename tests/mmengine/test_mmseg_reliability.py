@@ -352,16 +352,23 @@ def test_a_refusal_writes_nothing(case, finished_runs, tmp_path, toy_root, cli, 
     assert not (finished_runs["evil"].parent.parent / "PAYLOAD_RAN").exists()
 
 
+def work_dir_with(source: Path, tmp_path: Path, *names: str) -> Path:
+    """``tmp_path/work`` holding copies of ``source``'s checkpoints ``names``, the last of them
+    named by ``last_checkpoint``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in names:
+        shutil.copy(source / name, work / name)
+    (work / "last_checkpoint").write_text(str(work / names[-1]))
+    return work
+
+
 def test_a_damaged_checkpoint_names_the_intact_one_and_resume_from_continues_exactly(
     first_run, tmp_path, toy_root, cli, capsys
 ):
     _, source = first_run
-    work = tmp_path / "work"
-    work.mkdir()
-    for name in ("iter_6.pth", f"iter_{ITERS}.pth"):
-        shutil.copy(source / name, work / name)
+    work = work_dir_with(source, tmp_path, "iter_6.pth", f"iter_{ITERS}.pth")
     os.truncate(work / f"iter_{ITERS}.pth", 1000)  # cut short by a crash, say
-    (work / "last_checkpoint").write_text(str(work / f"iter_{ITERS}.pth"))
     config = toy_config(tmp_path)
     assert cli.main(toy_args(config, work, toy_root, "--resume")) == 2
     err = capsys.readouterr().err
@@ -380,10 +387,7 @@ def test_resume_goes_on_from_the_work_dirs_checkpoint_not_the_load_from_it_start
     """A fine-tuning run (``load_from`` another run's checkpoint) preempted at iteration 6:
     ``--resume``, as a requeued job runs it, takes its own iter_6.pth (and says so)."""
     _, source = first_run
-    work = tmp_path / "work"
-    work.mkdir()
-    shutil.copy(source / "iter_6.pth", work / "iter_6.pth")
-    (work / "last_checkpoint").write_text(str(work / "iter_6.pth"))
+    work = work_dir_with(source, tmp_path, "iter_6.pth")
     started_from = tmp_path / "started_from.pth"
     shutil.copy(source / f"iter_{ITERS}.pth", started_from)
     args = toy_args(toy_config(tmp_path), work, toy_root, f"load_from={started_from}", "--resume")
@@ -396,11 +400,7 @@ def test_resume_from_an_earlier_checkpoint_would_not_overwrite_the_later_ones(
     first_run, tmp_path, toy_root, cli, capsys
 ):
     _, source = first_run
-    work = tmp_path / "work"
-    work.mkdir()
-    for name in ("iter_6.pth", f"iter_{ITERS}.pth"):
-        shutil.copy(source / name, work / name)
-    (work / "last_checkpoint").write_text(str(work / f"iter_{ITERS}.pth"))
+    work = work_dir_with(source, tmp_path, "iter_6.pth", f"iter_{ITERS}.pth")
     before = snapshot(work)
     args = toy_args(toy_config(tmp_path), work, toy_root, "--resume-from", str(work / "iter_6.pth"))
     assert cli.main(args) == 2
