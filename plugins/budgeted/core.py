@@ -637,7 +637,10 @@ class BudgetSchedule:
         return min(reached + (1.0 - reached) * (elapsed - start) / (self.total - start), 1.0)
 
     def __call__(self, elapsed: float) -> float:
-        if not (_is_number(elapsed) and elapsed >= 0):
+        if type(elapsed) is int:  # the common case (an iteration count), checked cheaply
+            if elapsed < 0:
+                raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
+        elif not (_is_number(elapsed) and elapsed >= 0):
             raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
         if elapsed < self.warmup:
             if self.warmup_method == "constant":

@@ -101,8 +101,18 @@ class BudgetLR(_LRScheduler):
         self._step_count += 1
         self.last_epoch += 1
         factor = self.budget(self.last_epoch)
-        self._last_lr = [base_lr * factor for base_lr in self.base_lrs]
-        set_lrs(self.optimizer, self._last_lr)
+        groups, base_lrs = self.optimizer.param_groups, self.base_lrs
+        if len(groups) != len(base_lrs):
+            raise _group_count_error(len(groups), len(base_lrs))
+        lrs = []
+        for group, base_lr in zip(groups, base_lrs):  # set_lrs, inlined: it runs every step
+            lr = base_lr * factor
+            if type(group["lr"]) is float:
+                group["lr"] = lr
+            else:
+                set_group_lr(group, lr)
+            lrs.append(lr)
+        self._last_lr = lrs
 
     RESUME_NAMES: ClassVar[dict[str, str]] = {"total": "total_iters", "warmup": "warmup_iters"}
     """How the budget's state keys are named in this adapter's messages."""
@@ -147,15 +157,24 @@ def set_lrs(optimizer: Optimizer, lrs: list[Any]) -> None:
     ones the scheduler was built for."""
     groups = optimizer.param_groups
     if len(groups) != len(lrs):
-        raise ValueError(
-            f"the optimizer has {len(groups)} param groups, the scheduler was built for "
-            f"{len(lrs)}; allowed: build the scheduler after the last add_param_group()"
-        )
+        raise _group_count_error(len(groups), len(lrs))
     for group, lr in zip(groups, lrs):
-        if isinstance(group["lr"], Tensor):
-            group["lr"].fill_(float(lr))
-        else:
-            group["lr"] = lr
+        set_group_lr(group, lr)
+
+
+def set_group_lr(group: dict[str, Any], lr: Any) -> None:
+    """``group["lr"] = lr``, in place where it is a tensor (never aliasing ``lr``)."""
+    if isinstance(group["lr"], Tensor):
+        group["lr"].fill_(float(lr))
+    else:
+        group["lr"] = lr
+
+
+def _group_count_error(groups: int, built_for: int) -> ValueError:
+    return ValueError(
+        f"the optimizer has {groups} param groups, the scheduler was built for {built_for}; "
+        "allowed: build the scheduler after the last add_param_group()"
+    )
 
 
 def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
