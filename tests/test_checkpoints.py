@@ -27,6 +27,7 @@ from budgeted.checkpoints import (
     atomic_save,
     atomic_write,
     atomic_write_text,
+    check_later_checkpoints_kept,
     checkpoint_iterations,
     load_checkpoint,
     newest_intact_checkpoint,
@@ -208,6 +209,33 @@ def test_newest_intact_checkpoint_skips_torn_unsafe_and_temporary_files(tmp_path
         tmp_path / "model_0000003.pth"
     )
     assert newest_intact_checkpoint(tmp_path / "nope", "model_*.pth") is None
+
+
+def test_a_resume_that_would_overwrite_intact_later_checkpoints_is_refused(tmp_path) -> None:
+    for it in (3, 7):
+        torch.save({"iteration": it}, tmp_path / f"model_{it:07d}.pth")
+    torch.save({"iteration": 9}, tmp_path / "model_final.pth")
+    found = sorted(tmp_path.glob("model_*.pth"))
+
+    def check(source: Path, at: float) -> None:
+        check_later_checkpoints_kept(source, at, found, folder_key="OUTPUT_DIR")
+
+    check(tmp_path / "model_final.pth", 9)  # itself: nothing later
+    with pytest.raises(ValueError) as err:
+        check(tmp_path / "model_0000003.pth", 3)
+    assert str(err.value) == (
+        f"--resume-from model_0000003.pth would overwrite later checkpoints in {tmp_path} "
+        "(model_0000007.pth, model_final.pth) as training goes on; allowed: resume into another "
+        f"OUTPUT_DIR (with --resume-from {tmp_path / 'model_0000003.pth'}), or move those "
+        "checkpoints away first"
+    )
+    for name in ("model_0000007.pth", "model_final.pth"):  # torn later ones: theirs to replace
+        (tmp_path / name).write_bytes(b"PK\x03\x04")
+    check(tmp_path / "model_0000003.pth", 3)
+    torch.save({"x": Payload(tmp_path / "ran")}, tmp_path / "model_final.pth")  # unsafe: kept
+    with pytest.raises(ValueError, match="would overwrite later checkpoints"):
+        check(tmp_path / "model_0000003.pth", 3)
+    assert not (tmp_path / "ran").exists()
 
 
 def test_atomic_write_leaves_the_old_file_when_the_write_fails(tmp_path) -> None:

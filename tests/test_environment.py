@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -87,3 +89,13 @@ def test_dockerfile_passes_hadolint():
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_setup_script_refuses_an_unknown_part_in_one_line_before_installing() -> None:
+    env = {**os.environ, "PYTHON": sys.executable, "SETUP_PART": "everything"}
+    result = subprocess.run(
+        ["bash", str(ROOT / "tools/setup_env.sh")], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 2
+    assert result.stderr == "setup: SETUP_PART=everything is invalid; allowed: all, deps, self\n"
+    assert result.stdout == ""  # no step started

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule, full_params
+from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule, same_params
 
 __all__ = ["TimeBudget", "TimeBudgetReached", "TrainingClock", "parse_duration"]
 
@@ -304,10 +304,8 @@ class TimeBudget:
             )
         mine = {k: v for k, v in self.state().items() if k not in self.MEASURED}
         theirs = {k: v for k, v in saved.items() if k not in self.MEASURED}
-        same_params = theirs.get("schedule") == self.schedule and full_params(
-            self.schedule, theirs.get("params")
-        ) == full_params(self.schedule, mine["params"])  # a default written out is no change
-        diff = [k for k in mine if theirs.get(k) != mine[k] and not (k == "params" and same_params)]
+        kept = same_params(theirs.get("schedule"), theirs.get("params"), self.schedule, self.params)
+        diff = [k for k in mine if theirs.get(k) != mine[k] and not (k == "params" and kept)]
         if diff and (on_resume == "refuse" or diff != ["seconds"]):
             raise BudgetMismatchError(
                 "cannot resume: the checkpoint's budget has "

@@ -292,6 +292,19 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
+def same_params(saved_schedule: Any, saved_params: Any, schedule: str, params: Any) -> bool:
+    """Whether a saved budget's ``saved_params`` (of ``saved_schedule``) are ``params`` of
+    ``schedule``: the same schedule and the same values once its defaults are filled in
+    (:func:`full_params`), so a default written out is no change.
+
+    >>> same_params("cosine", {}, "cosine", {"eta": 0.0}), same_params("linear", {}, "cosine", {})
+    (True, False)
+    """
+    return saved_schedule == schedule and full_params(schedule, saved_params) == full_params(
+        schedule, params
+    )
+
+
 def name_keys(message: str, names: Mapping[str, str]) -> str:
     """``message`` (a budget's one-line error) with each of its keys ``k`` written as
     ``names[k]``, the config key an adapter's user wrote (``"budget "`` before ``total`` goes).
@@ -500,9 +513,7 @@ class BudgetSchedule:
 
         def same(key: str, value: Any) -> bool:
             if key == "params" and theirs.get("schedule") == self.schedule:
-                return full_params(self.schedule, theirs.get("params")) == full_params(
-                    self.schedule, value
-                )
+                return same_params(theirs["schedule"], theirs.get("params"), self.schedule, value)
             return theirs.get(key) == value
 
         return {key: (theirs.get(key), v) for key, v in mine.items() if not same(key, v)}
@@ -637,10 +648,8 @@ class BudgetSchedule:
         return min(reached + (1.0 - reached) * (elapsed - start) / (self.total - start), 1.0)
 
     def __call__(self, elapsed: float) -> float:
-        if type(elapsed) is int:  # the common case (an iteration count), checked cheaply
-            if elapsed < 0:
-                raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
-        elif not (_is_number(elapsed) and elapsed >= 0):
+        # an iteration count (int, the common case) is checked cheaply, anything else in full
+        if not (elapsed >= 0 if type(elapsed) is int else _is_number(elapsed) and elapsed >= 0):
             raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
         if elapsed < self.warmup:
             if self.warmup_method == "constant":

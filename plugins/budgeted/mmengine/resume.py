@@ -65,6 +65,13 @@ def _is_local(path: str) -> bool:
     return not _REMOTE.match(path) or os.path.exists(path)
 
 
+def _checkpoint_hook(cfg: Config) -> dict[str, Any]:
+    """The config's checkpoint hook settings, ``by_epoch`` filled in (MMEngine's default: True)."""
+    hook = dict((cfg.get("default_hooks") or {}).get("checkpoint") or {})
+    hook.setdefault("by_epoch", True)
+    return hook
+
+
 def checkpoint_name_pattern(cfg: Config) -> re.Pattern[str]:
     """The names the config's checkpoint hook gives its checkpoints (``iter_(\\d+)\\.pth``).
 
@@ -72,9 +79,8 @@ def checkpoint_name_pattern(cfg: Config) -> re.Pattern[str]:
         >>> checkpoint_name_pattern(Config(dict())).pattern
         'epoch_(\\\\d+)\\\\.pth'
     """
-    hook = (cfg.get("default_hooks") or {}).get("checkpoint") or {}
-    by_epoch = hook.get("by_epoch", True)
-    tmpl = hook.get("filename_tmpl") or ("epoch_{}.pth" if by_epoch else "iter_{}.pth")
+    hook = _checkpoint_hook(cfg)
+    tmpl = hook.get("filename_tmpl") or ("epoch_{}.pth" if hook["by_epoch"] else "iter_{}.pth")
     head, _, tail = tmpl.partition("{}")
     return re.compile(re.escape(head) + r"(\d+)" + re.escape(tail))
 
@@ -270,12 +276,10 @@ def plan_load(
             check_budget(cfg, checkpoint, path)
         _check_finished(path, checkpoint, cfg)
         if resume_from is not None:  # the run's newer checkpoints are not overwritten
-            hook = (cfg.get("default_hooks") or {}).get("checkpoint") or {}
-            by_epoch = hook.get("by_epoch", True)  # what the names count, as in the pattern
             pattern = checkpoint_name_pattern(cfg)
             check_later_checkpoints_kept(
                 path,
-                checkpoint["meta"]["epoch" if by_epoch else "iter"],
+                checkpoint["meta"]["epoch" if _checkpoint_hook(cfg)["by_epoch"] else "iter"],
                 [p for p in Path(cfg.work_dir).glob("*.pth") if pattern.fullmatch(p.name)],
                 folder_key="--work-dir",
                 extra_globals=MMENGINE_EXTRA_GLOBALS,
