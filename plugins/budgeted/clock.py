@@ -33,7 +33,17 @@ from typing import Any
 
 from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule, same_params
 
-__all__ = ["TimeBudget", "TimeBudgetReached", "TrainingClock", "parse_duration"]
+__all__ = [
+    "DECAYED_PROGRESS",
+    "TimeBudget",
+    "TimeBudgetReached",
+    "TrainingClock",
+    "parse_duration",
+]
+
+DECAYED_PROGRESS = 0.9
+"""A time-budget run whose last iteration trained at less progress through the decay than this
+ended undecayed (:meth:`TimeBudget.shortfall`): its LR was still well above the schedule's end."""
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
 DURATION_FORMS = "seconds (5400), or hours/minutes/seconds such as 6h, 90m, 2h30m, 45s"
@@ -255,6 +265,39 @@ class TimeBudget:
     def done(self, elapsed: float) -> bool:
         """Whether the budget is spent at ``elapsed`` training seconds."""
         return elapsed >= self.seconds
+
+    def shortfall(self, iteration: int, elapsed: float) -> str | None:
+        """Why a run ended before its schedule decayed, or None when it decayed.
+
+        ``iteration`` is the (0-based) last iteration trained and ``elapsed`` the training
+        seconds at its start (where its LR was set). Undecayed: it trained inside the warmup, or
+        at progress ``p < DECAYED_PROGRESS`` through the decay (a deadline reached in few, long
+        iterations; an iteration cap reached before the deadline).
+
+        Example:
+            >>> budget = TimeBudget("linear", seconds=30, warmup_iters=0)
+            >>> budget.multiplier(0, 0.0)
+            1.0
+            >>> print(budget.shortfall(3, 25.5))
+            its last iteration (4) trained at 85 % of the decay, LR multiplier 0.15
+            >>> budget.shortfall(29, 29.0) is None
+            True
+            >>> print(TimeBudget("linear", 30, warmup_iters=10).shortfall(4, 26.0))
+            its last iteration (5) trained inside the warmup of 10 iterations, LR multiplier 0.4006
+        """
+        factor = self.multiplier(iteration, elapsed)
+        if iteration < self.warmup_iters:
+            return (
+                f"its last iteration ({iteration + 1}) trained inside the warmup of "
+                f"{self.warmup_iters} iterations, LR multiplier {factor:.4g}"
+            )
+        progress = self.plan().progress(max(elapsed, self.plan().warmup))
+        if progress >= DECAYED_PROGRESS:
+            return None
+        return (
+            f"its last iteration ({iteration + 1}) trained at {100 * progress:.0f} % of the decay, "
+            f"LR multiplier {factor:.4g}"
+        )
 
     def state(self) -> dict[str, Any]:
         """Plain values a checkpoint keeps (compared on resume like an iteration budget's)."""
