@@ -52,6 +52,7 @@ __all__ = [
     "is_zip_checkpoint",
     "load_checkpoint",
     "newest_intact_checkpoint",
+    "remove_stale_temporaries",
     "save_weights_subset",
 ]
 
@@ -537,6 +538,42 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
             os.unlink(tmp)
         raise
     _fsync_folder(folder)
+
+
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-[0-9a-f]{8}")
+"""The name :func:`atomic_write` gives its temporary file: ``.<name>.tmp-<8 hex digits>``."""
+
+
+def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[str]:
+    """Remove the temporary files :func:`atomic_write` left in ``folder`` when a process was
+    killed mid-write (SIGKILL, a power cut: a partial copy of a checkpoint, often hundreds of
+    MB). Call it at the start of a run, holding the folder's lock: no other writer of ours is
+    at work there then. Other files, and folders, are left alone.
+
+    Returns:
+        list[str]: the names removed, sorted.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (run / ".model_0000009.pth.tmp-0123abcd").write_bytes(b"torn")
+        >>> _ = (run / "model_0000004.pth").write_bytes(b"kept")
+        >>> remove_stale_temporaries(run)
+        ['.model_0000009.pth.tmp-0123abcd']
+        >>> sorted(p.name for p in run.iterdir())
+        ['model_0000004.pth']
+    """
+    removed = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return removed
+    for entry in entries:
+        if _TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+    return removed
 
 
 def _fsync_folder(folder: str) -> None:
