@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 
 import pytest
 from hypothesis import given
@@ -122,17 +123,20 @@ def test_elapsed_can_be_any_unit_such_as_seconds():
 
 
 def test_a_new_schedule_is_one_function_and_one_registration():
-    @register_schedule("test_square")
+    # registrations are for the life of the process (the adapters have seen it): no clean-up,
+    # so a name of its own each time the test runs in a process
+    name = f"test_square_{uuid.uuid4().hex[:8]}"
+
+    @register_schedule(name)
     def square(p: float, power: float = 2.0) -> float:
         return (1 - p) ** power
 
-    # registrations are for the life of the process (the adapters have seen it): no clean-up
-    assert schedule_params("test_square") == {"power": 2.0}
-    assert lr_multiplier("test_square", 50, 100, warmup_iters=0) == pytest.approx(0.25)
+    assert schedule_params(name) == {"power": 2.0}
+    assert lr_multiplier(name, 50, 100, warmup_iters=0) == pytest.approx(0.25)
     with pytest.raises(ValueError, match="power=-1"):
-        lr_multiplier("test_square", 5, 100, warmup_iters=0, power=-1)
+        lr_multiplier(name, 5, 100, warmup_iters=0, power=-1)
     with pytest.raises(ValueError, match="already registered"):
-        register_schedule("test_square")(square)
+        register_schedule(name)(square)
 
 
 @pytest.mark.parametrize(
@@ -262,8 +266,9 @@ def test_listeners_see_schedules_registered_before_and_after(sqrt_schedule):
     seen: list[str] = []
     on_schedule_registered(lambda info: seen.append(info.name))
     assert seen == list(schedule_names())
-    register_schedule("listener_test")(lambda p: 1.0 - p)
-    assert seen[-1] == "listener_test"
+    name = f"listener_test_{uuid.uuid4().hex[:8]}"  # registrations last as long as the process
+    register_schedule(name)(lambda p: 1.0 - p)
+    assert seen[-1] == name
 
 
 def test_budget_state_round_trips_and_names_its_differences():

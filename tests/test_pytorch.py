@@ -128,3 +128,59 @@ def test_resuming_with_a_default_written_out_is_the_same_budget():
     resumed = BudgetLR(make_optimizer(), "cosine", 100, warmup_iters=10, eta=0.0)
     resumed.load_state_dict(scheduler.state_dict())
     assert resumed.get_last_lr() == scheduler.get_last_lr()
+
+
+class SteppedClock:
+    """A clock read that the test advances: ``now()`` is the seconds set last."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
+def timed_run(scheduler, optimizer, clock_read, steps, seconds_per_step=1.0):
+    """The LRs of ``steps`` iterations of ``seconds_per_step`` each on ``clock_read``."""
+    lrs = []
+    for _ in range(steps):
+        scheduler.clock.resume()
+        lrs.append(optimizer.param_groups[0]["lr"])
+        clock_read.seconds += seconds_per_step
+        optimizer.step()
+        scheduler.clock.pause()
+        scheduler.step()
+    return lrs
+
+
+def test_a_time_budget_resumes_its_clock_and_goes_on_with_the_same_lrs(tmp_path):
+    """Issue 35: a resumed time budget must go on from the checkpoint's training seconds (a
+    fresh clock reading 0 would send the LR back up to the start of the decay)."""
+    from budgeted import BudgetTimeLR
+    from budgeted.checkpoints import atomic_save, load_checkpoint
+    from budgeted.clock import TimeBudget, TrainingClock
+
+    def fresh():
+        read = SteppedClock()
+        optimizer = make_optimizer()
+        budget = TimeBudget("linear", seconds=20, warmup_iters=2)
+        return read, optimizer, BudgetTimeLR(optimizer, budget, TrainingClock(now=read))
+
+    read, optimizer, scheduler = fresh()
+    uninterrupted = timed_run(scheduler, optimizer, read, 20)
+
+    read, optimizer, scheduler = fresh()
+    before = timed_run(scheduler, optimizer, read, 12)
+    atomic_save({"scheduler": scheduler.state_dict()}, tmp_path / "state.pth")
+    saved_seconds = scheduler.clock.elapsed
+    assert saved_seconds == 12.0
+
+    read, optimizer, resumed = fresh()
+    read.seconds = 1000.0  # another process: its clock reads something else entirely
+    resumed.load_state_dict(load_checkpoint(tmp_path / "state.pth")["scheduler"])
+    assert resumed.clock.elapsed == saved_seconds
+    assert resumed.get_last_lr() == [optimizer.param_groups[0]["lr"]] == [uninterrupted[12]]
+    after = timed_run(resumed, optimizer, read, 8)
+    assert before + after == uninterrupted
+    assert all(b <= a for a, b in zip(after, after[1:]))  # the LR never rises after the resume
+    assert resumed.done() and after[-1] == pytest.approx(0.1 / 18)
