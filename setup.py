@@ -105,13 +105,14 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "budgeted-train-net = budgeted.detectron2.cli:run",
-            "budgeted-lazy-train-net = budgeted.detectron2.lazy_cli:run",
-            "budgeted-train-seg = budgeted.mmengine.cli:main",
-            "budgeted-sweep = budgeted.sweep:main",
-            "budgeted-report = budgeted.report:main",
-            "budgeted-branch = budgeted.branch:main",
-            "budgeted-rank = budgeted.rank:main",
+            # budgeted.entry_points.SCRIPTS: each imports its tool when it runs
+            "budgeted-train-net = budgeted.entry_points:train_net",
+            "budgeted-lazy-train-net = budgeted.entry_points:lazy_train_net",
+            "budgeted-train-seg = budgeted.entry_points:train_seg",
+            "budgeted-sweep = budgeted.entry_points:sweep",
+            "budgeted-report = budgeted.entry_points:report",
+            "budgeted-branch = budgeted.entry_points:branch",
+            "budgeted-rank = budgeted.entry_points:rank",
         ]
     },
 )

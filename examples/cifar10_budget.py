@@ -31,8 +31,8 @@ files' checksums switched off, since the stock class refuses any other files.
 
 Example::
 
-    python tools/make_toy_cifar10.py --root datasets
-    python examples/cifar10_budget.py --data datasets --budget 0.5 --epochs-full 10 \\
+    python tools/make_toy_cifar10.py  # datasets/toy_cifar10
+    python examples/cifar10_budget.py --data datasets/toy_cifar10 --budget 0.5 --epochs-full 10 \\
         --batch-size 32 --holdout 200 --out output/cifar10_toy
     python examples/cifar10_budget.py --data /data/cifar10 --budget 0.1 --device cuda \\
         --out output/cifar10_budget10

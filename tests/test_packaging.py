@@ -26,13 +26,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE")
 SCRIPTS = {
-    "budgeted-train-net": "budgeted.detectron2.cli:run",
-    "budgeted-lazy-train-net": "budgeted.detectron2.lazy_cli:run",
-    "budgeted-train-seg": "budgeted.mmengine.cli:main",
-    "budgeted-sweep": "budgeted.sweep:main",
-    "budgeted-report": "budgeted.report:main",
-    "budgeted-branch": "budgeted.branch:main",
-    "budgeted-rank": "budgeted.rank:main",
+    "budgeted-train-net": "budgeted.entry_points:train_net",
+    "budgeted-lazy-train-net": "budgeted.entry_points:lazy_train_net",
+    "budgeted-train-seg": "budgeted.entry_points:train_seg",
+    "budgeted-sweep": "budgeted.entry_points:sweep",
+    "budgeted-report": "budgeted.entry_points:report",
+    "budgeted-branch": "budgeted.entry_points:branch",
+    "budgeted-rank": "budgeted.entry_points:rank",
 }
 CONFIG_FOLDERS = (
     "detectron2",
@@ -234,6 +234,13 @@ print(json.dumps({
         venv, "from budgeted import *; print(lr_multiplier('linear', 1, 2, warmup_iters=0))"
     )
     assert star.stdout.strip() == "0.5"  # __all__ names no torch-only class where torch is absent
+    for name in ("BudgetLR", "BudgetTimeLR"):
+        no_torch = in_venv(venv, f"import budgeted; budgeted.{name}", check=False)
+        assert no_torch.returncode == 1
+        assert no_torch.stderr.strip().splitlines()[-1] == (
+            f"budgeted._require.MissingFrameworkError: budgeted.{name} needs 'torch', which is "
+            "not installed; install it with pip install torch"
+        )
 
 
 @pytest.mark.parametrize(("adapter", "extra", "frameworks"), ADAPTERS)
@@ -282,10 +289,10 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
         ("budgeted-train-seg", ADAPTERS[1]),
     ):
         failed = run([str(bin_dir / script), "--help"], cwd=tmp_path, check=False)
-        assert failed.returncode == 1
-        last = failed.stderr.strip().splitlines()[-1]
-        assert last.startswith(f"ImportError: {adapter} needs "), failed.stderr[-2000:]
-        assert f'pip install "budgeted-training[{extra}]"' in last
+        assert failed.returncode == 1 and failed.stdout == ""
+        assert failed.stderr.count("\n") == 1, failed.stderr[-2000:]  # one line, no traceback
+        assert failed.stderr.startswith(f"{script}: {adapter} needs "), failed.stderr
+        assert f'pip install "budgeted-training[{extra}]"' in failed.stderr
 
 
 def test_fresh_venv_report_of_a_sweep_names_the_missing_framework(venv, tmp_path):

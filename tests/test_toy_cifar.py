@@ -6,6 +6,9 @@ from __future__ import annotations
 import importlib.util
 import pickle
 import pickletools
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import ClassVar
 
@@ -155,3 +158,23 @@ def test_the_tool_writes_the_set_and_refuses_to_overwrite(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         tool.main(args)
     assert str(exit_.value.code).startswith("make_toy_cifar10: ") and "\n" not in exit_.value.code
+
+
+def test_the_tools_default_root_is_what_the_toy_configs_read(tmp_path, monkeypatch):
+    """Defect 7 of the reliability issue: the default used to be ``./datasets``, which no config
+    reads. With no arguments the set lands where the MMPretrain toy configs' ``data_root`` and the
+    sweep's toy-data check look, and where the missing-data advice sends the user."""
+    from budgeted.families import family
+
+    monkeypatch.chdir(tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools/make_toy_cifar10.py"), "--num-train", "10",
+         "--num-test", "10"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    toy = family("mmpretrain", toy=True, task="cifar10").toy_data
+    assert (tmp_path / toy.root / toy.marker).is_file(), result.stdout
+    config = (ROOT / "configs/mmpretrain/toy/resnet18-toy_cifar10_base.py").read_text()
+    data_roots = set(re.findall(r'^data_root = "([^"]+)"$', config, re.MULTILINE))
+    assert data_roots == {toy.root}
+    assert Unchecked(tmp_path / toy.root, train=True).data.shape == (10, 32, 32, 3)

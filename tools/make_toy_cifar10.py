@@ -1,19 +1,28 @@
 #!/usr/bin/env python
-"""Write the deterministic toy CIFAR-10 under --root (``cifar-10-batches-py/``, the real format)."""
+"""Write the deterministic toy CIFAR-10 under --root (``cifar-10-batches-py/``, the real format).
+
+The default root is the toy MMPretrain configs' ``data_root`` and the example's ``--data``:
+
+    python tools/make_toy_cifar10.py        # datasets/toy_cifar10/cifar-10-batches-py
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from budgeted.toy_cifar import make_toy_cifar10
+from budgeted.toy_cifar import TOY_ROOT, make_toy_cifar10
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--root", default="./datasets", help="default: ./datasets")
-    parser.add_argument("--num-train", type=int, default=1000, help="10..50000 (default 1000)")
-    parser.add_argument("--num-test", type=int, default=200, help="10..10000 (default 200)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=TOY_ROOT, help=f"default: {TOY_ROOT}")
+    parser.add_argument(
+        "--num-train", type=int, default=1000, help="10..50000 (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--num-test", type=int, default=200, help="10..10000 (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:

@@ -19,8 +19,15 @@ __all__ = ["main", "make_toy_cityscapes"]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", nargs="?", default=TOY_ROOT)
-    parser.add_argument("--train-per-city", type=int, default=12, help="train images per city (2)")
-    parser.add_argument("--val-per-city", type=int, default=6, help="val images (1 city)")
+    parser.add_argument(
+        "--train-per-city",
+        type=int,
+        default=12,
+        help="train images per city, 2 cities (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--val-per-city", type=int, default=6, help="val images, 1 city (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing toy set")
     args = parser.parse_args(argv)

@@ -32,9 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         help="write the set in this folder itself (MMDetection's data_root), not in toy_coco/ "
         "under it",
     )
-    parser.add_argument("--num-train", type=int, default=64)
-    parser.add_argument("--num-val", type=int, default=16)
-    parser.add_argument("--size", type=int, default=128, help="image side in pixels")
+    parser.add_argument("--num-train", type=int, default=64, help="(default: %(default)s)")
+    parser.add_argument("--num-val", type=int, default=16, help="(default: %(default)s)")
+    parser.add_argument(
+        "--size", type=int, default=128, help="image side in pixels (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--objects",

@@ -24,9 +24,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=IMAGENET_ROOT, help=f"default: {IMAGENET_ROOT}")
-    parser.add_argument("--train-per-class", type=int, default=20, help="1..1300 (default 20)")
-    parser.add_argument("--val-per-class", type=int, default=5, help="1..50 (default 5)")
-    parser.add_argument("--size", type=int, default=80, help="image side, 32..512 (default 80)")
+    parser.add_argument(
+        "--train-per-class", type=int, default=20, help="1..1300 (default: %(default)s)"
+    )
+    parser.add_argument("--val-per-class", type=int, default=5, help="1..50 (default: %(default)s)")
+    parser.add_argument(
+        "--size", type=int, default=80, help="image side, 32..512 (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:

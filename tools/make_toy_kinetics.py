@@ -24,9 +24,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", nargs="?", default=TOY_ROOT)
-    parser.add_argument("--train-per-class", type=int, default=8, help="train clips per class (4)")
-    parser.add_argument("--val-per-class", type=int, default=4, help="val clips per class")
-    parser.add_argument("--frames", type=int, default=20, help="frames per clip")
+    parser.add_argument(
+        "--train-per-class",
+        type=int,
+        default=8,
+        help="train clips per class (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--val-per-class", type=int, default=4, help="val clips per class (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--frames", type=int, default=20, help="frames per clip (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing toy set")
     args = parser.parse_args(argv)

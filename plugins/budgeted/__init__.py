@@ -45,6 +45,9 @@ if importlib.util.find_spec("torch") is not None:  # ``from budgeted import *`` 
 def __getattr__(name: str) -> Any:
     # BudgetLR needs torch; importing it lazily keeps ``budgeted.lr_multiplier`` torch-free.
     if name in _TORCH_NAMES:
+        from ._require import require
+
+        require(f"budgeted.{name}", "torch")
         from . import pytorch
 
         return getattr(pytorch, name)

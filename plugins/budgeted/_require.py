@@ -4,25 +4,42 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["require"]
+__all__ = ["MissingFrameworkError", "require"]
 
 EXTRAS = {"detectron2": "detectron2", "mmengine": "mmseg", "mmseg": "mmseg", "mmcv": "mmseg"}
 """Framework module -> the extra of ``budgeted-training`` that installs it."""
 
 
+class MissingFrameworkError(ImportError):
+    """An adapter (or torch-only class) was used without its framework installed (one line)."""
+
+
+def install_hint(module: str) -> str:
+    """How to install ``module``: the pip extra of ``budgeted-training`` that brings it.
+
+    >>> install_hint("mmseg")
+    'pip install "budgeted-training[mmseg]"'
+    >>> install_hint("torch")
+    'pip install torch'
+    """
+    top = module.split(".")[0]
+    if top == "torch":
+        return "pip install torch"
+    hint = f'pip install "budgeted-training[{EXTRAS.get(top, top)}]"'
+    if top == "detectron2":
+        hint += " (Detectron2 itself is not on PyPI: see the README)"
+    return hint
+
+
 def require(adapter: str, *modules: str) -> None:
-    """Raise ``ImportError`` in one line naming the missing framework and the pip extra.
+    """Raise :class:`MissingFrameworkError` in one line naming the missing framework and how to
+    install it.
 
     >>> require("budgeted.core", "math")
     """
     for module in modules:
         if importlib.util.find_spec(module) is None:
-            extra = EXTRAS.get(module.split(".")[0], module)
-            raise ImportError(
+            raise MissingFrameworkError(
                 f"{adapter} needs {module!r}, which is not installed; install it with "
-                f'pip install "budgeted-training[{extra}]" (Detectron2 itself is not on PyPI: '
-                "see the README)"
-                if extra == "detectron2"
-                else f"{adapter} needs {module!r}, which is not installed; install it with "
-                f'pip install "budgeted-training[{extra}]"'
+                f"{install_hint(module)}"
             )

@@ -33,10 +33,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BASE_FOLDER", "LABEL_NAMES", "MAX_TEST", "MAX_TRAIN", "TOY_MARKER", "make_toy_cifar10"]
+__all__ = [
+    "BASE_FOLDER",
+    "LABEL_NAMES",
+    "MAX_TEST",
+    "MAX_TRAIN",
+    "TOY_MARKER",
+    "TOY_ROOT",
+    "make_toy_cifar10",
+]
 
 BASE_FOLDER = "cifar-10-batches-py"
 """The folder the real archive extracts to (``torchvision.datasets.CIFAR10.base_folder``)."""
+TOY_ROOT = "datasets/toy_cifar10"
+"""Where the toy set goes by default: the ``data_root`` of the MMPretrain toy configs
+(``configs/mmpretrain/toy/resnet18-toy_cifar10_*``) and ``--data`` of the example."""
 LABEL_NAMES = (
     "airplane",
     "automobile",

@@ -36,7 +36,7 @@ from mmpretrain.datasets import CIFAR10
 from mmpretrain.registry import DATASETS
 from PIL import Image, ImageDraw
 
-from ..toy_cifar import CLASS_COLOURS, TOY_MARKER, make_toy_cifar10
+from ..toy_cifar import CLASS_COLOURS, TOY_MARKER, TOY_ROOT, make_toy_cifar10
 
 __all__ = [
     "CIFAR10_ROOT",
@@ -47,7 +47,7 @@ __all__ = [
     "write_imagenet",
 ]
 
-CIFAR10_ROOT = "datasets/toy_cifar10"
+CIFAR10_ROOT = TOY_ROOT
 """Where the toy CIFAR-10 configs read their set (``data_root``), relative to the current folder."""
 IMAGENET_ROOT = "datasets/toy_imagenet"
 """Where the toy ImageNet configs read their set (``data_root``), relative to the current folder."""
