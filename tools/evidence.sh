@@ -90,7 +90,7 @@
 #   schedule's best at some budget) for linear and step: 60 runs into stage 6's folders (the
 #   report pairs seed k with seed k and counts n per cell; docs/results/detectron2_toy_dense.*
 #   then shows 10 seeds at those LRs). Adding seeds after 5 did not resolve is a sequential
-#   design: the intervals do not correct for it (the README says so). All 60 runs are reported.
+#   design: the intervals do not correct for it (docs/results.md says so). All 60 runs are reported.
 # Ninth step (2026-11-28 04:30 UTC, fixed after the eighth step, before any of its own results):
 #   more seeds for the toy PSPNet where 3 did not resolve: at 25 % neither comparison is
 #   resolved (linear - step +0.8 [-0.9, +2.4], linear - poly -0.1 [-1.1, +0.9]), at 10 % linear -
