@@ -497,3 +497,219 @@ def test_branch_goes_on_with_the_configs_budget_where_the_past_agrees():
         BudgetSchedule("linear", 500, 0).resume(
             BudgetSchedule("linear", 1000, 0).state(), at=100, on_resume="branch"
         )
+
+
+# --- each refusal in its whole line; states, replans and resumes exactly (issue 35) ---------------
+
+
+def unique(prefix: str) -> str:
+    """A schedule name of its own: registrations last as long as the process."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def test_a_registration_that_cannot_be_made_is_refused_in_one_whole_line():
+    name = unique("bad")
+
+    def no_default(p: float, k: float) -> float:
+        return 1.0 - p
+
+    refusals = [
+        (lambda: register_schedule("Linear-2"),
+         "schedule name 'Linear-2' is invalid; allowed: lower-case [a-z0-9_]"),
+        (lambda: register_schedule(3), "schedule name 3 is invalid; allowed: lower-case [a-z0-9_]"),
+        (lambda: register_schedule(name)(no_default),
+         f"schedule {name!r}: parameter 'k' has no default; allowed: keyword parameters with "
+         "defaults after the progress p"),
+        (lambda: register_schedule(name, rules={"z": (bool, "any")})(lambda p: 1.0 - p),
+         f"schedule {name!r}: rules for unknown parameters ['z']"),
+    ]  # fmt: skip
+    for register, message in refusals:
+        with pytest.raises(ValueError) as err:
+            register()
+        assert str(err.value) == message
+    assert name not in schedule_names()
+
+
+def test_a_registration_keeps_its_own_label_and_its_own_rules():
+    """Its own rule wins over the shared one of the same name (``power``), and a rule of its
+    own validates a parameter no built-in has; the label is the name capitalized by default."""
+    plain, labelled = unique("sq"), unique("sq")
+
+    def square(p: float, power: float = 2.0, floor: float = 0.0) -> float:
+        return floor + (1 - floor) * (1 - p) ** power
+
+    rules = {"power": (lambda v: v in (1, 2), "1 or 2"), "floor": (lambda v: 0 <= v < 1, "[0, 1)")}
+    register_schedule(plain, rules=rules)(square)
+    register_schedule(labelled, rules=rules, label="SQ")(square)
+    assert schedule_info(plain).label == plain.capitalize()
+    assert schedule_info(labelled).label == "SQ"
+    assert BudgetSchedule(plain, 100, 0, params={"power": 1, "floor": 0.5})(50) == 0.75
+    for params, message in [({"power": 3}, "power=3 is invalid; allowed: 1 or 2"),
+                            ({"floor": 1.5}, "floor=1.5 is invalid; allowed: [0, 1)")]:  # fmt: skip
+        with pytest.raises(ValueError) as err:
+            BudgetSchedule(plain, 100, 0, params=params)
+        assert str(err.value) == f"{plain} schedule: {message}"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "params", "message"),
+    [
+        ("linear", {"power": 2}, "schedule 'linear' has no parameter 'power'; it takes: no "
+         "parameters"),
+        ("htd", {"x": 1}, "schedule 'htd' has no parameter 'x'; it takes: lower, upper, eta"),
+        ("htd", {"lower": 3, "upper": 3}, "htd schedule: lower=3 must be below upper=3"),
+        ("step", {"milestones": 0.5}, "step schedule: milestones=0.5 is invalid; allowed: an "
+         "increasing list of fractions in (0, 1)"),
+        ("step", {"milestones": ["a"]}, "step schedule: milestones=['a'] is invalid; allowed: an "
+         "increasing list of fractions in (0, 1)"),
+    ],
+)  # fmt: skip
+def test_each_bad_parameter_is_named_in_one_whole_line(schedule, params, message):
+    with pytest.raises(ValueError) as err:
+        BudgetSchedule(schedule, 100, 0, params=params)
+    assert str(err.value) == message
+
+
+def test_full_params_of_a_schedule_it_does_not_know_are_the_params_with_lists():
+    assert budgeted.core.full_params("not_registered", {"m": (0.5, 0.75)}) == {"m": [0.5, 0.75]}
+    assert budgeted.core.full_params("step", None) is None
+
+
+def test_name_keys_writes_each_key_as_the_adapters_name_for_it():
+    names = {"total": "SOLVER.MAX_ITER", "warmup": "SOLVER.WARMUP_ITERS"}
+    message = "warmup=40 is not shorter than the budget total=40; subtotal=3, total 9, totals=1"
+    assert budgeted.core.name_keys(message, names) == (
+        "SOLVER.WARMUP_ITERS=40 is not shorter than the SOLVER.MAX_ITER=40; subtotal=3, "
+        "SOLVER.MAX_ITER 9, totals=1"
+    )
+
+
+REPLAN_FIELDS = "invalid; allowed: 0 <= replanned_at < total=1000 and 0 <= replanned_from < 1"
+
+
+@pytest.mark.parametrize(
+    ("at", "progress"), [(-1, 0.5), (1000, 0.5), (float("nan"), 0.5), (500, 1.0), (500, -0.1),
+                         (500, 1.5), (500, float("nan")), (500, None)],
+)  # fmt: skip
+def test_replan_fields_out_of_range_are_refused_in_one_whole_line(at, progress):
+    with pytest.raises(ValueError) as err:
+        BudgetSchedule("linear", 1000, 0, replanned_at=at, replanned_from=progress)
+    assert str(err.value) == f"replanned_at={at!r}, replanned_from={progress!r} are {REPLAN_FIELDS}"
+
+
+def test_replan_fields_at_their_lower_bounds_are_allowed():
+    budget = BudgetSchedule("linear", 1000, 0, replanned_at=0, replanned_from=0.0)
+    assert budget(500) == 0.5
+
+
+@pytest.mark.parametrize(
+    "earlier", [((100, 0.1),), ((300, 0.0),), ((550, 0.4),), ((300, 0.5),), ((True, 0.2),)]
+)
+def test_earlier_replans_must_rise_strictly_from_the_warmup_to_the_last_replan(earlier):
+    """Each point strictly after the one before, in elapsed and in progress: from (W, 0) =
+    (100, 0) to (replanned_at, replanned_from) = (550, 0.5); a bool is no elapsed amount."""
+    warmup = 0 if earlier[0][0] is True else 100
+    with pytest.raises(ValueError, match=r"^earlier_replans=.* is invalid; allowed: \(elapsed, "):
+        BudgetSchedule("linear", 1000, warmup, replanned_at=550, replanned_from=0.5,
+                       earlier_replans=earlier)  # fmt: skip
+
+
+def test_earlier_replans_given_as_lists_are_the_same_budget_as_tuples():
+    np = pytest.importorskip("numpy")
+    as_lists = BudgetSchedule("linear", 1000, 100, replanned_at=550, replanned_from=0.5,
+                              earlier_replans=[[300, np.float64(0.2)]])  # fmt: skip
+    assert as_lists.earlier_replans == ((300, 0.2),)
+    assert type(as_lists.earlier_replans[0][1]) is float
+    assert as_lists == BudgetSchedule("linear", 1000, 100, replanned_at=550, replanned_from=0.5,
+                                      earlier_replans=((300, 0.2),))  # fmt: skip
+
+
+def test_a_budget_state_is_plain_values_that_survive_json_unchanged():
+    """A step budget's milestones (a tuple inside) and a twice re-planned budget's history come
+    back from JSON (records, YAML) as they were written, and rebuild the same budget."""
+    import json
+
+    for budget in (
+        BudgetSchedule("step", 900, 50, params={"milestones": (0.5, 0.75)}),
+        BudgetSchedule("linear", 1000, 100).replan(2000, at=550).replan(1500, at=1200),
+    ):
+        state = budget.state()
+        assert json.loads(json.dumps(state)) == state
+        assert BudgetSchedule.from_state(json.loads(json.dumps(state))) == budget
+
+
+def test_a_state_lacking_keys_names_them_all():
+    with pytest.raises(ValueError) as err:
+        BudgetSchedule.from_state({"schedule": "linear"})
+    assert str(err.value) == (
+        "budget state lacks total, warmup, warmup_factor, warmup_method, params; it has "
+        "['schedule']"
+    )
+
+
+def test_a_replan_at_the_end_of_the_warmup_is_a_fresh_budget():
+    original = BudgetSchedule("linear", 1000, 100)
+    assert original.replan(2000, at=100) == BudgetSchedule("linear", 2000, 100)
+    assert "replan" not in original.replan(2000, at=100).state()
+    with pytest.raises(budgeted.core.BudgetReplanError) as err:
+        original.replan(80, at=100)
+    assert str(err.value) == (
+        "cannot change the budget to 80: 100 of it has already elapsed; allowed: a budget > 100"
+    )
+
+
+def test_a_replan_at_the_point_of_the_last_one_replaces_it():
+    original = BudgetSchedule("linear", 1000, 100)
+    assert original.replan(2000, at=550).replan(1500, at=550) == original.replan(1500, at=550)
+
+
+def test_a_replanned_budget_ends_at_the_schedules_end_and_stays_there():
+    for budget in (BudgetSchedule("linear", 1000, 0).replan(2000, at=500),
+                   BudgetSchedule("cosine", 1000, 0).replan(600, at=500)):  # fmt: skip
+        assert [budget(t) for t in (budget.total, budget.total + 1, 3 * budget.total)] == [0.0] * 3
+
+
+FIX = "keep the checkpoint's budget to resume, or start a new run from its weights"
+
+
+def test_a_resume_refusal_names_every_difference_and_what_to_do():
+    config = BudgetSchedule("linear", 900, 50)
+    saved = BudgetSchedule("cosine", 90, 50).state()
+    expected = (
+        "cannot resume: the checkpoint's budget has schedule='cosine', total=90, the config's "
+        f"schedule='linear', total=900; {FIX}"
+    )
+    for refuse in (config.check_resume, lambda s: config.resume(s, at=10)):
+        with pytest.raises(BudgetMismatchError) as err:
+            refuse(saved)
+        assert str(err.value) == expected
+    with pytest.raises(BudgetMismatchError) as err:
+        config.resume(saved, at=10, fix="do Y")
+    assert str(err.value).endswith("; do Y")
+
+
+def test_resume_lines_and_refusals_name_total_when_no_names_are_given():
+    """The whole line of each: re-planned, branched, refused branch, replan that cannot be made."""
+    old = BudgetSchedule("linear", 1000, 0).state()
+    _, line = BudgetSchedule("linear", 2000, 0).resume(old, at=500, on_resume="replan")
+    assert line == (
+        "budget re-planned at 500: total 1000 -> 2000; the multiplier goes on from 0.5 to 0 "
+        "over the remaining 1500"
+    )
+    _, line = BudgetSchedule("wsd", 500, 0).resume(
+        BudgetSchedule("wsd", 1000, 0).state(), at=400, on_resume="branch"
+    )
+    assert line == "budget branched at 400: total 1000 -> 500, the same multipliers so far"
+    with pytest.raises(budgeted.core.BudgetReplanError) as err:
+        BudgetSchedule("linear", 500, 0).resume(old, at=2, on_resume="branch")
+    assert str(err.value) == (
+        "cannot branch at 2: the checkpoint's budget (total 1000) and the config's (total 500) "
+        "differ from iteration 1 on (multiplier 0.999 vs 0.998); branch from a checkpoint saved "
+        "before 1, or re-plan (on_resume replan)"
+    )
+    with pytest.raises(budgeted.core.BudgetReplanError) as err:
+        BudgetSchedule("linear", 2000, 0).resume(old, at=1000, on_resume="replan")
+    assert str(err.value) == (
+        "total: cannot change the budget at 1000: the budget of 1000 has run out there "
+        "(multiplier 0); re-plan from a checkpoint saved before 1000"
+    )

@@ -184,3 +184,156 @@ def test_a_time_budget_resumes_its_clock_and_goes_on_with_the_same_lrs(tmp_path)
     assert before + after == uninterrupted
     assert all(b <= a for a, b in zip(after, after[1:]))  # the LR never rises after the resume
     assert resumed.done() and after[-1] == pytest.approx(0.1 / 18)
+
+
+# --- params, last_epoch, torch's bookkeeping, each refusal and line in whole, resumes that
+# re-plan or branch (issue 35: mutation check) -------------------------------------------------
+
+
+def timed_scheduler(seconds=10, warmup_iters=0, on_resume="refuse"):
+    """A linear time budget of ``seconds`` on a clock the test steps: (clock read, optimizer,
+    scheduler)."""
+    from budgeted import BudgetTimeLR
+    from budgeted.clock import TimeBudget, TrainingClock
+
+    read, optimizer = SteppedClock(), make_optimizer()
+    budget = TimeBudget("linear", seconds=seconds, warmup_iters=warmup_iters)
+    clock = TrainingClock(now=read)
+    return read, optimizer, BudgetTimeLR(optimizer, budget, clock, on_resume=on_resume)
+
+
+def test_keyword_params_reach_the_schedule():
+    optimizer = make_optimizer()
+    scheduler = BudgetLR(optimizer, "cosine", 10, warmup_iters=0, eta=0.5)
+    assert run(scheduler, optimizer, 11)[-1] == [pytest.approx(0.1 * 0.5)]
+
+
+def test_an_unknown_resume_policy_is_refused_in_one_whole_line():
+    with pytest.raises(ValueError) as err:
+        BudgetLR(make_optimizer(), "linear", 100, warmup_iters=0, on_resume="extend")
+    assert str(err.value) == "on_resume='extend' is invalid; allowed: refuse, replan, branch"
+
+
+def test_a_scheduler_built_with_last_epoch_goes_on_from_there_as_torchs_do():
+    optimizer = make_optimizer()
+    stepped = BudgetLR(optimizer, "linear", 100, warmup_iters=10)
+    run(stepped, optimizer, 30)
+    again = BudgetLR(optimizer, "linear", 100, warmup_iters=10, last_epoch=29)
+    assert again.last_epoch == 30 and again.get_last_lr() == stepped.get_last_lr()
+
+
+def test_the_lean_step_keeps_torchs_bookkeeping():
+    """``BudgetLR.step`` skips ``LRScheduler.step``'s per-step work, not what torch's schedulers
+    keep: the state of a ``LambdaLR`` over the same multipliers, stepped alike."""
+    optimizer, twin_optimizer = make_optimizer(), make_optimizer()
+    scheduler = BudgetLR(optimizer, "linear", 20, warmup_iters=5)
+    twin = torch.optim.lr_scheduler.LambdaLR(twin_optimizer, scheduler.budget)
+    assert run(scheduler, optimizer, 12) == run(twin, twin_optimizer, 12)
+    state, twin_state = scheduler.state_dict(), twin.state_dict()
+    assert [state[k] for k in ("last_epoch", "_step_count", "base_lrs", "_last_lr")] == [
+        twin_state[k] for k in ("last_epoch", "_step_count", "base_lrs", "_last_lr")
+    ]
+
+
+def test_a_resume_into_a_longer_budget_replans_logs_one_line_and_goes_on_without_a_jump(caplog):
+    import logging
+
+    optimizer = make_optimizer()
+    first = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    run(first, optimizer, 50)
+    with pytest.raises(BudgetMismatchError) as err:  # by default: refused, saying what to do
+        BudgetLR(make_optimizer(), "linear", 200, warmup_iters=0).load_state_dict(
+            first.state_dict()
+        )
+    assert str(err.value) == (
+        "cannot resume: the checkpoint's budget has total_iters=100, the config's "
+        "total_iters=200; build the scheduler with the checkpoint's budget to resume, or start "
+        "a new run to train with another budget"
+    )
+    optimizer = make_optimizer()
+    longer = BudgetLR(optimizer, "linear", 200, warmup_iters=0, on_resume="replan")
+    with caplog.at_level(logging.WARNING, logger="budgeted.pytorch"):
+        longer.load_state_dict(first.state_dict())
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [(
+        "budgeted.pytorch", "budget re-planned at 50: total_iters 100 -> 200; the multiplier "
+        "goes on from 0.5 to 0 over the remaining 150"
+    )]  # fmt: skip
+    assert longer.last_epoch == 50
+    assert [optimizer.param_groups[0]["lr"]] == longer.get_last_lr() == [pytest.approx(0.05)]
+    lrs = [lr for (lr,) in run(longer, optimizer, 151)]
+    assert lrs == pytest.approx([0.05 * (200 - t) / 150 for t in range(50, 201)])
+    again = BudgetLR(make_optimizer(), "linear", 200, warmup_iters=0)  # the re-plan is saved
+    again.load_state_dict(longer.state_dict())
+    assert again.budget == longer.budget
+
+
+def test_a_branch_sets_the_next_lr_from_the_branched_budget():
+    """A wsd run of 100 iterations is stable to iteration 80, one of 50 to iteration 40 only.
+    Branched after 41 iterations (each trained at multiplier 1 under both), iteration 41 and
+    every one after it train at the shorter budget's LRs (0.09 first), as a run of 50 would."""
+    optimizer = make_optimizer()
+    stable = BudgetLR(optimizer, "wsd", 100, warmup_iters=0)
+    run(stable, optimizer, 41)
+    branched = BudgetLR(optimizer, "wsd", 50, warmup_iters=0, on_resume="branch")
+    branched.load_state_dict(stable.state_dict())
+    short_optimizer = make_optimizer()
+    short = BudgetLR(short_optimizer, "wsd", 50, warmup_iters=0)
+    expected = run(short, short_optimizer, 51)[41:]
+    assert expected[0] == [pytest.approx(0.09)]
+    assert run(branched, optimizer, 10) == expected
+
+
+def test_a_time_budget_starts_at_its_warmup_factor_and_reads_the_clock_at_every_step():
+    _, _, warming = timed_scheduler(seconds=10, warmup_iters=2)
+    assert warming.get_last_lr() == [pytest.approx(0.1 * 0.001)]
+    read, optimizer, scheduler = timed_scheduler(seconds=10, warmup_iters=0)
+    assert timed_run(scheduler, optimizer, read, 3) == pytest.approx([0.1, 0.09, 0.08])
+    assert scheduler.get_last_lr() == [pytest.approx(0.07)]
+    assert scheduler.last_trained_factor == pytest.approx(0.8)  # iteration 2's multiplier
+    state = scheduler.state_dict()
+    assert (state["last_epoch"], state["_step_count"], state["clock"]) == (3, 4, {"elapsed": 3.0})
+
+
+def test_a_time_budget_refuses_an_epoch_and_a_param_group_added_later_in_one_line():
+    _, optimizer, scheduler = timed_scheduler()
+    with pytest.raises(ValueError) as err:
+        scheduler.step(3)
+    assert str(err.value) == "BudgetTimeLR.step() takes no epoch (got 3)"
+    optimizer.add_param_group({"params": [torch.nn.Parameter(torch.zeros(1))], "lr": 0.5})
+    with pytest.raises(ValueError) as err:
+        scheduler.step()
+    assert str(err.value) == (
+        "the optimizer has 2 param groups, the scheduler was built for 1; allowed: build the "
+        "scheduler after the last add_param_group()"
+    )
+
+
+def test_a_time_budget_refuses_an_iteration_budgets_checkpoint_in_one_line():
+    optimizer = make_optimizer()
+    iterations = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    run(iterations, optimizer, 5)
+    _, _, scheduler = timed_scheduler(seconds=10)
+    with pytest.raises(BudgetMismatchError) as err:
+        scheduler.load_state_dict(iterations.state_dict())
+    assert str(err.value) == (
+        "cannot resume: the checkpoint's budget is not a time budget (its scheduler counts "
+        "iterations), the config's is 10 s; resume with the checkpoint's time budget, or start "
+        "a new run from its weights"
+    )
+
+
+def test_a_time_budget_resumed_into_a_longer_one_replans_without_a_jump(caplog):
+    import logging
+
+    read, optimizer, scheduler = timed_scheduler(seconds=10)
+    timed_run(scheduler, optimizer, read, 5)  # 5 s of 10: multiplier 0.5 next
+    read, optimizer, longer = timed_scheduler(seconds=20, on_resume="replan")
+    with caplog.at_level(logging.WARNING, logger="budgeted.pytorch"):
+        longer.load_state_dict(scheduler.state_dict())
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [(
+        "budgeted.pytorch", "time budget re-planned at 5 s: 10 s -> 20 s; the multiplier goes "
+        "on from 0.5 to 0 over the remaining 15 s"
+    )]  # fmt: skip
+    lrs = timed_run(longer, optimizer, read, 15)
+    assert lrs == pytest.approx([0.05 * (20 - s) / 15 for s in range(5, 20)])
+    assert longer.done() and longer.get_last_lr() == [0.0]

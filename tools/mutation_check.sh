@@ -8,6 +8,8 @@
 # Works in a scratch copy (output/mutation/), never in the checkout; mutmut is installed there
 # too, not into .venv. Prints the survivors and one summary line:
 #   mutation check: N mutants, K killed, S survived, ...
+# and writes output/mutation/survivors.txt: each mutant not killed, with the -/+ lines of its diff
+# (the whole diff: cd output/mutation/tree, then mutmut show NAME as the mutmut() below runs it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PYTHON:-$ROOT/.venv/bin/python}
@@ -59,6 +61,28 @@ start=$(date +%s)
 mutmut run > "$WORK/run.log" 2>&1 || { tail -20 "$WORK/run.log" >&2; exit 1; }
 mutmut results --all true > "$WORK/results.txt" 2>&1 || true
 grep -E ": survived$" "$WORK/results.txt" | sed 's/^ *//' || true
+# every mutant not killed, with the -/+ lines of its diff, for a reviewer to read
+"$PY" - "$LIB" > "$WORK/survivors.txt" <<'PYEOF'
+import sys
+sys.path.append(sys.argv[1])
+from mutmut.__main__ import status_by_exit_code
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.utils.file_utils import walk_mutatable_files
+
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    for name, code in data.exit_code_by_key.items():
+        status = status_by_exit_code[code]
+        if status == "killed":
+            continue
+        print(f"{name}: {status}")
+        for line in get_diff_for_mutant(name, path=path).splitlines():
+            if line[:1] in "-+" and line[:3] not in ("---", "+++"):
+                print(f"    {line[0]} {line[1:].strip()}")
+PYEOF
+echo "[mutation] every mutant not killed, with its diff: $WORK/survivors.txt"
 "$PY" - "$WORK/results.txt" "$(( $(date +%s) - start ))" <<'PYEOF'
 import collections, sys
 states = collections.Counter(

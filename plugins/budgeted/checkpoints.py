@@ -32,6 +32,7 @@ import os
 import pickle
 import re
 import secrets
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -241,6 +242,15 @@ def _torch_refusal(path: str | os.PathLike[str], err: Exception, allowed: str) -
     )
 
 
+_TORCH_DAMAGED = (
+    RuntimeError, EOFError, OSError, ValueError, KeyError, IndexError,
+    # torch's legacy (pre-1.6) format, truncated or corrupted: its reader unpacks headers with
+    # struct and asserts on what the pickle names (measured: a truncated or bit-flipped file)
+    struct.error, AssertionError, TypeError, AttributeError,
+)  # fmt: skip
+"""What ``torch.load`` raises for a file that is not a whole checkpoint."""
+
+
 def _load_torch(
     path: str | os.PathLike[str], map_location: Any, extra: Mapping[str, Any], zipped: bool
 ) -> Any:
@@ -269,7 +279,7 @@ def _load_torch(
         if "Weights only load failed" in str(err):
             raise _torch_refusal(path, err, what) from None
         raise _damaged(path, err) from None
-    except (RuntimeError, EOFError, OSError, ValueError, KeyError, IndexError) as err:
+    except _TORCH_DAMAGED as err:
         raise _damaged(path, err) from None
     finally:
         torch.serialization.clear_safe_globals()
@@ -305,7 +315,8 @@ def _load_pickle(path: str | os.PathLike[str], extra: Mapping[str, Any]) -> Any:
         ) from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
         raise _damaged(path, err) from None
-    except (IndexError, KeyError, MemoryError, OverflowError, UnicodeDecodeError) as err:
+    # LookupError: IndexError, KeyError, and an unknown error handler named to _codecs.encode
+    except (LookupError, MemoryError, OverflowError, UnicodeDecodeError) as err:
         raise _damaged(path, err) from None
 
 
