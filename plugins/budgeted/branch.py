@@ -41,6 +41,7 @@ from .sweep import (
     SweepError,
     _run_cells,
     check_extra,
+    check_writable,
     committed_configs,
     make_toy_data,
     parse_budget,
@@ -192,9 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         plans = plan(args, extra, data)
         if not args.dry_run:
+            check_writable(args.out, None if present else data)
             lock.acquire()
     except (SweepError, ReportError, FolderBusyError, ValueError) as err:
         print(f"branch: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the lock file: unreadable, say
+        print(f"branch: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return 2
     fam = family(args.framework, args.toy, args.task)
     budgets = sorted({p.budget for p in plans})
@@ -210,11 +215,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{p.run_dir.name}: {p.action}: {' '.join(p.command[3:])}")
         return 0
     with lock, SignalForwarder() as forwarder:
-        if args.toy and not present:
-            make_toy_data(fam, data)
-        save_sweep(args.out, args.framework, family_label(fam), plans)
-        start = time.monotonic()
-        code = _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
+        try:
+            if args.toy and not present:
+                make_toy_data(fam, data)
+            save_sweep(args.out, args.framework, family_label(fam), plans)
+            start = time.monotonic()
+            code = _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
+        except OSError as err:  # checked writable before; a disk that filled up, say
+            print(f"branch: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+            return 1
         print(f"{summary}; wall {time.monotonic() - start:.0f} s")
         return code
 

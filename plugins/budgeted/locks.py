@@ -14,11 +14,39 @@ nothing; only :meth:`FolderLock.acquire` creates the file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
 
-__all__ = ["FolderBusyError", "FolderLock"]
+__all__ = ["FolderBusyError", "FolderLock", "unwritable"]
+
+
+def unwritable(folder: str | os.PathLike[str]) -> str | None:
+    """Why nothing can be created in ``folder`` (where it does not exist yet: in the nearest
+    folder above it that does), as ``"<folder>: Read-only file system"``; None where it can.
+
+    A tool about to write asks first, so that a read-only output folder is refused in one line
+    with nothing written, rather than failing halfway with an ``OSError`` traceback.
+
+    Example:
+        >>> import tempfile
+        >>> unwritable(Path(tempfile.mkdtemp()) / "new" / "folder") is None
+        True
+    """
+    path = Path(os.path.abspath(folder))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        return None  # a file in the way: the caller's own checks name it
+    effective = os.access in os.supports_effective_ids
+    if os.access(path, os.W_OK | os.X_OK, effective_ids=effective):
+        return None
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return f"{path}: {os.strerror(errno.EROFS if read_only else errno.EACCES)}"
 
 
 class FolderBusyError(ValueError):

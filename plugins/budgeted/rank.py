@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report import METRICS, Group, ReportError, group_sweeps, load_sweep
+from .report import METRICS, Group, ReportError, group_sweeps, load_sweep, number_text
 from .stats import Summary, summarize
 from .sweep import _Parser as SweepParser
 
@@ -104,7 +104,18 @@ class Architectures:
 
 
 def load_architectures(named: Mapping[str, Path]) -> Architectures:
-    """Read each ``name -> sweep folder``; all of one framework, one config family each."""
+    """Read each ``name -> sweep folder``: a folder of its own per architecture, all of one
+    framework and base-LR grid, one config family each. Raises :class:`ReportError`."""
+    folders: dict[Path, list[str]] = {}
+    for name, path in named.items():
+        folders.setdefault(path.resolve(), []).append(name)
+    for folder, names in folders.items():
+        if len(names) > 1:
+            raise ReportError(
+                f"architectures {', '.join(names)} are the same sweep folder {folder}; allowed: "
+                "one sweep folder per architecture (a ranking of one sweep against itself says "
+                "nothing)"
+            )
     groups: dict[str, Group] = {}
     for name, path in named.items():
         found = group_sweeps([load_sweep(path)])
@@ -114,7 +125,24 @@ def load_architectures(named: Mapping[str, Path]) -> Architectures:
         raise ReportError(
             f"the sweeps are of {', '.join(sorted(frameworks))}; allowed: sweeps of one framework"
         )
+    check_same_grid(groups)
     return Architectures(frameworks.pop(), groups)
+
+
+def check_same_grid(groups: Mapping[str, Group]) -> None:
+    """Refuse sweeps whose base-LR grids differ: each architecture's score is its best LR's,
+    and a best LR chosen from another grid is another protocol (:class:`ReportError`)."""
+    grids = {name: " ".join(_lr(lr) for lr in g.lrs) for name, g in groups.items()}
+    if len(set(grids.values())) > 1:
+        shown = "; ".join(f"{name}: {grid}" for name, grid in grids.items())
+        raise ReportError(
+            f"the sweeps searched different base-LR grids ({shown}); allowed: sweeps of the "
+            "same --lrs, so that every architecture's best LR is chosen from the same grid"
+        )
+
+
+def _lr(lr: float | None) -> str:
+    return "the config's" if lr is None else number_text(lr)
 
 
 def _fmt(summary: Summary | None) -> str:

@@ -10,10 +10,27 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["CURVE_KEYS", "curve", "read_json_lines"]
+__all__ = [
+    "CELL_STATUSES",
+    "CURVE_KEYS",
+    "RecordError",
+    "cell_record_problem",
+    "curve",
+    "non_finite_loss",
+    "number",
+    "read_json_lines",
+]
+
+
+class RecordError(ValueError):
+    """A file in a run folder that cannot be read as data alone (one line naming it and what is
+    allowed): the readers of run folders never execute what they read."""
+
 
 CURVE_KEYS = ("lr", "loss", "grad_norm")
 """What a training curve holds per logged iteration (where the run logged it)."""
@@ -21,21 +38,38 @@ CURVE_KEYS = ("lr", "loss", "grad_norm")
 
 def read_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines log, in order; a line cut short by a crash (or any
-    line that is not a JSON object) is left out.
+    line that is not a JSON object, or not text) is left out. Values are data only: use
+    :func:`number` to read one as a number.
 
     Args:
         path: the log (Detectron2's ``metrics.json``, MMEngine's ``vis_data/scalars.json``).
     """
     records = []
-    with open(path) as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON; an integer too long, too deep
                 continue
             if isinstance(record, dict):
                 records.append(record)
     return records
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float where a log holds a number there (NaN and infinities included);
+    None for anything else (a string, a bool, null, an integer too large for a float).
+
+    Example:
+        >>> number(3), number(2.5), number(True), number("4"), number(10**400)
+        (3.0, 2.5, None, None, None)
+    """
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def curve(
@@ -60,11 +94,112 @@ def curve(
     """
     points: dict[float, dict[str, float]] = {}
     for record in records:
-        point = {
-            name: float(record[key])
-            for name, key in names.items()
-            if isinstance(record.get(key), (int, float)) and not isinstance(record[key], bool)
-        }
-        if point and isinstance(record.get(step), (int, float)):
-            points[float(record[step])] = {"iteration": float(record[step]), **point}
+        point = {name: number(record.get(key)) for name, key in names.items()}
+        point = {name: value for name, value in point.items() if value is not None}
+        at = number(record.get(step))
+        if point and at is not None and math.isfinite(at):
+            points[at] = {"iteration": at, **point}
     return [points[k] for k in sorted(points)]
+
+
+def non_finite_loss(points: list[dict[str, float]]) -> dict[str, float] | None:
+    """The first point of a training curve (:func:`curve`) whose loss is NaN or infinite: the
+    run diverged, whatever it evaluated afterwards; None where every logged loss is finite.
+
+    Example:
+        >>> points = [{"iteration": 1.0, "loss": 2.0}, {"iteration": 2.0, "loss": math.nan}]
+        >>> non_finite_loss(points)
+        {'iteration': 2.0, 'loss': nan}
+    """
+    return next((p for p in points if "loss" in p and not math.isfinite(p["loss"])), None)
+
+
+# --- sweep cell records (``sweep_cell.json``) ---------------------------------------------------
+
+CELL_STATUSES = ("finished", "undecayed", "diverged", "failed", "interrupted")
+"""What a sweep cell's last try came to (``status`` in ``sweep_cell.json``): ``finished`` (a
+result), ``undecayed`` (a result of a time budget that ended before its LR decayed: shown,
+marked, never the best LR), ``diverged`` (a non-finite loss: a result of "this LR diverges", not
+retrained), ``failed`` (rerun to retry) or ``interrupted`` (rerun to resume)."""
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _seconds(value: Any) -> bool:
+    return value is None or (_number(value) and value >= 0)
+
+
+def _exit(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _metrics(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, dict) and all(isinstance(k, str) and _number(v) for k, v in value.items())
+    )
+
+
+_TRY_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "action": (_text, "a word (run, resume)"),
+    "started": (_text, "a time"),
+    "wall_s": (_seconds, "a number of seconds >= 0 or null"),
+    "exit": (_exit, "an exit status (an integer) or null"),
+    "signal": (_text, "a signal's name"),
+}
+
+
+def _tries(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, list)
+        and all(
+            isinstance(t, dict) and all(ok(t[k]) for k, (ok, _) in _TRY_FIELDS.items() if k in t)
+            for t in value
+        )
+    )
+
+
+_CELL_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "framework": (_text, "a framework's name"),
+    "schedule": (lambda v: isinstance(v, str), "a schedule's name"),
+    "config": (_text, "a config file"),
+    "data": (_text, "a folder or null"),
+    "evaluated_from": (_text, "a run folder"),
+    "overrides": (_strings, "a list of strings"),
+    "command": (_strings, "a list of strings"),
+    "tries": (_tries, "a list of tries ({action, started, wall_s, exit, signal})"),
+    "wall_s": (_seconds, "a number of seconds >= 0 or null"),
+    "exit": (_exit, "an exit status (an integer) or null"),
+    "metrics": (_metrics, 'an object of metric: number ({"mIoU": 41.2}) or null'),
+    "status": (lambda v: v in CELL_STATUSES, f"one of {', '.join(CELL_STATUSES)}"),
+}
+"""The fields ``budgeted-sweep`` writes into ``sweep_cell.json`` (besides the cell's budget, LR
+and seed): type check, what is allowed."""
+
+
+def cell_record_problem(record: Mapping[str, Any]) -> str | None:
+    """What is wrong with the fields of a sweep cell record, in words; None if nothing is.
+
+    Each field ``budgeted-sweep`` writes must have its type (:data:`_CELL_FIELDS`): a record
+    edited by hand or written by something else is refused, not half-read.
+
+    Example:
+        >>> cell_record_problem({"schedule": "linear", "budget": 0.1, "wall_s": 12.5})
+        >>> cell_record_problem({"schedule": "linear", "budget": 0.1, "tries": "garbage"})
+        "its tries 'garbage' is not a list of tries ({action, started, wall_s, exit, signal})"
+    """
+    for key, (ok, allowed) in _CELL_FIELDS.items():
+        if key in record and not ok(record[key]):
+            shown = repr(record[key])
+            shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+            return f"its {key} {shown} is not {allowed}"
+    return None

@@ -41,6 +41,8 @@ from typing import Any, NamedTuple, NoReturn
 
 from .checkpoints import atomic_write
 from .families import FAMILIES, ConfigFamily, budget_tag
+from .locks import unwritable
+from .records import RecordError, cell_record_problem, non_finite_loss
 from .stats import best_lr, paired_difference, summarize, verdict
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "best_progress",
     "cell_name",
     "check_outputs",
+    "divergence",
     "family_label",
     "family_of",
     "group_sweeps",
@@ -73,6 +76,7 @@ __all__ = [
     "plot_files",
     "read_final",
     "read_record",
+    "run_status",
     "runs_module",
     "write_csv",
     "written_by_report",
@@ -137,12 +141,15 @@ class CellKey(NamedTuple):
 
 @dataclass
 class Cell:
-    """One run of a sweep; ``final`` is None until it has finished."""
+    """One run of a sweep; ``final`` is None until it has finished (and for a run that
+    diverged). ``status``: :func:`run_status` (``"finished"``, ``"undecayed"``,
+    ``"diverged"``; None while it has not finished)."""
 
     key: CellKey
     run_dir: Path
     final: Final | None = None
     wall_s: float | None = None
+    status: str | None = None
 
     @property
     def schedule(self) -> str:
@@ -217,34 +224,52 @@ def read_record(path: Path) -> dict[str, Any]:
         ...     print(str(err).split(" is ", 1)[1][:64])
         not a sweep record: not valid JSON (line 1, column 15: Expecting
     """
-    allowed = (
-        "allowed: a JSON object written by budgeted-sweep (move the file away to start that "
-        "sweep or cell over)"
-    )
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
-        raise ReportError(
-            f"{path} is not a sweep record: not UTF-8 text ({err.reason}); {allowed}"
-        ) from None
+        problem = f"not UTF-8 text ({err.reason})"
     except json.JSONDecodeError as err:
+        problem = f"not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+    except (ValueError, RecursionError) as err:  # an integer of 5000 digits; nested too deep
+        problem = f"not JSON a reader can take ({type(err).__name__})"
+    else:
+        problem = _record_problem(path.name, value)
+    if problem is not None:
         raise ReportError(
-            f"{path} is not a sweep record: not valid JSON (line {err.lineno}, column "
-            f"{err.colno}: {err.msg}); {allowed}"
-        ) from None
-    needed = ("framework", "family", "cells") if path.name == SWEEP_FILE else ("schedule", "budget")
+            f"{path} is not a sweep record: {problem}; allowed: a JSON object written by "
+            "budgeted-sweep (move the file away to start that sweep or cell over)"
+        )
+    return value
+
+
+def _record_problem(name: str, value: Any) -> str | None:
+    """What is wrong with a parsed sweep record (``name``: :data:`SWEEP_FILE` or
+    :data:`CELL_FILE`), in words; None if nothing is."""
+    needed = ("framework", "family", "cells") if name == SWEEP_FILE else ("schedule", "budget")
     missing = [k for k in needed if not isinstance(value, dict) or k not in value]
     if missing:
-        raise ReportError(f"{path} is not a sweep record: no {', '.join(missing)}; {allowed}")
-    if path.name == CELL_FILE:
+        return f"no {', '.join(missing)}"
+    if name == SWEEP_FILE:
+        if not all(isinstance(value[k], str) for k in ("framework", "family")):
+            return "its framework or family is not a name"
         try:
-            _cell_key(value["schedule"], value["budget"], value.get("lr"), value.get("seed"))
-        except (TypeError, ValueError):
-            raise ReportError(
-                f"{path} is not a sweep record: its budget {value['budget']!r}, lr "
-                f"{value.get('lr')!r} or seed {value.get('seed')!r} is not a number; {allowed}"
-            ) from None
-    return value
+            if not isinstance(value["cells"], list):
+                raise TypeError
+            for cell in value["cells"]:
+                if not isinstance(cell, list):
+                    raise TypeError
+                _cell_key(*cell)
+        except (TypeError, ValueError, OverflowError):
+            return "its cells are not [schedule, budget(, lr, seed)] lists"
+        return None
+    try:
+        _cell_key(value["schedule"], value["budget"], value.get("lr"), value.get("seed"))
+    except (TypeError, ValueError, OverflowError):
+        return (
+            f"its budget {value['budget']!r}, lr {value.get('lr')!r} or seed "
+            f"{value.get('seed')!r} is not a number"
+        )
+    return cell_record_problem(value)
 
 
 def runs_module(framework: str) -> Any:
@@ -274,7 +299,10 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
     """
     if not run_dir.is_dir():
         return None
-    found = runs_module(fam.framework).final_metrics(run_dir)
+    try:
+        found = runs_module(fam.framework).final_metrics(run_dir)
+    except RecordError as err:
+        raise ReportError(str(err)) from None
     if found is None or (not found and fam.framework not in NOTHING_PREDICTED):
         return None
     if not found:  # validated, but no metric logged: the model predicted nothing
@@ -287,6 +315,37 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
         return Final(fam.iters(budget), metrics)
     empty = tuple(n for n, _ in METRICS[fam.framework] if math.isnan(metrics.get(n, math.nan)))
     return Final(fam.iters(budget), {**metrics, **dict.fromkeys(empty, 0.0)}, empty)
+
+
+def run_status(framework: str, run_dir: Path, final: Final | None, recorded: Any) -> str | None:
+    """What a run came to: ``"diverged"`` (the sweep recorded it so: the training tool exited
+    with :data:`~budgeted.preemption.DIVERGED_EXIT_CODE`; or its log holds a non-finite training
+    loss, whatever it evaluated after), else None for a run that has not finished,
+    ``"undecayed"`` (the sweep recorded a time budget that ended before its LR decayed) or
+    ``"finished"``.
+
+    Args:
+        framework: the sweep's framework.
+        run_dir: the run folder.
+        final: its final metrics (:func:`read_final`).
+        recorded: the ``status`` its ``sweep_cell.json`` holds (None without one).
+    """
+    if recorded == "diverged":
+        return "diverged"
+    if final is None:
+        return None
+    if divergence(framework, run_dir) is not None:
+        return "diverged"
+    return "undecayed" if recorded == "undecayed" else "finished"
+
+
+def divergence(framework: str, run_dir: Path) -> str | None:
+    """Where the run's log shows it diverged (``the training loss logged at iteration 3 is
+    nan``); None where every logged loss is finite."""
+    point = non_finite_loss(runs_module(framework).train_curve(run_dir))
+    if point is None:
+        return None
+    return f"the training loss logged at iteration {point['iteration']:g} is {point['loss']}"
 
 
 def holds_run(framework: str, run_dir: Path) -> bool:
@@ -310,13 +369,7 @@ def load_sweep(path: Path) -> Sweep:
         )
     sweep = Sweep(path, meta["framework"], meta["family"])
     fam = family_of(sweep.family)
-    try:
-        planned = [_cell_key(*cell) for cell in meta["cells"]]
-    except (TypeError, ValueError):
-        raise ReportError(
-            f"{record} is not a sweep record: its cells are not [schedule, budget(, lr, seed)] "
-            "lists; allowed: a JSON object written by budgeted-sweep"
-        ) from None
+    planned = [_cell_key(*cell) for cell in meta["cells"]]  # read_record checked them
     for cell_file in sorted(path.glob(f"*/{CELL_FILE}")):
         spec = read_record(cell_file)
         key = _cell_key(spec["schedule"], spec["budget"], spec.get("lr"), spec.get("seed"))
@@ -325,19 +378,24 @@ def load_sweep(path: Path) -> Sweep:
     for key in planned:
         run_dir = path / cell_name(*key)
         spec_file = run_dir / CELL_FILE
-        wall = read_record(spec_file).get("wall_s") if spec_file.is_file() else None
+        spec = read_record(spec_file) if spec_file.is_file() else {}
         final = read_final(fam, key.budget, run_dir)
-        sweep.cells.append(Cell(key, run_dir, final, wall))
+        status = run_status(sweep.framework, run_dir, final, spec.get("status"))
+        final = None if status == "diverged" else final  # not a result: in no mean, no best
+        sweep.cells.append(Cell(key, run_dir, final, spec.get("wall_s"), status))
     return sweep
 
 
 def _cell_key(
     schedule: str, budget: float, lr: float | None = None, seed: int | None = None
 ) -> CellKey:
-    return CellKey(
+    key = CellKey(
         str(schedule), float(budget), None if lr is None else float(lr),
         None if seed is None else int(seed),
     )  # fmt: skip
+    if not all(math.isfinite(v) and v > 0 for v in (key.budget, 1.0 if key.lr is None else key.lr)):
+        raise ValueError(f"budget {budget!r} or lr {lr!r} is not a positive number")
+    return key
 
 
 @dataclass
@@ -378,10 +436,24 @@ class Group:
             and metric in cell.final.metrics
         }
 
+    def with_status(self, status: str, schedule: str, budget: float, lr: float | None) -> int:
+        """How many runs of that schedule, budget and LR came to ``status``."""
+        return sum(
+            (key.schedule, key.budget, key.lr) == (schedule, budget, lr) and cell.status == status
+            for key, cell in self.cells.items()
+        )
+
     def best(self, metric: str, schedule: str, budget: float) -> tuple[float | None, bool] | None:
         """(best base LR, at the grid's edge) of ``schedule`` at ``budget``; None if no run of
-        it finished."""
-        by_lr = {lr: list(self.values(metric, schedule, budget, lr).values()) for lr in self.lrs}
+        it finished. An LR at which a run diverged or ended undecayed is never the best (it
+        still counts as searched, for the edge)."""
+        by_lr = {
+            lr: []
+            if self.with_status("diverged", schedule, budget, lr)
+            or self.with_status("undecayed", schedule, budget, lr)
+            else list(self.values(metric, schedule, budget, lr).values())
+            for lr in self.lrs
+        }
         if not any(by_lr.values()):
             return None
         return best_lr(by_lr)
@@ -440,12 +512,42 @@ def _iterations(group: Group, budget: float) -> str:
     return "/".join(str(i) for i in iters) or "-"
 
 
+def _cell_text(group: Group, metric: str, schedule: str, budget: float, lr: float | None) -> str:
+    """One cell of the every-run table: ``mean ± std (n)`` of its finished runs, `` *`` where
+    runs that ended undecayed are among them, ``, k diverged`` beside; ``diverged`` where every
+    run that ended diverged; ``-`` where none finished."""
+    values = list(group.values(metric, schedule, budget, lr).values())
+    diverged = group.with_status("diverged", schedule, budget, lr)
+    if not values:
+        return "diverged" if diverged else "-"
+    undecayed = " *" if group.with_status("undecayed", schedule, budget, lr) else ""
+    return f"{summarize(values).text()}{undecayed}{f', {diverged} diverged' if diverged else ''}"
+
+
+def _status_notes(group: Group) -> list[str]:
+    """The notes under the every-run table that name the runs that diverged or ended
+    undecayed (neither is ever a best LR)."""
+    lines = []
+    for status, what in (
+        ("diverged", "diverged (a non-finite training loss): no result, and their base LR is "
+         "never picked as the best"),
+        ("undecayed", "ended undecayed (the time budget ran out before the LR decayed): their "
+         "metrics are marked *, and their base LR is never picked as the best"),
+    ):  # fmt: skip
+        names = sorted(cell_name(*k) for k, c in group.cells.items() if c.status == status)
+        if names:
+            lines += ["", f"{len(names)} run(s) {what}: {', '.join(names)}."]
+    return lines
+
+
 def markdown(group: Group) -> str:
     """The report's tables for ``group``, one section per metric (see the module's docstring):
     every cell as ``mean ± std (n)`` over seeds (``-`` where none finished); with several base
     LRs or seeds, the best-LR, paired-difference and normalized tables."""
     blocks = []
     done = sum(c.final is not None for c in group.cells.values())
+    diverged = sum(c.status == "diverged" for c in group.cells.values())
+    also = f", {diverged} diverged" if diverged else ""
     lrs, seeds = group.lrs, group.seeds
     axes = len(lrs) > 1 or lrs != [None] or len(seeds) > 1 or seeds != [None]
     for metric, _ in METRICS[group.framework]:
@@ -457,16 +559,15 @@ def markdown(group: Group) -> str:
         rows = []
         for budget in group.budgets:
             row = [f"{budget:g}", _iterations(group, budget)]
-            for schedule, lr in columns:
-                values = list(group.values(metric, schedule, budget, lr).values())
-                row.append(summarize(values).text() if values else "-")
+            row += [_cell_text(group, metric, schedule, budget, lr) for schedule, lr in columns]
             rows.append(row)
         lines = [
             f"### {metric}: {group.framework} {group.family}* "
             f"({', '.join(str(p) for p in group.sources)}; {done}/{len(group.cells)} runs "
-            "finished)",
+            f"finished{also})",
             "",
             *_table(head, rows, len(head)),
+            *_status_notes(group),
         ]
         empty = [
             cell_name(*k)
@@ -598,17 +699,19 @@ def best_progress(group: Group) -> str:
 
 CSV_HEADER = ("framework", "family", "schedule", "budget", "lr", "seed", "iterations")
 """The first columns of :func:`write_csv`'s file (and how an earlier report's CSV is recognized);
-then one column per metric, ``wall_s`` and ``run_dir``."""
+then one column per metric, ``wall_s``, ``run_dir`` and ``status`` (:func:`run_status`)."""
 
 
 def write_csv(groups: Sequence[Group], path: Path) -> None:
     """One row per run: its axes, iterations, each metric (empty where the run has not
-    finished), wall time and folder. Written atomically (a temporary file renamed into place)."""
+    finished or diverged), wall time, folder and status (``finished``, ``undecayed``,
+    ``diverged``; empty while unfinished). Written atomically (a temporary file renamed into
+    place)."""
     metrics = list(dict.fromkeys(m for g in groups for m, _ in METRICS[g.framework]))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "w") as f:
         writer = csv.writer(f, lineterminator="\n")
-        writer.writerow([*CSV_HEADER, *metrics, "wall_s", "run_dir"])
+        writer.writerow([*CSV_HEADER, *metrics, "wall_s", "run_dir", "status"])
         for group in groups:
             for key, cell in sorted(group.cells.items(), key=lambda kv: _sort_key(kv[0])):
                 final = cell.final
@@ -618,7 +721,8 @@ def write_csv(groups: Sequence[Group], path: Path) -> None:
                      "" if key.lr is None else number_text(key.lr),
                      "" if key.seed is None else key.seed,
                      final.iters if final else "", *("" if v is None else v for v in values),
-                     "" if cell.wall_s is None else f"{cell.wall_s:.1f}", _shown(cell.run_dir)]
+                     "" if cell.wall_s is None else f"{cell.wall_s:.1f}", _shown(cell.run_dir),
+                     cell.status or ""]
                 )  # fmt: skip
 
 
@@ -682,14 +786,20 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
     ``--csv`` must end in ``.csv`` and be new or an earlier report's CSV (its first row is
     :data:`CSV_HEADER`); ``--plot`` must end in a format matplotlib writes, and each of its
     :func:`plot_files` be new or an earlier report's figure (:func:`written_by_report`);
-    neither may be a folder or lie inside a run folder of a reported sweep. Raises
-    :class:`ReportError`.
+    neither may be a folder, lie inside a run folder of a reported sweep or in a folder that
+    cannot be written (read-only). Raises :class:`ReportError`.
     """
     for flag, out in (("--csv", csv_path), ("--plot", plot_path)):
         if out is None:
             continue
         if out.is_dir():
             raise ReportError(f"{flag} {out} is a folder; allowed: a file path")
+        problem = unwritable(out.parent)
+        if problem is not None:
+            raise ReportError(
+                f"{flag} {out} cannot be written ({problem}); allowed: a path in a folder you "
+                "can write to (nothing was written)"
+            )
         inside = next(
             (s for s in sweeps if out.resolve().parent != s.resolve()
              and out.resolve().is_relative_to(s.resolve())), None,
@@ -771,14 +881,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n\n".join(markdown(g) for g in groups))
     if args.best_progress:
         print("\n\n" + "\n\n".join(best_progress(g) for g in groups))
-    if args.csv is not None:
-        write_csv(groups, args.csv)
-        print(f"\nCSV: {args.csv}")
-    if args.plot is not None:
+    try:
+        _write_outputs(groups, args.csv, args.plot)
+    except OSError as err:  # checked writable before; a disk that filled up meanwhile, say
+        print(f"report: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_outputs(groups: Sequence[Group], csv_path: Path | None, plot: Path | None) -> None:
+    """Write ``--csv`` and ``--plot`` (each atomically) and name them."""
+    if csv_path is not None:
+        write_csv(groups, csv_path)
+        print(f"\nCSV: {csv_path}")
+    if plot is not None:
         from .sweep_plots import plot_sweeps
 
-        print("\n" + "\n".join(f"plot: {path}" for path in plot_sweeps(groups, args.plot)))
-    return 0
+        print("\n" + "\n".join(f"plot: {path}" for path in plot_sweeps(groups, plot)))
 
 
 if __name__ == "__main__":

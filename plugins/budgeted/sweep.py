@@ -48,8 +48,14 @@ from . import report
 from .checkpoints import atomic_write_text
 from .config_files import config_root
 from .families import FRAMEWORKS, ConfigFamily, family
-from .locks import FolderBusyError, FolderLock
-from .preemption import PREEMPTED_EXIT_CODE, restore_default_signals, signal_name
+from .locks import FolderBusyError, FolderLock, unwritable
+from .preemption import (
+    DIVERGED_EXIT_CODE,
+    PREEMPTED_EXIT_CODE,
+    UNDECAYED_EXIT_CODE,
+    restore_default_signals,
+    signal_name,
+)
 from .report import CELL_FILE, SWEEP_FILE, CellKey, ReportError, cell_name, family_label
 
 __all__ = [
@@ -111,6 +117,8 @@ class Plan:
     command: list[str]
     action: str  # "run", "resume" or "skip"
     final: report.Final | None = None
+    status: str | None = None  # budgeted.records.CELL_STATUSES: what its last try came to
+    note: str = ""  # how its last try ended: the tool's last line, or why it has no result
 
 
 def committed_configs(fam: ConfigFamily) -> dict[tuple[str, float], Path]:
@@ -384,9 +392,11 @@ def plan_cell(
     old = report.read_record(spec_file) if spec_file.is_file() else None
     same = old is not None and all(old.get(k) == v for k, v in spec.items())
     final = report.read_final(fam, budget, run_dir)
+    status = report.run_status(framework, run_dir, final, old.get("status") if same else None)
+    done = final is not None or status == "diverged"  # a diverged LR is a result: not retrained
     started = report.holds_run(framework, run_dir)
-    if (final is not None or started) and not same:
-        what = "finished" if final is not None else "started"
+    if (done or started) and not same:
+        what = "finished" if done else "started"
         held = (
             f"config {old.get('config')}, data {old.get('data')}, overrides {old.get('overrides')}"
             if old is not None
@@ -396,10 +406,11 @@ def plan_cell(
             f"{run_dir} holds a {what} run with other settings ({held}); allowed: the same "
             f"settings (overrides {extra}), or another --out"
         )
-    action = "skip" if final is not None else "resume" if started else "run"
+    action = "skip" if done else "resume" if started else "run"
     overrides = [*extra, *axis_overrides(framework, lr, seed)]
     command = build_command(framework, config, run_dir, data, overrides, action == "resume")
-    return Plan(fam, schedule, budget, lr, seed, run_dir, spec, command, action, final)
+    final = None if status == "diverged" else final
+    return Plan(fam, schedule, budget, lr, seed, run_dir, spec, command, action, final, status)
 
 
 EVALUATED_WEIGHTS = ("MODEL.WEIGHTS", "model_final.pth")
@@ -456,6 +467,10 @@ def plan_evaluations(
             )
         record = runs[0] / CELL_FILE
         trained = report.read_record(record).get("overrides") or [] if record.is_file() else []
+        try:  # a record from elsewhere must not choose the config, the folder or the weights
+            check_extra(fam.framework, trained)
+        except SweepError as err:
+            raise SweepError(f"{record}: its trained {err}") from None
         overrides = [*trained, *extra, key, str(runs[0] / name)]
         plan = plan_cell(fam, cell, configs, args.out, data, overrides)
         plan.spec["evaluated_from"] = str(runs[0])
@@ -515,9 +530,11 @@ def estimate(plans: Sequence[Plan], out: Path) -> str:
             f"{per_run:.0f} s each (the mean of the {len(walls)} finished in --out)"
         )
     iters = sum(p.family.iters(p.budget) for p in todo)
+    diverged = sum(p.status == "diverged" for p in plans)
     head = (
-        f"[sweep] grid: {len(plans)} runs ({len(plans) - len(todo)} finished, {len(todo)} to run "
-        f"or resume, {iters} iterations)"
+        f"[sweep] grid: {len(plans)} runs ({len(plans) - len(todo) - diverged} finished, "
+        f"{f'{diverged} diverged, ' if diverged else ''}{len(todo)} to run or resume, {iters} "
+        "iterations)"
     )
     model = cost_model(plans, out) if todo else None
     if not todo:
@@ -659,7 +676,8 @@ def run_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> flo
 
     Every try is recorded in ``sweep_cell.json`` (written atomically): start, action, wall time,
     exit status, and the signal that interrupted it; the cell's ``wall_s`` is the sum over its
-    tries, interrupted ones included.
+    tries, interrupted ones included, and its ``status`` what the last try came to
+    (:func:`try_status`; ``plan.status``): a run that diverged or ended undecayed is a result.
 
     Raises:
         Interrupted: a signal stopped the try (the training process saved and exited).
@@ -691,24 +709,58 @@ def run_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> flo
         attempt["signal"] = signal_name(forwarder.signum)
     record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in record["tries"]), 3)
     record["exit"] = code
-    if code == 0:
-        plan.final = report.read_final(plan.family, plan.budget, plan.run_dir)
-        record["metrics"] = None if plan.final is None else plan.final.metrics
+    plan.status = try_status(plan, code, interrupted=forwarder.signum is not None)
+    record["status"] = plan.status
+    record["metrics"] = None if plan.final is None else plan.final.metrics
     atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
-    if forwarder.signum is not None and code != 0:
+    if plan.status == "interrupted":
         raise Interrupted(f"training stopped with exit status {code}")
-    if code != 0:
-        lines = [ln for ln in (plan.run_dir / "sweep.log").read_text().splitlines() if ln.strip()]
+    if plan.status == "failed":
+        log = plan.run_dir / "sweep.log"
+        if code in (0, UNDECAYED_EXIT_CODE):
+            raise RuntimeError(f"{plan.run_dir.name} exited {code} but {plan.note} (log: {log})")
         raise RuntimeError(
-            f"{plan.run_dir.name} failed (exit {code}): {lines[-1].strip() if lines else ''} "
-            f"(log: {plan.run_dir / 'sweep.log'}); rerun the sweep to resume it"
-        )
-    if plan.final is None:
-        raise RuntimeError(
-            f"{plan.run_dir.name} exited 0 but has no final metric in {plan.run_dir} "
-            f"(log: {plan.run_dir / 'sweep.log'})"
+            f"{plan.run_dir.name} failed (exit {code}): {last_log_line(plan)} (log: {log}); "
+            "rerun the sweep to resume it"
         )
     return wall
+
+
+def try_status(plan: Plan, code: int, interrupted: bool) -> str:
+    """What a try that ended with exit status ``code`` came to (one of
+    :data:`budgeted.records.CELL_STATUSES`); ``plan.final`` holds its result, if any.
+
+    :data:`~budgeted.preemption.DIVERGED_EXIT_CODE`: ``diverged``; a signal: ``interrupted``;
+    0 or :data:`~budgeted.preemption.UNDECAYED_EXIT_CODE` with the final evaluation logged:
+    ``finished`` or ``undecayed`` (``diverged`` where the log holds a non-finite loss all the
+    same: a tool that trained on through it); anything else: ``failed``.
+    """
+    plan.final, plan.note = None, last_log_line(plan)
+    if code == DIVERGED_EXIT_CODE:
+        return "diverged"
+    if interrupted and code != 0:
+        return "interrupted"
+    if code not in (0, UNDECAYED_EXIT_CODE):
+        return "failed"
+    try:
+        final = report.read_final(plan.family, plan.budget, plan.run_dir)
+    except ReportError as err:
+        plan.note = f"its final metric cannot be read: {err}"
+        return "failed"
+    recorded = "undecayed" if code == UNDECAYED_EXIT_CODE else None
+    status = report.run_status(plan.family.framework, plan.run_dir, final, recorded)
+    if status is None:
+        plan.note = f"has no final metric in {plan.run_dir}"
+    elif status == "diverged":  # a tool that trained on through a NaN loss, exit 0
+        plan.note = f"{report.divergence(plan.family.framework, plan.run_dir)} (exit {code})"
+    plan.final = final if status in ("finished", "undecayed") else None
+    return status or "failed"
+
+
+def last_log_line(plan: Plan) -> str:
+    """The last line the cell's training tool printed (its one-line account of how it ended)."""
+    lines = [ln for ln in (plan.run_dir / "sweep.log").read_text().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> None:
@@ -815,7 +867,6 @@ def sweep_lock(out: Path) -> FolderLock:
 
 
 def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
-    framework = args.framework
     lock = sweep_lock(args.out)
     try:
         if not args.dry_run:
@@ -827,31 +878,60 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
         else:
             plans = plan_cells(args, grid, extra, data)
         if not args.dry_run:
+            check_writable(args.out, None if present else data)
             lock.acquire()  # the first write; another sweep may have taken it meanwhile
     except (SweepError, ReportError, FolderBusyError, ImportError) as err:
         print(f"sweep: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # the lock file: unreadable, say
+        print(f"sweep: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
     if args.dry_run:
-        print(estimate(plans, args.out))
-        try:
-            lock.check()
-        except FolderBusyError:
-            print(f"[sweep] note: {lock.holder()} is running a sweep in {short(str(args.out))} now")
-        if args.toy and not present:
-            print(f"[sweep] would write the toy set in {data}")
-        for plan in plans:
-            line = (
-                f"skip (finished: {metrics_text(plan.final)})" if plan.final else show(plan.command)
-            )
-            env_note = f"DETECTRON2_DATASETS={data} " if data and framework == "detectron2" else ""
-            print(f"{plan.run_dir.name}: {'' if plan.final else env_note}{line}")
+        print_dry_run(args, plans, lock, data, present)
         return 0
     with lock, SignalForwarder() as forwarder:
-        if args.toy and not present:
-            print(f"[sweep] writing the toy set in {data}", flush=True)
-            make_toy_data(args.family, data)
-        save_sweep(args.out, framework, family_label(args.family), plans)
-        return _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
+        try:
+            if args.toy and not present:
+                print(f"[sweep] writing the toy set in {data}", flush=True)
+                make_toy_data(args.family, data)
+            save_sweep(args.out, args.framework, family_label(args.family), plans)
+            return _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
+        except OSError as err:  # checked writable before; a disk that filled up, say
+            print(f"sweep: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+            return 1
+
+
+def check_writable(out: Path, toy_root: Path | None) -> None:
+    """Refuse (:class:`SweepError`, before anything is written) an ``--out`` folder, or a toy
+    set's folder the sweep would write, in which nothing can be created (read-only)."""
+    for what, folder in (("--out", out), ("the toy set's folder", toy_root)):
+        problem = None if folder is None else unwritable(folder)
+        if problem is not None:
+            raise SweepError(
+                f"{what} {folder} cannot be written ({problem}); allowed: a folder you can write "
+                "to (nothing was written)"
+            )
+
+
+def print_dry_run(
+    args: argparse.Namespace, plans: Sequence[Plan], lock: FolderLock, data: Path | None,
+    present: bool,
+) -> None:  # fmt: skip
+    """``--dry-run``: the estimate, a running sweep's note, then each cell's command or why it
+    is skipped."""
+    print(estimate(plans, args.out))
+    try:
+        lock.check()
+    except FolderBusyError:
+        print(f"[sweep] note: {lock.holder()} is running a sweep in {short(str(args.out))} now")
+    if args.toy and not present:
+        print(f"[sweep] would write the toy set in {data}")
+    env_note = f"DETECTRON2_DATASETS={data} " if data and args.framework == "detectron2" else ""
+    for plan in plans:
+        line = (
+            f"skip ({skip_text(plan)})" if plan.action == "skip" else env_note + show(plan.command)
+        )
+        print(f"{plan.run_dir.name}: {line}")
 
 
 def _run_cells(
@@ -860,10 +940,11 @@ def _run_cells(
 ) -> int:  # fmt: skip
     """Run, resume or skip each planned cell in order; the sweep's exit status. A failed run
     stops the sweep (exit 1), or with ``keep_going`` is reported and the sweep goes on (exit 1
-    at the end)."""
+    at the end). A run that diverged or ended undecayed is a result: the sweep goes on, and
+    ends with :func:`ended_status`."""
     total = time.monotonic()
     counts = {"run": 0, "resume": 0, "skip": 0}
-    failed = []
+    failed: list[str] = []
     for i, plan in enumerate(plans, 1):
         head = f"[{i}/{len(plans)}] {plan.run_dir.name}:"
         if forwarder.signum is not None:
@@ -872,7 +953,7 @@ def _run_cells(
             return forwarder.exit_code
         counts[plan.action] += 1
         if plan.action == "skip":
-            print(f"{head} skipped, already finished: {metrics_text(plan.final)}", flush=True)
+            print(f"{head} skipped, already {skip_text(plan)}", flush=True)
             continue
         verb = "resuming" if plan.action == "resume" else "running"
         print(f"{head} {verb} {show(plan.command)} ...", end="", flush=True)
@@ -893,17 +974,56 @@ def _run_cells(
                 file=sys.stderr,
             )
             return forwarder.exit_code
-        print(f" {wall:.1f} s: {metrics_text(plan.final)}", flush=True)
+        if plan.status == "diverged":
+            print(f" DIVERGED after {wall:.1f} s: {plan.note}", flush=True)
+            continue
+        undecayed = f" (UNDECAYED: {plan.note})" if plan.status == "undecayed" else ""
+        print(f" {wall:.1f} s: {metrics_text(plan.final)}{undecayed}", flush=True)
     print(
         f"[sweep] {counts['run']} run, {counts['resume']} resumed, {counts['skip']} skipped"
         f"{f', {len(failed)} failed' if failed else ''} in {time.monotonic() - total:.0f} s; "
         f"table: budgeted-report {short(str(out))}"
     )
+    code = ended_status(plans)
     if failed:
         print(f"sweep: error: {len(failed)} runs failed: {', '.join(failed)}; their logs say why "
               "(<run>/sweep.log); rerun the sweep to retry them", file=sys.stderr)  # fmt: skip
         return 1
-    return 0
+    return code
+
+
+ENDED = (
+    ("diverged", DIVERGED_EXIT_CODE, "diverged (a non-finite loss)", "results of their base LR, "
+     "kept and not retrained; budgeted-report names them and never picks their LR as the best "
+     "(move a cell's folder away to train it again)"),
+    ("undecayed", UNDECAYED_EXIT_CODE, "ended undecayed (the time budget ran out before the LR "
+     "decayed)", "their metrics are kept, marked in budgeted-report, and their LR is never the "
+     "best"),
+)  # fmt: skip
+"""(status, the sweep's exit status, what happened, what it means) of the runs that ended
+without a plain result."""
+
+
+def ended_status(plans: Sequence[Plan]) -> int:
+    """The sweep's exit status from its cells that diverged (3, first) or ended undecayed (4);
+    0 where there are none. Each kind is named in one line."""
+    code = 0
+    for status, exit_code, happened, meaning in ENDED:
+        names = [p.run_dir.name for p in plans if p.status == status]
+        if names:
+            print(f"sweep: {len(names)} cell(s) {happened}: {', '.join(names)}; {meaning}",
+                  file=sys.stderr)  # fmt: skip
+            code = code or exit_code
+    return code
+
+
+def skip_text(plan: Plan) -> str:
+    """Why a skipped cell is done: ``finished: <metrics>`` (``finished undecayed: ...``), or
+    that it diverged."""
+    if plan.status == "diverged":
+        return "diverged: a result of that base LR (move its folder away to train it again)"
+    undecayed = " undecayed" if plan.status == "undecayed" else ""
+    return f"finished{undecayed}: {metrics_text(plan.final)}"
 
 
 if __name__ == "__main__":

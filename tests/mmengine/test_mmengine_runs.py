@@ -86,3 +86,57 @@ def test_a_refused_resume_that_rewrote_the_config_dump_hides_no_finished_run(tmp
     (longer / "config.py").write_text("train_cfg = dict(max_iters=8)\n")
     (longer / "scalars.json").write_text(json.dumps({**train, "iter": 6, "step": 6}) + "\n")
     assert final_metrics(run) is None
+
+
+def test_a_time_budget_run_ends_at_its_last_validation_and_checkpoint(tmp_path):
+    """``TimeBudgetTrainLoop``: ``max_iters`` only caps the run; the deadline made iteration 7
+    the last, saved ``iter_7.pth`` and validated there. Before that checkpoint and validation
+    (or with training logged after them) the run has not ended."""
+    train = {"lr": 0.01, "loss": 1.0, "time": 0.1}
+    val = {"aAcc": 80.0, "mIoU": 40.0, "mAcc": 50.0, "data_time": 0.0, "time": 0.1, "step": 7}
+    rows = [{**train, "iter": i, "step": i} for i in range(1, 8)]
+    run = tmp_path / "timed"
+    write_run(run, 3200, [*rows, val])
+    (run / "toy.py").write_text(
+        "train_cfg = dict(type='TimeBudgetTrainLoop', seconds=2.0, max_iters=3200)\n"
+    )
+    assert final_metrics(run) is None  # validated, but no checkpoint of iteration 7
+    (run / "iter_7.pth").write_bytes(b"")
+    assert final_metrics(run) == {"aAcc": 80.0, "mIoU": 40.0, "mAcc": 50.0}
+    write_run(run, 3200, [*rows, val, {**train, "iter": 8, "step": 8}])  # trained on after it
+    (run / "toy.py").write_text("train_cfg = dict(type='TimeBudgetTrainLoop', max_iters=3200)\n")
+    assert final_metrics(run) is None
+
+
+@pytest.mark.parametrize(
+    ("dump", "expected"),
+    [
+        ("train_cfg = dict(max_iters=32)\n_x = __import__('os').system('false')\n", 32),
+        ("train_cfg = {'type': 'IterBasedTrainLoop', 'max_iters': 8}\n", 8),
+        ("train_cfg = dict(type=IterBasedTrainLoop, max_iters=8)\n", 8),  # a lazy config's
+        ("train_cfg = dict(by_epoch=True, max_epochs=12)\n", None),
+        ("model = dict(train_cfg=dict(max_iters=5))\n", None),  # not the top-level train_cfg
+        ("train_cfg = dict(max_iters=__import__('os').getpid() or 8)\n", "max_iters is an expr"),
+        ("train_cfg = make_loop()\n", "train_cfg is an expression, not dict(...) (line 1)"),
+        ("train_cfg = dict(max_iters=8\n", "is not Python ('(' was never closed, line 1)"),
+        (b"\xff\xfe", "cannot be read (UnicodeDecodeError"),
+    ],
+)
+def test_a_config_dump_is_parsed_never_run(dump, expected, tmp_path):
+    """The dump of a downloaded run folder may hold any code: only the literal ``max_iters``
+    of the top-level ``train_cfg`` is read; a length that is not a literal is one line."""
+    from budgeted.mmengine.runs import dumped_max_iters
+    from budgeted.records import RecordError
+
+    path = tmp_path / "cfg.py"
+    path.write_bytes(dump if isinstance(dump, bytes) else dump.encode())
+    if not isinstance(expected, str):
+        assert dumped_max_iters(path) == expected
+        return
+    with pytest.raises(RecordError) as err:
+        dumped_max_iters(path)
+    message = str(err.value)
+    assert message.startswith(f"config dump {path}") and expected in message, message
+    assert "\n" not in message and message.endswith(
+        "a run folder's files are read as data, never run"
+    )

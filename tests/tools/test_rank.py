@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from run_folders import toy_data, write_sweep
 from toy_pspnet import width_overrides
 
 from budgeted.rank import Architectures, kendall_tau, markdown
@@ -71,13 +72,38 @@ def test_tables_rank_each_budget_against_the_full_budget():
         (["a=x", "a=y", "c=z"], "architecture 'a' is given twice; allowed: one sweep per name"),
         (["a=x", "b", "c=z"], "'b' is invalid; allowed: NAME=SWEEP_FOLDER"),
         (["a=x", "b=y", "c=z"], "is not a sweep folder (no sweep.json)"),
+        (
+            ["a=x", "b=x", "c=x"],
+            "architectures a, b, c are the same sweep folder {tmp}/x; allowed: one sweep folder "
+            "per architecture",
+        ),
     ],
 )
 def test_bad_input_is_one_line(args, message, tmp_path):
     run = cli(RANK, *[a.replace("=", f"={tmp_path}/", 1) if "=" in a else a for a in args])
     err = run.stderr.strip()
     assert run.returncode == 2 and err.startswith("rank: error: ") and "\n" not in err, err
-    assert message in err
+    assert message.format(tmp=tmp_path) in err
+
+
+def test_sweeps_of_different_base_lr_grids_are_refused(tmp_path):
+    """Each architecture's score is its best LR's: chosen from different grids, the ranking
+    compares different protocols (a narrower grid cannot find the others' best LR)."""
+    data = toy_data("mmseg", tmp_path / "data")
+    grids = {"a": (0.01, 0.1), "b": (0.01, 0.1), "c": (0.1,)}
+    for name, lrs in grids.items():
+        cells = {("linear", b, lr): 40.0 + 10 * b for b in (0.01, 0.05) for lr in lrs}
+        write_sweep(tmp_path / name, "mmseg", cells, data)
+    run = cli(RANK, *(f"{name}={tmp_path / name}" for name in grids))
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == (
+        "rank: error: the sweeps searched different base-LR grids (a: 0.01 0.1; b: 0.01 0.1; "
+        "c: 0.1); allowed: sweeps of the same --lrs, so that every architecture's best LR is "
+        "chosen from the same grid\n"
+    )
+    same = cli(RANK, f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", f"c={tmp_path / 'a'}")
+    assert same.returncode == 2 and same.stderr.count("\n") == 1
+    assert f"architectures a, c are the same sweep folder {tmp_path / 'a'}" in same.stderr
 
 
 WIDTHS = {"w4": 4, "w6": 6, "w8": 8}

@@ -607,6 +607,19 @@ def finished_looking_sweep(tmp_path: Path) -> Path:
             "sweep_cell.json of budget 'abc'",
             "sweep_cell.json is not a sweep record: its budget 'abc'",
         ),
+        (
+            'sweep_cell.json with "tries": "garbage"',
+            "sweep_cell.json is not a sweep record: its tries 'garbage' is not a list of tries",
+        ),
+        (
+            'sweep_cell.json with "wall_s": NaN',
+            "its wall_s nan is not a number of seconds >= 0 or null; allowed: a JSON object",
+        ),
+        (
+            'sweep_cell.json with "metrics": [41.2]',
+            "its metrics [41.2] is not an object of metric: number",
+        ),
+        ('sweep.json with "cells": 5', "sweep.json is not a sweep record: its cells are not"),
         ("--plot x.txt", "x.txt has no image file type matplotlib writes; allowed: a file ending"),
         ("--plot someone's photo.png", "photo.png, which budgeted-report did not write; allowed"),
         ("--plot beside someone's photo_lr.png", "photo_lr.png, which budgeted-report did not"),
@@ -631,6 +644,12 @@ def test_report_bad_input_is_one_line_and_overwrites_nothing(
         (out / "linear_budget1").mkdir()
         cell = '{"schedule": "linear", "budget": "abc"}'
         (out / "linear_budget1" / "sweep_cell.json").write_text(cell)
+    elif case.startswith("sweep_cell.json with "):  # a field of the wrong type
+        (out / "linear_budget1").mkdir()
+        cell = f'{{"schedule": "linear", "budget": 0.01, {case.split(" with ")[1]}}}'
+        (out / "linear_budget1" / "sweep_cell.json").write_text(cell)
+    elif case.startswith("sweep.json with "):
+        (out / "sweep.json").write_text('{"framework": "mmseg", "family": "f", "cells": 5}')
     elif case == "--plot x.txt":
         extra = ["--plot", tmp_path / "x.txt"]
     elif case.startswith("--plot"):  # a matplotlib figure, not one of the report's
@@ -656,7 +675,7 @@ def test_report_bad_input_is_one_line_and_overwrites_nothing(
     assert run.returncode == 2 and err.startswith("report: error: ") and "\n" not in err, err
     assert message in err
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
-    if case.startswith("corrupt") or "'abc'" in case:  # the sweep: the same words
+    if case.startswith(("corrupt", "sweep_cell.json ", "sweep.json with")):  # the same words
         sweep = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01",
                     "--out", out, "--dry-run")  # fmt: skip
         assert sweep.returncode == 2, sweep.stdout

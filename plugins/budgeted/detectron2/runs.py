@@ -2,19 +2,24 @@
 holds a run, the one "already holds a run" check, and the final evaluation of a finished run.
 
 Reads only the files Detectron2 writes (``config.yaml``, ``metrics.json``, ``last_checkpoint``,
-``model_final.pth``); imports no Detectron2 module itself.
+``model_final.pth``); imports no Detectron2 module itself. A run folder is untrusted (it may come
+from anyone), so it is read as data only: ``metrics.json`` as JSON, ``config.yaml`` with
+``yaml.safe_load`` (never yacs' or Detectron2's config loaders, which fall back to an unsafe
+load that can run code), and of the checkpoints only their names (loading one is the training
+tools' job, through :func:`budgeted.checkpoints.load_checkpoint`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..records import curve, read_json_lines
+from ..records import curve, number, read_json_lines
 
 __all__ = [
     "CURVE_NAMES",
@@ -87,9 +92,9 @@ def max_iter(folder: str | os.PathLike[str]) -> int | None:
     import yaml
 
     config = Path(folder) / "config.yaml"
-    try:
-        data = yaml.safe_load(config.read_text()) or {}
-    except (OSError, yaml.YAMLError):
+    try:  # safe_load: a python tag (!!python/object/apply:...) is an error, never a call
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    except (OSError, ValueError, yaml.YAMLError, RecursionError):  # ValueError: not UTF-8
         return None
     for section, key in (("SOLVER", "MAX_ITER"), ("train", "max_iter")):  # yacs, LazyConfig
         value = (data.get(section) or {}).get(key) if isinstance(data, dict) else None
@@ -131,18 +136,21 @@ def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
     if not evals:
         return None
     last = evals[-1]
-    at = last.get("iteration", -1)
-    if any(r.get("iteration", -1) > at for r in rows):
+    at = _iteration(last)
+    if any(_iteration(r) > at for r in rows):
         return None  # training went on after it: not the final evaluation
     budget = max_iter(folder)
     ended = (folder / "model_final.pth").is_file() or (budget is not None and at >= budget - 1)
     if not ended:
         return None
-    out = {}
-    for key, value in last.items():
-        if _is_eval_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = float(value)
-    return out or None
+    out = {key: number(value) for key, value in last.items() if _is_eval_key(key)}
+    return {key: value for key, value in out.items() if value is not None} or None
+
+
+def _iteration(row: Mapping[str, Any]) -> float:
+    """A ``metrics.json`` row's ``iteration``; -1 where it has none (or not a number)."""
+    at = number(row.get("iteration"))
+    return -1.0 if at is None or math.isnan(at) else at
 
 
 EVAL_CONFIG_NAME = "config.eval.yaml"
@@ -262,10 +270,9 @@ def evaluations(folder: str | os.PathLike[str]) -> list[tuple[int, dict[str, flo
         return []
     found = []
     for row in read_json_lines(metrics):
-        results = {
-            k: float(v) for k, v in row.items()
-            if _is_eval_key(k) and isinstance(v, (int, float)) and not isinstance(v, bool)
-        }  # fmt: skip
-        if results:
-            found.append((int(row.get("iteration", -1)) + 1, results))
+        results = {k: number(v) for k, v in row.items() if _is_eval_key(k)}
+        results = {k: v for k, v in results.items() if v is not None}
+        at = _iteration(row)
+        if results and math.isfinite(at):
+            found.append((int(at) + 1, results))
     return found
