@@ -115,10 +115,13 @@ if [ "$SETUP_PART" != self ]; then
   elif [ "$d2_kind" = lite ]; then
     echo "the lite Detectron2 0.6 is installed: kept"
   else
-    wheel=$BUILD_CACHE/detectron2-lite/dist/detectron2-0.6-py3-none-any.whl
+    # stale-lite (an older lite build than tools/detectron2_lite makes) lands here too; the
+    # cache is per lite version (__budgeted_lite__ of the stand-in), so it is rebuilt
+    lite_version=$(sed -n 's/^__budgeted_lite__ = //p' "$ROOT/tools/detectron2_lite/_C.py")
+    work=$BUILD_CACHE/detectron2-lite-$lite_version
+    wheel=$work/dist/detectron2-0.6-py3-none-any.whl
     if [ ! -f "$wheel" ]; then
       echo "building a lite Detectron2 0.6 (no compiled ops) from the pb1-detectron2 sdist"
-      work=$BUILD_CACHE/detectron2-lite
       rm -rf "$work" && mkdir -p "$work"
       "$PY" -m pip download --disable-pip-version-check -q --no-deps --no-binary :all: \
         --no-build-isolation --require-hashes -r "$REQ/detectron2-lite.txt" -d "$work"

@@ -9,7 +9,9 @@
 # (budgeted.preemption.PREEMPTED_EXIT_CODE). This script then requeues the job
 # (scontrol requeue; --requeue allows it), and the requeued job, finding a run in OUTPUT_DIR,
 # adds --resume: training continues where it stopped, at exactly the LR it would have had.
-# Any other exit status is the job's (0: done; 1: an error, said in one line or a traceback).
+# Any other exit status is the job's, never requeued (0: done, or a finished run found by a
+# requeued job; 1: an error, said in one line; 3: the loss diverged; 4: a time budget ended
+# before its schedule decayed, saved and evaluated).
 #
 # Environment: PYTHON (the interpreter; default python), SRUN (default srun: the training runs
 # as a job step, which --signal reaches; set SRUN= to run it directly), TRAIN_NET (the tool;

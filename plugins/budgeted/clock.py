@@ -18,6 +18,14 @@ in between, every rank extrapolates the same way from the shared values, so the 
 each iteration, and the stopping iteration, are identical everywhere. With one process the
 clock reads itself at every sync.
 
+**Paused processes.** The clock reads wall time (``time.perf_counter``, a monotonic clock that
+keeps running while the process is stopped). Time the process spends stopped (SIGSTOP to
+SIGCONT, a Slurm suspend, a debugger) *inside an iteration* therefore counts as training time:
+the budget is a reservation of wall time, and a stopped job still holds it. Time stopped between
+iterations, while the clock is paused for evaluation or checkpoint writing, does not count.
+The decay then simply reaches its end earlier in iterations; a budget spent this way before the
+schedule decayed ends undecayed (:meth:`TimeBudget.shortfall`).
+
 Nothing here imports a framework; the adapters count iterations and checkpoint
 :meth:`TrainingClock.state`.
 """

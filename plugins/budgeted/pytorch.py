@@ -205,6 +205,11 @@ class BudgetTimeLR(_LRScheduler):
         ...     sched.step()
         >>> sched.last_epoch, sched.get_last_lr()[0]
         (10, 0.0)
+        >>> sched.budget.shortfall(sched.last_epoch - 1, sched.last_trained_elapsed) is None
+        True
+
+    :meth:`budgeted.clock.TimeBudget.shortfall` with the last iteration stepped past
+    (``last_epoch - 1``) and ``last_trained_elapsed`` says whether the run ended decayed.
     """
 
     LOGGER: ClassVar[str] = __name__
@@ -222,10 +227,12 @@ class BudgetTimeLR(_LRScheduler):
         self.clock = clock
         self.on_resume = on_resume
         self.last_trained_factor = 0.0  # the multiplier of the last iteration stepped past
+        self.last_trained_elapsed: float | None = None  # the training seconds at its start
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
-        self._factor = self.budget.multiplier(max(self.last_epoch, 0), self.clock.elapsed)
+        self._elapsed = self.clock.elapsed
+        self._factor = self.budget.multiplier(max(self.last_epoch, 0), self._elapsed)
         return [base_lr * self._factor for base_lr in self.base_lrs]
 
     def step(self, epoch: None = None) -> None:
@@ -237,6 +244,7 @@ class BudgetTimeLR(_LRScheduler):
             return
         self._step_count += 1
         self.last_trained_factor = self._factor
+        self.last_trained_elapsed = self._elapsed
         self.last_epoch += 1
         self.clock.tick(self.last_epoch)
         self._last_lr = self.get_lr()

@@ -190,3 +190,62 @@ def stop_session(proc: subprocess.Popen) -> None:
 def last_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+# --- real file systems: full, read-only ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def small_file_system(path: Path, size: str, *, read_only: bool = False):
+    """A real tmpfs of ``size`` (``"150m"``) mounted at ``path`` (read-only once mounted, with
+    ``read_only``): a disk that fills up, or one nothing can be written to. Needs root (``mount``);
+    the test is skipped, with the reason, where it cannot be made."""
+    import pytest
+
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a real small or read-only file system needs root to mount a tmpfs")
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)]
+    done = subprocess.run(mount, capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True)
+        yield path
+    finally:
+        if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@contextlib.contextmanager
+def read_only_folder(path: Path):
+    """A folder this process cannot write to: a read-only tmpfs as root (root writes through
+    permission bits), else a folder with mode 0o555."""
+    if os.geteuid() == 0:
+        with small_file_system(path, "1m", read_only=True):
+            yield path
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o555)
+    try:
+        yield path
+    finally:
+        path.chmod(0o755)
+
+
+def edited_checkpoint(src: Path, dst: Path, *, last_epoch: int | None = None,
+                      iteration: int | None = None) -> Path:  # fmt: skip
+    """A copy of checkpoint ``src`` at ``dst`` (a new file: ``src`` may be a hard link) with its
+    LR scheduler's ``last_epoch`` or its iteration (top level and trainer) edited."""
+    import torch
+
+    from budgeted.checkpoints import load_checkpoint
+
+    checkpoint = load_checkpoint(src)
+    if last_epoch is not None:
+        checkpoint["trainer"]["hooks"]["LRScheduler"]["last_epoch"] = last_epoch
+    if iteration is not None:
+        checkpoint["iteration"] = checkpoint["trainer"]["iteration"] = iteration
+    torch.save(checkpoint, dst)
+    return dst

@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from d2_testutils import EIGHT, REPO, TINY, TOY_CONFIG, logged_lrs, read_metrics
+from d2_testutils import (
+    EIGHT,
+    REPO,
+    TINY,
+    TOY_CONFIG,
+    copy_run,
+    folder_hashes,
+    last_line,
+    logged_lrs,
+    read_metrics,
+)
 from detectron2.config import get_cfg
 from detectron2.engine import DefaultTrainer
 
@@ -244,6 +254,20 @@ def test_an_existing_run_is_never_overwritten(toy_run: Path) -> None:
     with pytest.raises(SystemExit, match="already holds a run; pass --resume"):
         run(["--config-file", TOY_CONFIG, *TINY, *EIGHT, "OUTPUT_DIR", str(toy_run)])
     assert (toy_run / "metrics.json").read_text() == before
+
+
+@pytest.mark.slow
+def test_resume_of_a_finished_run_says_so_and_writes_nothing(toy_run, tmp_path, capsys) -> None:
+    out = copy_run(toy_run, tmp_path / "run", ("model_0000003.pth", "model_final.pth"))
+    before = folder_hashes(out)
+    with pytest.raises(SystemExit) as err:
+        run(["--config-file", TOY_CONFIG, "--resume", *TINY, *EIGHT, "OUTPUT_DIR", str(out)])
+    assert err.value.code == 0 and folder_hashes(out) == before
+    assert last_line(capsys.readouterr().err) == (
+        f"train_net: the run in {out} has finished (all 8 iterations were trained) and nothing "
+        "is left to do: nothing was written; to train it longer, resume with a longer budget "
+        "and SOLVER.BUDGET.ON_RESUME replan; to evaluate it again, use --eval-only"
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from d2_testutils import logged_lrs, read_metrics
+from d2_testutils import edited_checkpoint, folder_hashes, last_line, logged_lrs, read_metrics
 from detectron2.config import LazyConfig, instantiate
 from detectron2.solver import LRMultiplier
 
+from budgeted.checkpoints import save_weights_subset
 from budgeted.core import BudgetSchedule
 from budgeted.detectron2 import BudgetConfigError, BudgetLRScheduler
 from budgeted.detectron2.lazy import BudgetLRMultiplier, build_lazy_lr_scheduler
@@ -65,7 +66,7 @@ def test_a_total_iters_other_than_max_iter_is_refused_before_anything_is_written
 
 
 @pytest.mark.slow
-def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) -> None:
+def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path, capsys) -> None:
     tiny = ["train.max_iter=6", "train.log_period=1", "lr_multiplier.warmup_iters=2",
             "dataloader.test.dataset.names=toy_coco_val",
             "model.roi_heads.box_predictor.test_score_thresh=0.0",  # keep every detection
@@ -76,6 +77,33 @@ def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path) ->
     assert [lrs[t] for t in range(6)] == pytest.approx([0.01 * core(t) for t in range(6)], rel=1e-9)
     with pytest.raises(SystemExit, match=r"train\.max_iter=6.*train\.max_iter=8"):
         run(["--config-file", LAZY_TOY, "--resume", *tiny, "train.max_iter=8"])
+    # --resume of the finished run: one line, exit status 0, not one byte written
+    before = folder_hashes(tmp_path)
+    with pytest.raises(SystemExit) as finished:
+        run(["--config-file", LAZY_TOY, "--resume", *tiny])
+    assert finished.value.code == 0 and folder_hashes(tmp_path) == before
+    assert last_line(capsys.readouterr().err).startswith(
+        f"lazyconfig_train_net: the run in {tmp_path} has finished (all 6 iterations were "
+        "trained) and nothing is left to do: nothing was written; to train it longer, start a new "
+        f"run from its weights: train.init_checkpoint={tmp_path / 'model_final.pth'}"
+    )
+    # a checkpoint whose LR scheduler disagrees with its iteration, and weights only: refused
+    other = tmp_path.parent / f"{tmp_path.name}_files"
+    other.mkdir()
+    edited = edited_checkpoint(tmp_path / "model_final.pth", other / "edited.pth", last_epoch=15)
+    weights = other / "weights.pth"
+    save_weights_subset(tmp_path / "model_final.pth", weights, prefix="")
+    for path, refusal in [
+        (edited, "edited.pth' is inconsistent: its iteration is 5, its trainer's 5 and its LR "
+                 "scheduler has stepped 15 times"),
+        (weights, "weights.pth' holds weights only (no iteration, LR scheduler or optimizer "
+                  "state, as tools/extract_weights.py writes), so it cannot be resumed; a weights "
+                  f"file starts a new run: train.init_checkpoint={weights}"),
+    ]:  # fmt: skip
+        with pytest.raises(SystemExit) as err:
+            run(["--config-file", LAZY_TOY, "--resume-from", str(path), *tiny])
+        assert refusal in str(err.value.code) and "\n" not in str(err.value.code)
+    assert folder_hashes(tmp_path) == before
     # --eval-only of the final weights logs the figures of the training's final evaluation in
     # its own output folder's metrics.json, at the iteration the weights were saved at (the
     # last, 5; training logs its final evaluation after it, at train.max_iter)

@@ -7,6 +7,7 @@ after a fixed sleep, and every wait has a deadline of minutes: the machine may b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -38,7 +40,12 @@ from budgeted.checkpoints import UnsafeCheckpointError, load_checkpoint
 from budgeted.core import BudgetSchedule
 from budgeted.detectron2 import launch, load_config
 from budgeted.detectron2.cli import run
-from budgeted.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
+from budgeted.preemption import (
+    DIVERGED_EXIT_CODE,
+    PREEMPTED_EXIT_CODE,
+    Preempted,
+    PreemptionGuard,
+)
 
 NO_EVAL = ["DATASETS.TEST", "()"]
 LINE = re.compile(
@@ -328,3 +335,115 @@ def test_a_stop_in_the_first_iterations_of_a_run_is_clean(toy_root, tmp_path) ->
     with pytest.raises(Preempted, match=r"at iteration 2/8: checkpoint .*model_0000001\.pth"):
         trainer.train()
     assert [r["iteration"] for r in metrics_rows(out)] == [0, 1]
+
+
+# --- issue 30: runs that end in one line --------------------------------------------------------
+
+DIVERGED = re.compile(
+    r"^(?P<prog>\w+): diverged: the loss is (nan|inf) at iteration (?P<n>\d+) \(base LR 1e\+08\); "
+    r"the weights are not a result: no final checkpoint or evaluation was made; lower "
+)
+# LR 1e8 without warmup: the loss is NaN in the second and last iteration, where a run's final
+# checkpoint and evaluation would follow
+DIVERGING = {
+    "train_net, one process": ("train_net.py", ["--config-file", TOY_CONFIG, *TINY,
+        "SOLVER.BUDGET.FRACTION", "0.005", "SOLVER.WARMUP_ITERS", "0", "SOLVER.BASE_LR", "1e8"]),
+    "train_net, two CPU processes": ("train_net.py", ["--config-file", TOY_CONFIG, "--num-gpus",
+        "2", "--dist-url", "auto", *TINY, "SOLVER.BUDGET.FRACTION", "0.005",
+        "SOLVER.WARMUP_ITERS", "0", "SOLVER.BASE_LR", "1e8"]),
+    "lazyconfig_train_net": ("lazyconfig_train_net.py", ["--config", "mask_rcnn_toy_budget10.py",
+        "train.max_iter=2", "lr_multiplier.warmup_iters=0", "optimizer.lr=1e8"]),
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(DIVERGING))
+def test_a_diverged_run_ends_in_one_line_with_exit_status_3_and_no_result(toy_root, tmp_path, case):
+    tool, argv = DIVERGING[case]
+    out = tmp_path / "out"
+    where = ["OUTPUT_DIR", str(out)] if tool == "train_net.py" else [f"train.output_dir={out}"]
+    rc, stdout, err = finish(start_tool([*argv, *where], tool=tool))
+    assert rc == DIVERGED_EXIT_CODE, err[-3000:]
+    assert "Traceback" not in err + stdout  # neither Detectron2's logged one nor the exit's
+    lines = [line for line in err.splitlines() if "diverged" in line]
+    assert lines == [last_line(err)] and DIVERGED.match(lines[0]), err[-3000:]
+    assert DIVERGED.match(lines[0])["prog"] == tool[:-3]
+    assert not list(out.glob("model_*.pth"))  # no checkpoint of NaN weights
+    assert not [r for r in metrics_rows(out) if "bbox/AP" in r]  # and no evaluation of them
+
+
+@pytest.mark.slow
+def test_a_killed_worker_is_named_in_one_line_by_the_launcher(toy_root, tmp_path) -> None:
+    out = tmp_path / "run"
+    argv = ["--config-file", TOY_CONFIG, "--num-gpus", "2", "--dist-url", "auto", *TINY,
+            "SOLVER.BUDGET.FRACTION", "0.03", *NO_EVAL, "OUTPUT_DIR", str(out)]  # fmt: skip
+    proc = start_tool(argv)
+    wait_until(done(out, 1), proc)
+    workers = sorted(worker_pids(proc.pid))  # spawned in rank order
+    os.kill(workers[1], signal.SIGKILL)
+    rc, _, err = finish(proc)
+    assert rc == 1 and "Traceback" not in err, err[-3000:]
+    assert last_line(err) == (
+        "train_net: worker 1 of 2 was killed by SIGKILL; the other workers were stopped; resume "
+        "from the last checkpoint with --resume"
+    )
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # none left running
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["train_net.py", "lazyconfig_train_net.py"])
+def test_signals_after_the_final_evaluation_leave_the_finished_run_at_exit_status_0(
+    toy_root, tmp_path, tool
+) -> None:
+    """SIGTERM again and again from the final evaluation's last line to the end: the run is
+    complete, its exit status 0 (Python puts SIGTERM's default back while it shuts down)."""
+    out = tmp_path / "out"
+    argv = (
+        ["--config-file", TOY_CONFIG, *TINY, "SOLVER.BUDGET.FRACTION", "0.01", "OUTPUT_DIR",
+         str(out)]
+        if tool == "train_net.py"
+        else ["--config", "mask_rcnn_toy_budget10.py", "train.max_iter=2",
+              "lr_multiplier.warmup_iters=1", f"train.output_dir={out}"]
+    )  # fmt: skip
+    proc = start_tool(argv, tool=tool)
+
+    def evaluated() -> bool:
+        log = out / "log.txt"
+        return log.is_file() and "copypaste: " in log.read_text()
+
+    wait_until(evaluated, proc)
+    while proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(0.02)
+    rc, _, err = finish(proc)
+    assert rc == 0, err[-3000:]
+    assert (out / "model_final.pth").is_file()
+
+
+@pytest.mark.slow
+def test_a_temporary_file_a_kill_left_is_removed_under_the_folder_lock(toy_run, tmp_path) -> None:
+    """SIGKILL while a checkpoint is written leaves its hidden temporary file (95 MB here); the
+    next run into the folder removes it (and says so in log.txt), holding the folder's lock: a
+    second run into the folder meanwhile is refused in one line."""
+    out = tmp_path / "run"
+    argv = ["--config-file", TOY_CONFIG, *TINY, *EIGHT, *NO_EVAL, "OUTPUT_DIR", str(out)]
+    proc = start_tool(argv)
+    wait_until(done(out, 0), proc)
+    with pytest.raises(SystemExit) as busy:  # the lock: a second run there is refused
+        run(["--resume", *argv])
+    assert str(busy.value.code) == (
+        f"train_net: OUTPUT_DIR {out} is in use: pid {proc.pid} is training there (it holds "
+        f"{out / '.train_net.lock'}); wait for it to end, stop it, or set another OUTPUT_DIR "
+        "(nothing was written)"
+    )
+    wait_until(lambda: bool(list(out.glob(".model_*.tmp-*"))), proc)
+    os.kill(proc.pid, signal.SIGKILL)  # during the write
+    finish(proc)
+    left = [p.name for p in out.glob(".model_*.tmp-*")]
+    assert left, "the kill came after the write"
+    (out / ".notes").write_text("a hidden file of the user's")
+    rc, _, err = finish(start_tool(["--resume", *argv]))
+    assert rc == 0, err[-3000:]
+    assert not list(out.glob(".model_*.tmp-*")) and (out / ".notes").is_file()
+    assert f"a killed checkpoint write left in {out}: {left[0]}" in (out / "log.txt").read_text()

@@ -1,9 +1,11 @@
 """Every file Detectron2 loads is untrusted; refusals write nothing; damaged checkpoints are named
-with the newest intact one offered (issue 8, items 1-3). Real payloads, real truncated
-checkpoints, the real trainer and tools/train_net.py."""
+with the newest intact one offered (issue 8, items 1-3); bad input, read-only folders and a
+full disk are one line (issue 30). Real payloads, real truncated checkpoints, real file systems,
+the real trainer and tools/train_net.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -14,19 +16,28 @@ import pytest
 import torch
 from d2_testutils import (
     EIGHT,
+    REPO,
     TINY,
     TOY_CONFIG,
     copy_run,
+    edited_checkpoint,
     finish,
     folder_hashes,
     last_line,
     logged_lrs,
+    read_only_folder,
+    small_file_system,
     start_tool,
     truncate,
     write_payload,
 )
 
-from budgeted.checkpoints import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
+from budgeted.checkpoints import (
+    DamagedCheckpointError,
+    UnsafeCheckpointError,
+    load_checkpoint,
+    save_weights_subset,
+)
 from budgeted.detectron2 import BudgetTrainer, SafeCheckpointer, load_config
 from budgeted.detectron2.cli import run
 from budgeted.detectron2.lazy_cli import run as lazy_run
@@ -218,6 +229,26 @@ def _earlier_resume_from(out: Path, tmp: Path) -> list[str]:
     return ["--resume-from", str(out / "model_0000003.pth"), *TINY, *EIGHT]
 
 
+def _weights_only_resume_from(out: Path, tmp: Path) -> list[str]:
+    # what tools/extract_weights.py writes: {"model": weights}, no trainer state
+    save_weights_subset(out / "model_0000003.pth", tmp / "weights.pth", prefix="")
+    return ["--resume-from", str(tmp / "weights.pth"), *TINY, *EIGHT]
+
+
+def _edited_last_epoch(out: Path, tmp: Path) -> list[str]:
+    # the LR scheduler says 15 steps in a checkpoint of iteration 4: LR 0 from iteration 11 on
+    edited_checkpoint(out / "model_0000003.pth", out / "edited.pth", last_epoch=15)
+    (out / "last_checkpoint").write_text("edited.pth")
+    return ["--resume", *TINY, *EIGHT]
+
+
+def _edited_iteration(out: Path, tmp: Path) -> list[str]:
+    # the iteration says 7 of 8 where the LR scheduler is 4 steps in: the run would end undecayed
+    edited_checkpoint(out / "model_0000003.pth", out / "edited.pth", iteration=6)
+    (out / "last_checkpoint").write_text("edited.pth")
+    return ["--resume", *TINY, *EIGHT]
+
+
 REFUSALS = {
     "busy folder": (_busy, "already holds a run; pass --resume"),
     "another budget": (_other_budget, "cannot resume: the checkpoint's budget has"),
@@ -229,6 +260,22 @@ REFUSALS = {
     "--resume-from an earlier checkpoint": (
         _earlier_resume_from,
         "--resume-from model_0000003.pth would overwrite later checkpoints in",
+    ),
+    "--resume-from weights only": (
+        _weights_only_resume_from,
+        "weights.pth' holds weights only (no iteration, LR scheduler or optimizer state, as "
+        "tools/extract_weights.py writes), so it cannot be resumed; a weights file starts a new "
+        "run: MODEL.WEIGHTS ",
+    ),
+    "--resume, LR scheduler edited": (
+        _edited_last_epoch,
+        "edited.pth' is inconsistent: its iteration is 3, its trainer's 3 and its LR scheduler "
+        "has stepped 15 times",
+    ),
+    "--resume, iteration edited": (
+        _edited_iteration,
+        "edited.pth' is inconsistent: its iteration is 6, its trainer's 6 and its LR scheduler "
+        "has stepped 4 times",
     ),
 }
 
@@ -330,3 +377,101 @@ def test_safe_checkpointer_saves_by_rename_never_in_place(tmp_path) -> None:
     assert (tmp_path / "last_checkpoint").read_text() == "model_0000002.pth"
     assert load_checkpoint(tmp_path / "model_0000002.pth")["iteration"] == 2
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+# --- 8. bad input through the real tools: exactly one line on stderr, nothing written ---------
+
+
+def _mmengine_weights(tmp: Path, out: Path) -> tuple[str, list[str], dict]:
+    weights = tmp / "pspnet_iter_40.pth"  # the layout MMEngine saves weights in
+    torch.save({"meta": {"iter": 40}, "state_dict": {"backbone.conv1.weight": torch.ones(1)}},
+               weights)  # fmt: skip
+    argv = ["--config-file", TOY_CONFIG, "MODEL.WEIGHTS", str(weights), "OUTPUT_DIR", str(out)]
+    expected = (f"train_net: MODEL.WEIGHTS {str(weights)!r} is not a Detectron2 weights file: it "
+                "holds keys 'meta', 'state_dict' (an MMEngine / MMCV checkpoint: its weights are "
+                "under 'state_dict'); supported: ")  # fmt: skip
+    return "train_net.py", argv, {"expected": expected}
+
+
+def _empty_training_set(tmp: Path, out: Path) -> tuple[str, list[str], dict]:
+    root = tmp / "datasets"
+    shutil.copytree(Path(os.environ["DETECTRON2_DATASETS"]), root)
+    annotations = root / "toy_coco" / "annotations" / "instances_train.json"
+    data = json.loads(annotations.read_text())
+    annotations.write_text(json.dumps({**data, "images": [], "annotations": []}))
+    expected = ("train_net: training set toy_coco_train has nothing to train on (Dataset "
+                "'toy_coco_train' is empty!); allowed: a dataset with at least one image with "
+                "annotations")  # fmt: skip
+    argv = ["--config-file", TOY_CONFIG, "OUTPUT_DIR", str(out)]
+    return "train_net.py", argv, {"expected": expected, "DETECTRON2_DATASETS": str(root)}
+
+
+def _mmengine_config_to_lazy(tmp: Path, out: Path) -> tuple[str, list[str], dict]:
+    config = REPO / "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget1.py"
+    expected = (f"lazyconfig_train_net: config {str(config)!r} is not a Detectron2 LazyConfig: "
+                "it defines no model, dataloader, optimizer, lr_multiplier, train; allowed: a "
+                "LazyConfig defining model, dataloader, optimizer, lr_multiplier, train; this is "
+                "an MMEngine config: train it with tools/train_seg.py")  # fmt: skip
+    argv = ["--config-file", str(config), f"train.output_dir={out}"]
+    return "lazyconfig_train_net.py", argv, {"expected": expected}
+
+
+ONE_LINE = {
+    "MODEL.WEIGHTS of MMEngine's layout": _mmengine_weights,
+    "an empty training set": _empty_training_set,
+    "an MMEngine config to the LazyConfig tool": _mmengine_config_to_lazy,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(ONE_LINE))
+def test_bad_input_is_one_line_on_stderr_and_writes_nothing(toy_root, tmp_path, case) -> None:
+    """Through the real tools: exit status 1 and stderr exactly that line (no traceback, no
+    torch.jit.script FutureWarnings before it); the output folder is never made."""
+    out = tmp_path / "out"
+    tool, argv, extra = ONE_LINE[case](tmp_path, out)
+    expected = extra.pop("expected")
+    rc, _, err = finish(start_tool(argv, env=extra, tool=tool))
+    assert rc == 1 and err.strip().splitlines() == [last_line(err)], err[-3000:]
+    assert last_line(err).startswith(expected), last_line(err)
+    assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["train_net.py", "lazyconfig_train_net.py"])
+def test_a_read_only_output_folder_is_one_line(toy_root, tmp_path, tool) -> None:
+    with read_only_folder(tmp_path / "ro") as folder:
+        out = folder / "run"
+        key = "OUTPUT_DIR" if tool == "train_net.py" else "train.output_dir"
+        argv = (
+            ["--config-file", TOY_CONFIG, "OUTPUT_DIR", str(out)]
+            if tool == "train_net.py"
+            else ["--config", "mask_rcnn_toy_budget10.py", f"train.output_dir={out}"]
+        )
+        rc, _, err = finish(start_tool(argv, tool=tool))
+        assert rc == 1 and err.strip().splitlines() == [last_line(err)], err[-3000:]
+        why = "read-only file system" if os.geteuid() == 0 else "not writable by this user"
+        assert last_line(err).startswith(
+            f"{tool[:-3]}: {key} {str(out)!r} (its nearest existing folder {str(folder)!r}) is "
+            f"{'on a ' if os.geteuid() == 0 else ''}{why}; nothing was written"
+        ), last_line(err)
+        assert list(folder.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_naming_the_last_intact_checkpoint(toy_root, tmp_path) -> None:
+    """A real full disk: a 150 MB tmpfs holds the first toy checkpoint (95 MB) but not the
+    second; the write fails with ENOSPC inside torch.save."""
+    with small_file_system(tmp_path / "disk", "150m") as disk:
+        out = disk / "run"
+        argv = ["--config-file", TOY_CONFIG, *TINY, *EIGHT, *NO_EVAL, "OUTPUT_DIR", str(out)]
+        rc, _, err = finish(start_tool(argv))
+        assert rc == 1 and "Traceback" not in err, err[-3000:]
+        assert last_line(err) == (
+            f"train_net: no space left on {disk} while writing {out / 'model_0000007.pth'}; "
+            f"the last intact checkpoint is {str(out / 'model_0000003.pth')!r}: free space on "
+            f"{disk} (or set another output folder), then resume with --resume"
+        )
+        assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]  # the partial one went
+        assert (out / "last_checkpoint").read_text() == "model_0000003.pth"
+        assert not (out / "model_final.pth").exists()

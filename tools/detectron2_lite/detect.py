@@ -1,13 +1,20 @@
-"""Print which Detectron2 this interpreter has: ``full``, ``lite``, ``broken`` or ``missing``.
+"""Print which Detectron2 this interpreter has: ``full``, ``lite``, ``stale-lite``, ``broken`` or
+``missing``.
 
 ``full``: a build with compiled ops (kept by tools/setup_env.sh); ``lite``: ours, whose
-``detectron2._C`` is the stand-in; ``broken``: importable without any ``detectron2._C``.
+``detectron2._C`` is the stand-in; ``stale-lite``: an older lite build than
+tools/detectron2_lite makes now (rebuilt by tools/setup_env.sh); ``broken``: importable without
+any ``detectron2._C``.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+
+LITE_VERSION = 2
+"""The version of the lite build tools/detectron2_lite makes (``__budgeted_lite__`` of its
+``_C.py``): 2 since the fast COCO evaluator falls back to pycocotools."""
 
 
 def detectron2_kind() -> str:
@@ -18,7 +25,10 @@ def detectron2_kind() -> str:
         compiled = importlib.import_module("detectron2._C")
     except ImportError:
         return "broken"
-    return "lite" if getattr(compiled, "__budgeted_lite__", False) else "full"
+    version = getattr(compiled, "__budgeted_lite__", False)
+    if not version:
+        return "full"
+    return "lite" if version >= LITE_VERSION else "stale-lite"
 
 
 if __name__ == "__main__":

@@ -19,30 +19,42 @@ See ``docs/detectron2.md``.
 
 from __future__ import annotations
 
+import warnings
+
 from .._require import require
 
 require("budgeted.detectron2", "detectron2", "yaml")
 
-from .checkpoint import SafeCheckpointer, use_safe_checkpointer  # noqa: E402
-from .config import add_budget_config, load_config, resolve_budget, split_overrides  # noqa: E402
-from .data import check_datasets, register_toy_coco  # noqa: E402
-from .grad_norm import FullGradNormHook  # noqa: E402
-from .launch import launch  # noqa: E402
-from .preemption import PreemptionHook  # noqa: E402
-from .solver import (  # noqa: E402
-    BUDGET_SCHEDULERS,
-    LR_SCHEDULER_REGISTRY,
-    BudgetConfigError,
-    BudgetLRScheduler,
-    BudgetResumeError,
-    budget_schedule_from_cfg,
-    budget_scheduler_names,
-    build_lr_scheduler,
-    check_max_iter,
-    register_budget_scheduler,
-)
-from .time_budget import TimeBudgetHook  # noqa: E402
-from .trainer import BudgetTrainer, check_budget, has_compiled_ops  # noqa: E402
+TORCH_JIT_DEPRECATION = r"`torch\.jit\.script` is deprecated"
+"""The FutureWarning torch >= 2.10 prints for each ``@torch.jit.script`` function Detectron2 and
+fvcore define at import time (nothing a user can act on): silenced while Detectron2 is imported
+here, and nowhere else."""
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=TORCH_JIT_DEPRECATION, category=FutureWarning)
+    import detectron2.engine
+    import detectron2.modeling  # noqa: F401
+
+    from .checkpoint import SafeCheckpointer, use_safe_checkpointer
+    from .config import add_budget_config, load_config, resolve_budget, split_overrides
+    from .data import check_datasets, register_toy_coco
+    from .grad_norm import FullGradNormHook
+    from .launch import launch
+    from .preemption import PreemptionHook
+    from .solver import (
+        BUDGET_SCHEDULERS,
+        LR_SCHEDULER_REGISTRY,
+        BudgetConfigError,
+        BudgetLRScheduler,
+        BudgetResumeError,
+        budget_schedule_from_cfg,
+        budget_scheduler_names,
+        build_lr_scheduler,
+        check_max_iter,
+        register_budget_scheduler,
+    )
+    from .time_budget import TimeBudgetHook
+    from .trainer import BudgetTrainer, check_budget, has_compiled_ops
 
 __all__ = [
     "BUDGET_SCHEDULERS",

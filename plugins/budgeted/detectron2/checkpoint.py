@@ -13,7 +13,10 @@ during the write leaves a torn file that ``last_checkpoint`` names). :class:`Saf
   checkpoint of the folder offered). Detectron2's own handling of the model-zoo ``.pkl``
   format (``"model"``, ``"__author__"``, ``"matching_heuristics"``, Caffe2 ``"blobs"``) and of
   pycls ``.pyth`` files is kept;
-- saves checkpoints and ``last_checkpoint`` atomically (:func:`budgeted.checkpoints.atomic_save`).
+- saves checkpoints and ``last_checkpoint`` atomically (:func:`budgeted.checkpoints.atomic_save`);
+  a write that finds no space left ends the run with one line naming the file system, the file
+  and the last intact checkpoint (:class:`~budgeted.detectron2.stops.DiskFull`), the partial
+  temporary file removed.
 
 ``BudgetTrainer`` and ``tools/train_net.py`` use it; a trainer of your own (a ``DefaultTrainer``
 or anything with a ``checkpointer``) adopts it, and preemption, in one line after it is built::
@@ -41,11 +44,13 @@ from ..checkpoints import (
     load_checkpoint,
     newest_intact_checkpoint,
 )
+from .stops import disk_full, is_disk_full
 
 __all__ = [
     "CHECKPOINT_PATTERN",
     "CheckpointAtHook",
     "SafeCheckpointer",
+    "check_weights_layout",
     "last_checkpoint_file",
     "load_weights_file",
     "offer_intact",
@@ -119,9 +124,46 @@ def load_weights_file(path: str, *, what: str = "MODEL.WEIGHTS") -> dict[str, An
             reason = " ".join(str(err).split())[:160]
             raise DamagedCheckpointError(f"{what} {path!r} cannot be fetched ({reason})") from None
     try:
-        return load_checkpoint(local)
+        data = load_checkpoint(local)
     except (UnsafeCheckpointError, DamagedCheckpointError) as err:
         raise type(err)(f"{what}: {err}") from None
+    check_weights_layout(data, path, what=what)
+    return data
+
+
+def check_weights_layout(data: Any, path: str, *, what: str = "checkpoint") -> None:
+    """Refuse (one line) a loaded file that Detectron2 cannot take weights from: not a dict, or
+    a dict without ``"model"`` whose values are not all arrays (an MMEngine checkpoint's
+    ``meta`` and ``state_dict``, say), where Detectron2 would fail with "Unsupported type found
+    in checkpoint". Model-zoo ``.pkl`` and pycls ``.pyth`` files keep Detectron2's handling.
+
+    Raises:
+        DamagedCheckpointError: one line naming the file, what it holds and what is supported.
+
+    Example:
+        >>> import torch
+        >>> check_weights_layout({"w": torch.ones(1)}, "plain.pth")  # a plain state dict: fine
+    """
+    import numpy as np
+    import torch
+
+    if isinstance(data, dict) and ("model" in data or path.endswith((".pkl", ".pyth"))):
+        return
+    arrays = (torch.Tensor, np.ndarray)
+    if isinstance(data, dict) and all(isinstance(v, arrays) for v in data.values()):
+        return
+    holds = (
+        "keys " + ", ".join(repr(k) for k in list(data)[:6])
+        if isinstance(data, dict)
+        else f"a {type(data).__name__}"
+    )
+    if isinstance(data, dict) and "state_dict" in data:
+        holds += " (an MMEngine / MMCV checkpoint: its weights are under 'state_dict')"
+    raise DamagedCheckpointError(
+        f"{what} {path!r} is not a Detectron2 weights file: it holds {holds}; supported: a "
+        "Detectron2 checkpoint (weights under 'model'), a model-zoo .pkl, a pycls .pyth, or a "
+        "plain dict of tensors"
+    )
 
 
 class SafeCheckpointer(DetectionCheckpointer):
@@ -162,10 +204,7 @@ class SafeCheckpointer(DetectionCheckpointer):
 
     def _load_file(self, filename: str) -> dict[str, Any]:
         data = load_checkpoint(filename)
-        if not isinstance(data, dict):
-            raise DamagedCheckpointError(
-                f"checkpoint {filename!r} holds a {type(data).__name__}, not a checkpoint (a dict)"
-            )
+        check_weights_layout(data, filename)
         if filename.endswith(".pkl"):
             if "model" in data and "__author__" in data:  # Detectron2's model-zoo format
                 self.logger.info("Reading a file from '%s'", data["__author__"])
@@ -205,8 +244,13 @@ class SafeCheckpointer(DetectionCheckpointer):
             raise ValueError(f"checkpoint name {name!r} is invalid; allowed: a file name")
         self.logger.info("Saving checkpoint to %s", save_file)
         os.makedirs(self.save_dir, exist_ok=True)
-        atomic_save(data, save_file)
-        self.tag_last_checkpoint(basename)
+        try:
+            atomic_save(data, save_file)
+            self.tag_last_checkpoint(basename)
+        except (OSError, RuntimeError) as err:
+            if not is_disk_full(err):
+                raise
+            raise disk_full(save_file, self.save_dir) from None
 
     def tag_last_checkpoint(self, last_filename_basename: str) -> None:
         if not _local(self.save_dir):

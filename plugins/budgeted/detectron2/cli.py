@@ -56,10 +56,13 @@ from .checkpoint import (
     offer_intact,
 )
 from .config import load_config, split_overrides
-from .data import check_config_datasets, register_toy_coco
+from .data import check_config_datasets, check_config_train_set, register_toy_coco
 from .launch import launch
+from .output_dir import OutputDirLock, check_writable, claim, log_removed
 from .runs import check_new_run_folder, run_config_kept, write_evaluation
 from .solver import BudgetConfigError
+from .stops import RunStopped, as_stop, check_finished, check_position, stop_line
+from .time_budget import time_budget_seconds, undecayed_stop
 from .trainer import BudgetTrainer, check_budget, check_resume
 
 __all__ = [
@@ -194,17 +197,26 @@ def preflight(args: argparse.Namespace) -> CfgNode:
             f"--num-gpus={args.num_gpus} --num-machines={args.num_machines}: allowed: >= 1"
         )
     check_config_datasets(cfg, train=not args.eval_only)
+    check_writable(cfg.OUTPUT_DIR)
     if not args.eval_only:
         check_budget(cfg, world_size)
         check_new_run_folder(
             cfg.OUTPUT_DIR, args.resume or bool(getattr(args, "resume_from", None))
         )
-    check_checkpoint_files(
+        OutputDirLock(cfg.OUTPUT_DIR).check()
+        check_config_train_set(cfg)
+    checkpoint = check_checkpoint_files(
         args,
         cfg.OUTPUT_DIR,
         cfg.MODEL.WEIGHTS,
         check_resumed=lambda checkpoint: check_resume(cfg, world_size, checkpoint=checkpoint),
     )
+    if args.resume and not args.resume_from and not args.eval_only:
+        scaled = BudgetTrainer.auto_scale_workers(cfg.clone(), world_size)
+        check_finished(checkpoint, max_iter=scaled.SOLVER.MAX_ITER,
+                       seconds=time_budget_seconds(cfg), folder=cfg.OUTPUT_DIR,
+                       evaluates=bool(cfg.DATASETS.TEST))  # fmt: skip
+    args.output_dir, args.output_key = cfg.OUTPUT_DIR, "OUTPUT_DIR"
     return cfg
 
 
@@ -230,24 +242,36 @@ def check_checkpoint_files(
         check_resumed (callable, optional): ``checkpoint -> None``, raising a one-line
             ``ValueError`` for a checkpoint that cannot be resumed.
 
+    Returns:
+        the resumed checkpoint, or None.
+
     Raises:
         UnsafeCheckpointError, DamagedCheckpointError: one line naming the file (a damaged
             resume with the newest intact checkpoint of the folder offered).
+        ValueError: one line for a resumed file that holds weights only, or whose LR scheduler
+            disagrees with its iteration (:func:`~budgeted.detectron2.stops.check_position`).
     """
-    checkpoint = None
+    checkpoint, path, what = None, "", "--resume-from"
     args.resume_from = getattr(args, "resume_from", None)
     if args.resume_from:
-        args.resume_from = os.path.abspath(args.resume_from)
+        path = args.resume_from = os.path.abspath(args.resume_from)
         checkpoint = load_weights_file(args.resume_from, what="--resume-from")
     elif args.resume and last_checkpoint_file(output_dir) is not None:
-        last = last_checkpoint_file(output_dir) or ""
+        path, what = last_checkpoint_file(output_dir) or "", "cannot resume: checkpoint"
         try:
-            checkpoint = load_checkpoint(last)
+            checkpoint = load_checkpoint(path)
         except (DamagedCheckpointError, UnsafeCheckpointError) as err:
             refused = type(err)(f"cannot resume: {err}")
-            raise offer_intact(refused, output_dir, last) from None
+            raise offer_intact(refused, output_dir, path) from None
     elif weights:
         load_weights_file(weights, what=weights_key)
+    if checkpoint is not None and not args.eval_only:
+        hint = (
+            f"{weights_key} {{path}}"
+            if weights_key == "MODEL.WEIGHTS"
+            else f"{weights_key}={{path}}"
+        )
+        check_position(checkpoint, path, what=what, weights_hint=hint)
     if checkpoint is not None and check_resumed is not None and not args.eval_only:
         check_resumed(checkpoint)
     if args.resume_from and not args.eval_only and isinstance(checkpoint, dict):
@@ -257,6 +281,7 @@ def check_checkpoint_files(
             Path(output_dir).glob(CHECKPOINT_PATTERN),
             folder_key="OUTPUT_DIR" if weights_key == "MODEL.WEIGHTS" else "train.output_dir",
         )
+    return checkpoint
 
 
 def main(args: argparse.Namespace) -> Any:
@@ -268,6 +293,7 @@ def main(args: argparse.Namespace) -> Any:
     cfg = setup(args)
     with run_config_kept(cfg.OUTPUT_DIR, args.eval_only and comm.is_main_process()):
         default_setup(cfg, args)
+    log_removed(cfg.OUTPUT_DIR, getattr(args, "removed_temporaries", ()))
     args.resume_from = getattr(args, "resume_from", None)
     if args.eval_only:
         model = BudgetTrainer.build_model(cfg)
@@ -294,6 +320,11 @@ def main(args: argparse.Namespace) -> Any:
         res = trainer.train()
     except TimeBudgetReached:  # the deadline: saved and evaluated, a finished run
         res = getattr(trainer, "_last_eval_results", None)
+    except Exception as err:  # a full disk outside the checkpoints: one line too
+        stop = as_stop(err, cfg.OUTPUT_DIR)
+        if stop is None:
+            raise
+        raise stop from None
     if comm.is_main_process():
         logging.getLogger("detectron2").info(
             "metrics: %s; TensorBoard events: %s (tensorboard --logdir %s)",
@@ -301,6 +332,9 @@ def main(args: argparse.Namespace) -> Any:
             cfg.OUTPUT_DIR,
             cfg.OUTPUT_DIR,
         )
+    undecayed = undecayed_stop(trainer.scheduler, trainer.cfg.SOLVER.MAX_ITER)
+    if undecayed is not None:  # saved and evaluated, then the line and exit status 4
+        raise undecayed
     return res
 
 
@@ -344,6 +378,11 @@ def launch_checked(
         guard = active_guard() or stack.enter_context(PreemptionGuard())
         try:
             preflight(args)
+            if not guard.requested:
+                _claim_output_dir(args, stack)
+        except RunStopped as stop:  # finished: nothing to do
+            print(stop_line(prog, stop), file=sys.stderr, flush=True)
+            raise
         except (ValueError, FileNotFoundError) as err:
             sys.exit(f"{prog}: {err}")
         if guard.requested:
@@ -358,6 +397,9 @@ def launch_checked(
                 return main(args)
             except (BudgetConfigError, UnsafeCheckpointError, DamagedCheckpointError) as err:
                 sys.exit(f"{prog}: {err}")
+            except RunStopped as stop:  # diverged, undecayed, a full disk: the line, the status
+                print(stop_line(prog, stop), file=sys.stderr, flush=True)
+                raise
         launch(
             main,
             args.num_gpus,
@@ -368,3 +410,13 @@ def launch_checked(
             prog=prog,
         )
     return None
+
+
+def _claim_output_dir(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
+    """A training run's launching process (of machine 0) locks the output folder for the run
+    and removes what killed checkpoint writes left there; the workers log it."""
+    folder = getattr(args, "output_dir", "")
+    if args.eval_only or args.machine_rank != 0 or not folder or "://" in folder:
+        return
+    lock, args.removed_temporaries = claim(folder, getattr(args, "output_key", "OUTPUT_DIR"))
+    stack.callback(lock.release)

@@ -10,8 +10,10 @@ worker). The toy set itself (its categories, layout and writer) is the framework
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from detectron2.config import CfgNode
 from detectron2.data import DatasetCatalog, MetadataCatalog
@@ -19,7 +21,15 @@ from detectron2.data.datasets import register_coco_instances
 
 from ..toy_coco import TOY_CATEGORIES, TOY_DATASETS, datasets_root
 
-__all__ = ["TOY_CATEGORIES", "TOY_DATASETS", "check_datasets", "datasets_root", "register_toy_coco"]
+__all__ = [
+    "TOY_CATEGORIES",
+    "TOY_DATASETS",
+    "check_config_train_set",
+    "check_datasets",
+    "check_not_empty",
+    "datasets_root",
+    "register_toy_coco",
+]
 
 
 def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None:
@@ -88,3 +98,46 @@ def check_config_datasets(cfg: CfgNode, *, train: bool = True) -> None:
         train (bool): check the training datasets too. Defaults to True.
     """
     check_datasets((list(cfg.DATASETS.TRAIN) if train else []) + list(cfg.DATASETS.TEST))
+
+
+def check_not_empty(names: Iterable[str], load: Callable[[], Any]) -> None:
+    """Raise a one-line ``ValueError`` when training set ``names`` is empty: ``load()`` (what
+    the trainer will call, e.g. Detectron2's ``get_detection_dataset_dicts``) fails Detectron2's
+    "is empty" / "No valid data found" assertion. Run in the launching process, before anything
+    is written (it reads the set's annotations once more: seconds for COCO train2017).
+
+    Args:
+        names (Iterable[str]): the training set's dataset names, for the message.
+        load (callable): loads the training set's dicts.
+
+    Example:
+        >>> check_not_empty(["toy"], lambda: [{"file_name": "a.png"}])  # not empty: fine
+    """
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)  # the trainer logs the loading, in its own log.txt
+    try:
+        load()
+    except AssertionError as err:
+        raise ValueError(
+            f"training set {', '.join(names)} has nothing to train on ({err}); allowed: a "
+            "dataset with at least one image with annotations (check its annotation file and "
+            f"DETECTRON2_DATASETS, now {datasets_root()!r}); nothing was written"
+        ) from None
+    finally:
+        logging.disable(previous)
+
+
+def check_config_train_set(cfg: CfgNode) -> None:
+    """:func:`check_not_empty` for ``DATASETS.TRAIN``, loaded as ``build_detection_train_loader``
+    loads it (the same empty-annotation and keypoint filters)."""
+    from detectron2.data.build import get_detection_dataset_dicts
+
+    keypoints = cfg.MODEL.ROI_KEYPOINT_HEAD.MIN_KEYPOINTS_PER_IMAGE if cfg.MODEL.KEYPOINT_ON else 0
+    check_not_empty(
+        cfg.DATASETS.TRAIN,
+        lambda: get_detection_dataset_dicts(
+            list(cfg.DATASETS.TRAIN),
+            filter_empty=cfg.DATALOADER.FILTER_EMPTY_ANNOTATIONS,
+            min_keypoints=keypoints,
+        ),
+    )

@@ -9,6 +9,13 @@ Preemption, with several workers: each worker catches SIGTERM / SIGUSR1 from its
 to its workers, and when the workers stop for a preemption (exit status 75, see
 :class:`~budgeted.detectron2.PreemptionHook`) :func:`launch` raises
 :class:`~budgeted.preemption.Preempted` (exit status 75) instead of Detectron2's error.
+
+Failures, with several workers: a worker that stops with one line
+(:class:`~budgeted.detectron2.stops.RunStopped`: diverged, undecayed time budget, disk full)
+leaves the line for the launcher, which prints it once and exits with its status; a worker killed
+by a signal, or one that exits otherwise, is named in one line (after its traceback, for a Python
+exception). The other workers, whose collective operations then fail, get
+:data:`FAILURE_GRACE_S` to end by themselves and are then killed; their errors are not printed.
 """
 
 from __future__ import annotations
@@ -17,7 +24,11 @@ import contextlib
 import logging
 import multiprocessing.connection
 import os
+import pickle
+import re
+import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -37,13 +48,17 @@ from ..preemption import (
     signal_name,
 )
 
-__all__ = ["PREEMPTION_GRACE_S", "launch"]
+__all__ = ["FAILURE_GRACE_S", "PREEMPTION_GRACE_S", "launch"]
 
 PREEMPTED_SIGNAL_FALLBACK = 15  # SIGTERM: what a worker stopped by a preemption got at least
 
 PREEMPTION_GRACE_S = 120.0
 """After one worker stopped for a preemption, how long the others have to stop by themselves
 before they are terminated (they passed the same barrier, so they normally need a moment)."""
+
+FAILURE_GRACE_S = 10.0
+"""After a worker failed, how long the others have to end by themselves (their next collective
+operation fails at once) before they are killed."""
 
 
 def launch(
@@ -93,32 +108,33 @@ def launch(
             raise ValueError("--dist-url auto works on one machine only; give tcp://HOST:PORT")
         dist_url = f"tcp://127.0.0.1:{_find_free_port()}"
     worker = _distributed_worker if torch.cuda.is_available() else _cpu_worker
-    context = mp.start_processes(
-        _guarded_worker,
-        nprocs=num_gpus_per_machine,
-        args=(
-            worker,
-            main_func,
-            world_size,
-            num_gpus_per_machine,
-            machine_rank,
-            dist_url,
-            tuple(args),
-            timeout,
-        ),
-        daemon=False,
-        join=False,
-        start_method="spawn",
-    )
-    _join(context, prog)
+    with tempfile.TemporaryDirectory(prefix="budgeted-launch-") as lines:
+        context = mp.start_processes(
+            _guarded_worker,
+            nprocs=num_gpus_per_machine,
+            args=(
+                worker,
+                lines,
+                main_func,
+                world_size,
+                num_gpus_per_machine,
+                machine_rank,
+                dist_url,
+                tuple(args),
+                timeout,
+            ),
+            daemon=False,
+            join=False,
+            start_method="spawn",
+        )
+        _join(context, prog, lines)
 
 
-def _join(context: Any, prog: str) -> None:
+def _join(context: Any, prog: str, lines: str) -> None:
     """Wait for the workers; forward SIGTERM / SIGUSR1 to them meanwhile.
 
     All exit 0: return. Any exits 75 (preempted): wait up to :data:`PREEMPTION_GRACE_S` for the
-    others, then raise :class:`Preempted`. Any other failure: ``torch.multiprocessing``'s own
-    handling (the others are terminated, the worker's error is raised).
+    others, then raise :class:`Preempted`. Any other failure: :func:`_fail` (one line).
     """
     procs = list(context.processes)
     pids = [p.pid for p in procs]
@@ -147,7 +163,7 @@ def _join(context: Any, prog: str) -> None:
             if all(c is not None for c in codes):
                 break
             if any(c is not None and not clean(i, c) for i, c in enumerate(codes)):
-                _fail(context)
+                _fail(context, prog, lines)
             if PREEMPTED_EXIT_CODE in codes:
                 deadline = deadline or time.monotonic() + PREEMPTION_GRACE_S
                 if time.monotonic() > deadline:
@@ -170,7 +186,7 @@ def _join(context: Any, prog: str) -> None:
         context.join()
         return
     if not all(clean(i, c) for i, c in enumerate(codes)):
-        _fail(context)
+        _fail(context, prog, lines)
     signum = guard.signum or PREEMPTED_SIGNAL_FALLBACK
     if PREEMPTED_EXIT_CODE in codes:  # rank 0 printed the line
         message = f"{prog}: preempted by {signal_name(signum)}; workers exited with {codes}"
@@ -184,18 +200,94 @@ def _join(context: Any, prog: str) -> None:
     raise Preempted(message, signum)
 
 
-def _fail(context: Any) -> None:
-    """``torch.multiprocessing``'s handling of a failed worker: terminate the others, raise."""
-    while not context.join():
-        pass
-    raise RuntimeError("a worker failed")  # not reached: join raises for a failed worker
+def _fail(context: Any, prog: str, lines: str) -> None:
+    """A worker failed: stop the others, print one line, exit (:class:`SystemExit`).
+
+    The line is a worker's own one-line stop if one left it (:func:`_guarded_worker`; the exit
+    status its own), else it names the failed worker: killed by a signal, or exited with a
+    status (after its traceback, for a Python exception); exit status 1.
+    """
+    procs = list(context.processes)
+    failed = _first_failure(context, _stop_others(procs))
+    left = sorted(n for n in os.listdir(lines) if not n.endswith(".part"))
+    if left:
+        with open(os.path.join(lines, left[0]), encoding="utf-8") as f:
+            print(f"{prog}: {f.read()}", file=sys.stderr, flush=True)
+        raise SystemExit(int(left[0].split("-")[1]))
+    code, error = procs[failed].exitcode, _error(context, failed)
+    what = f"exited with status {code}"
+    if code is not None and code < 0:
+        what = f"was killed by {signal_name(-code)}"
+    elif error is not None:
+        print(error, file=sys.stderr, end="", flush=True)  # the worker's own traceback
+        what = "failed (its traceback is above)"
+    print(
+        f"{prog}: worker {failed} of {len(procs)} {what}; the other workers were stopped; "
+        "resume from the last checkpoint with --resume",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(1)
 
 
-def _guarded_worker(local_rank: int, worker: Callable[..., Any], *args: Any) -> None:
+COLLATERAL = re.compile(
+    r"Connection (closed|reset) by peer|DistBackendError|ProcessGroup(Gloo|NCCL)|Broken pipe"
+)
+"""A worker's error that only says a peer went away (its collective operation failed)."""
+
+
+def _first_failure(context: Any, stopped: set[int]) -> int:
+    """The worker whose failure caused the others', as far as the exits tell: one killed by a
+    signal (not by us: ``stopped``), else one whose error is its own (not a failed collective
+    operation), else the first one failed."""
+    procs = list(context.processes)
+    failed = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0) and i not in stopped]
+    killed = [i for i in failed if procs[i].exitcode < 0]
+    own = [i for i in failed if not COLLATERAL.search(_error(context, i) or "")]
+    return (killed or own or failed or [0])[0]
+
+
+def _error(context: Any, i: int) -> str | None:
+    """Worker ``i``'s traceback, when it ended with a Python exception."""
+    path = context.error_files[i]
+    if not os.access(path, os.R_OK):
+        return None
+    with open(path, "rb") as f:
+        return str(pickle.load(f))  # written by torch.multiprocessing in our own worker
+
+
+def _stop_others(procs: list[Any]) -> set[int]:
+    """Give the workers still running :data:`FAILURE_GRACE_S` to end, then kill them; the ones
+    killed."""
+    deadline = time.monotonic() + FAILURE_GRACE_S
+    while any(p.exitcode is None for p in procs) and time.monotonic() < deadline:
+        alive = [p.sentinel for p in procs if p.exitcode is None]
+        multiprocessing.connection.wait(alive, timeout=max(0.0, deadline - time.monotonic()))
+    stopped = {i for i, p in enumerate(procs) if p.exitcode is None}
+    for i in stopped:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(procs[i].pid, signal.SIGKILL)
+    for p in procs:
+        p.join()
+    return stopped
+
+
+def _guarded_worker(local_rank: int, worker: Callable[..., Any], lines: str, *args: Any) -> None:
     """A spawned worker: catch preemption signals from its start to its end (never restored:
-    a signal while it winds down must not turn its exit status 75 into a death by signal)."""
+    a signal while it winds down must not turn its exit status 75 into a death by signal); a
+    one-line stop leaves its line in folder ``lines`` (file ``<rank>-<status>``) for the
+    launcher to print."""
+    from .stops import RunStopped
+
     PreemptionGuard().__enter__()
-    worker(local_rank, *args)
+    try:
+        worker(local_rank, *args)
+    except RunStopped as stop:
+        path = os.path.join(lines, f"{local_rank:04d}-{stop.code}")
+        with open(f"{path}.part", "w", encoding="utf-8") as f:
+            f.write(stop.message)
+        os.replace(f"{path}.part", path)  # the launcher never reads half a line
+        raise
 
 
 def _cpu_worker(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,15 +37,39 @@ from detectron2.utils import comm
 from ..config_files import find_config
 from .checkpoint import SafeCheckpointer
 from .cli import argument_parser, check_checkpoint_files, launch_checked
-from .data import check_datasets, register_toy_coco
+from .data import check_datasets, check_not_empty, register_toy_coco
 from .lazy import build_lazy_lr_scheduler
+from .output_dir import OutputDirLock, check_writable, log_removed
 from .preemption import PreemptionHook
 from .runs import check_new_run_folder, run_config_kept, write_evaluation
 from .solver import stand_in_optimizer
+from .stops import StopsInOneLine, as_stop, check_finished
 
 __all__ = ["check_lazy_resume", "do_test", "do_train", "load", "main", "preflight", "run"]
 
 logger = logging.getLogger("detectron2")
+
+LAZY_KEYS = ("model", "dataloader", "optimizer", "lr_multiplier", "train")
+"""The top-level names of a Detectron2 LazyConfig that this tool trains from."""
+
+PKG_RESOURCES_DEPRECATION = "pkg_resources is deprecated as an API"
+"""The UserWarning setuptools prints when a LazyConfig imports Detectron2's model zoo (which
+imports ``pkg_resources``): nothing a user can act on, silenced while a config loads."""
+
+LAZY_DIVERGED_ADVICE = "lower optimizer.lr or lengthen the warmup (lr_multiplier.warmup_iters)"
+
+
+class LazyTrainer(StopsInOneLine, SimpleTrainer):
+    """``SimpleTrainer`` that ends a diverged run with one line (exit status 3)."""
+
+    DIVERGED_ADVICE = LAZY_DIVERGED_ADVICE
+
+
+class LazyAMPTrainer(StopsInOneLine, AMPTrainer):
+    """``AMPTrainer`` that ends a diverged run with one line (exit status 3)."""
+
+    DIVERGED_ADVICE = LAZY_DIVERGED_ADVICE
+
 
 LAZY_EPILOG = """
 Examples:
@@ -73,11 +98,21 @@ def load(args: argparse.Namespace) -> Any:
         )
     args.config_file = path
     try:
-        cfg = LazyConfig.load(path)
+        with warnings.catch_warnings():  # Detectron2's model zoo imports pkg_resources
+            warnings.filterwarnings("ignore", PKG_RESOURCES_DEPRECATION, UserWarning)
+            cfg = LazyConfig.load(path)
     except SyntaxError as err:
         cause = err.__cause__ if isinstance(err.__cause__, SyntaxError) else err
         where = f" (line {cause.lineno})" if cause.lineno else ""
         raise ValueError(f"config {path!r} is not valid python{where}: {cause.msg}") from None
+    missing = [key for key in LAZY_KEYS if key not in cfg]
+    if missing:
+        mmengine = any(key in cfg for key in ("_base_", "train_cfg", "param_scheduler"))
+        raise ValueError(
+            f"config {path!r} is not a Detectron2 LazyConfig: it defines no "
+            f"{', '.join(missing)}; allowed: a LazyConfig defining {', '.join(LAZY_KEYS)}"
+            + ("; this is an MMEngine config: train it with tools/train_seg.py" if mmengine else "")
+        )
     try:
         return LazyConfig.apply_overrides(cfg, args.opts or [])
     except Exception as err:  # hydra's parser errors are no ValueError; any is the user's input
@@ -125,7 +160,7 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
     optim = instantiate(cfg.optimizer)
     train_loader = instantiate(cfg.dataloader.train)
     model = _ddp(model, cfg)
-    trainer = (AMPTrainer if cfg.train.amp.enabled else SimpleTrainer)(model, train_loader, optim)
+    trainer = (LazyAMPTrainer if cfg.train.amp.enabled else LazyTrainer)(model, train_loader, optim)
     checkpointer = SafeCheckpointer(model, cfg.train.output_dir, optimizer=optim, trainer=trainer)
     scheduler = build_lazy_lr_scheduler(optim, instantiate(cfg.lr_multiplier), cfg.train.max_iter)
     trainer.register_hooks(
@@ -160,6 +195,7 @@ def main(args: argparse.Namespace) -> Any:
     cfg = load(args)
     with run_config_kept(cfg.train.output_dir, args.eval_only and comm.is_main_process()):
         default_setup(cfg, args)
+    log_removed(cfg.train.output_dir, getattr(args, "removed_temporaries", ()))
     if args.eval_only:
         model = instantiate(cfg.model)
         model.to(cfg.train.device)
@@ -179,7 +215,13 @@ def main(args: argparse.Namespace) -> Any:
                     os.path.join(cfg.train.output_dir, "metrics.json"),
                 )
         return results
-    do_train(args, cfg)
+    try:
+        do_train(args, cfg)
+    except Exception as err:  # a full disk outside the checkpoints: one line too
+        stop = as_stop(err, cfg.train.output_dir)
+        if stop is None:
+            raise
+        raise stop from None
     return None
 
 
@@ -196,20 +238,32 @@ def preflight(args: argparse.Namespace) -> None:
     if not args.eval_only:
         names = _names(cfg.dataloader.train.dataset) + names
     check_datasets(names)
+    folder = cfg.train.output_dir
+    check_writable(folder, key="train.output_dir")
     if not args.eval_only:
         # bad schedule values, and a total_iters other than train.max_iter, fail here in one line
         build_lazy_lr_scheduler(
             stand_in_optimizer(None, lr=1.0), instantiate(cfg.lr_multiplier), cfg.train.max_iter
         )
         resuming = args.resume or bool(getattr(args, "resume_from", None))
-        check_new_run_folder(cfg.train.output_dir, resuming, key="train.output_dir")
-    check_checkpoint_files(
+        check_new_run_folder(folder, resuming, key="train.output_dir")
+        OutputDirLock(folder, "train.output_dir").check()
+        check_not_empty(_names(cfg.dataloader.train.dataset),
+                        lambda: instantiate(cfg.dataloader.train.dataset))  # fmt: skip
+    checkpoint = check_checkpoint_files(
         args,
-        cfg.train.output_dir,
+        folder,
         cfg.train.init_checkpoint,
         weights_key="train.init_checkpoint",
         check_resumed=lambda checkpoint: check_lazy_resume(cfg, checkpoint),
     )
+    if args.resume and not args.resume_from and not args.eval_only:
+        longer = "start a new run from its weights: train.init_checkpoint=" + os.path.join(
+            folder, "model_final.pth"
+        )
+        check_finished(checkpoint, max_iter=cfg.train.max_iter, seconds=0.0, folder=folder,
+                       evaluates="evaluator" in cfg.dataloader, longer=longer)  # fmt: skip
+    args.output_dir, args.output_key = folder, "train.output_dir"
 
 
 def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:

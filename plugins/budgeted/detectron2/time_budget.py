@@ -9,11 +9,20 @@ on iterations. The hook:
 
 - starts the clock at the first training iteration and pauses it from the end of each
   iteration's ``run_step`` to the start of the next (so periodic evaluation, checkpoint writing
-  and metric writing are not training time; an iteration's own data loading is);
+  and metric writing are not training time; an iteration's own data loading is, and so is time
+  the process spends stopped, SIGSTOP to SIGCONT or a Slurm suspend, inside an iteration: the
+  clock is wall time, see :mod:`budgeted.clock`);
+- logs the agreed training seconds at the start of each iteration (``time_budget/elapsed`` in
+  metrics.json: what that iteration's LR was computed from);
 - before each iteration, ends training if the budget is spent: the main worker saves
   ``model_final.pth`` (atomically, with the clock), one line is printed, the final evaluation
   runs (``EvalHook.after_train``) and the process ends with status 0
   (:class:`~budgeted.clock.TimeBudgetReached`).
+
+A run that ended before its schedule decayed (the deadline inside the warmup, or with the LR
+still high because the iterations are long for the budget, or ``SOLVER.MAX_ITER`` reached
+first) is saved and evaluated as usual, then ends with one more line and exit status 4
+(:func:`undecayed_stop`, :data:`~budgeted.preemption.UNDECAYED_EXIT_CODE`).
 
 Every worker uses rank 0's clock (broadcast every ``SOLVER.BUDGET.CLOCK_SYNC_PERIOD``
 iterations, extrapolated in between), so all stop after the same iteration with the same LRs.
@@ -38,6 +47,7 @@ from detectron2.utils import comm
 from ..clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
 from ..core import BudgetMismatchError, BudgetReplanError
 from ..pytorch import BudgetTimeLR
+from .stops import Undecayed
 
 __all__ = [
     "TimeBudgetHook",
@@ -45,6 +55,7 @@ __all__ = [
     "broadcast_from_rank0",
     "time_budget_from_cfg",
     "time_budget_seconds",
+    "undecayed_stop",
 ]
 
 logger = logging.getLogger("detectron2.budgeted")
@@ -158,6 +169,7 @@ class TimeBudgetHook(HookBase):
         sched = self.scheduler
         if sched.done():
             self._stop(sched)
+        self.trainer.storage.put_scalar("time_budget/elapsed", sched.clock.elapsed, False)
         sched.clock.resume()
 
     def after_step(self) -> None:
@@ -173,7 +185,11 @@ class TimeBudgetHook(HookBase):
         checkpointer = getattr(trainer, "checkpointer", None)
         if checkpointer is not None and trained > trainer.start_iter:
             if comm.is_main_process():
-                checkpointer.save("model_final", iteration=trained - 1)
+                trainer.iter = trained - 1  # the last iteration trained, as every checkpoint has
+                try:
+                    checkpointer.save("model_final", iteration=trained - 1)
+                finally:
+                    trainer.iter = trained
             comm.synchronize()
         seconds = sched.clock.elapsed
         message = (
@@ -190,3 +206,41 @@ class TimeBudgetHook(HookBase):
             logger.info(message)
             print(message, file=sys.stderr, flush=True)
         raise TimeBudgetReached(message)
+
+
+def undecayed_stop(scheduler: Any, max_iter: int) -> Undecayed | None:
+    """The one-line stop of a time-budget run that ended before its schedule decayed
+    (:meth:`budgeted.clock.TimeBudget.shortfall` of its last iteration), with the cause and what
+    to change; None when it decayed (or the scheduler is not a time budget's).
+
+    Args:
+        scheduler: the trainer's LR scheduler after training.
+        max_iter (int): the iteration cap, ``SOLVER.MAX_ITER`` (as scaled for the workers).
+    """
+    if not isinstance(scheduler, BudgetTimeLR) or scheduler.last_trained_elapsed is None:
+        return None
+    last = scheduler.last_epoch - 1  # the last iteration trained
+    budget, elapsed = scheduler.budget, scheduler.clock.elapsed
+    shortfall = budget.shortfall(last, scheduler.last_trained_elapsed) if last >= 0 else None
+    if shortfall is None:
+        return None
+    if not scheduler.done():
+        cause = (
+            f"SOLVER.MAX_ITER={max_iter} ended training before the deadline ({elapsed:.1f} of "
+            f"{budget.seconds:g} s trained): raise SOLVER.MAX_ITER, which only caps a time budget"
+        )
+    elif last < budget.warmup_iters:
+        cause = (
+            f"the deadline came inside the warmup: shorten SOLVER.WARMUP_ITERS "
+            f"({budget.warmup_iters}) or raise the budget"
+        )
+    else:
+        cause = (
+            f"the deadline came after {last + 1} iterations of {elapsed / (last + 1):.3g} s on "
+            "average, too few for the schedule to decay: raise the budget or shorten the "
+            "iterations"
+        )
+    return Undecayed(
+        f"time budget of {budget.seconds:g} s ended before the schedule decayed: {shortfall}; "
+        f"{cause}; the model was saved and evaluated as usual"
+    )

@@ -23,6 +23,7 @@ from .checkpoint import CheckpointAtHook, SafeCheckpointer, last_checkpoint_file
 from .grad_norm import grad_norm_hook_from_cfg
 from .preemption import PreemptionHook
 from .solver import BudgetConfigError, build_lr_scheduler, stand_in_optimizer
+from .stops import StopsInOneLine
 from .time_budget import TimeBudgetHook
 
 __all__ = ["BudgetTrainer", "check_budget", "check_resume", "has_compiled_ops"]
@@ -79,7 +80,7 @@ def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
     return scaled
 
 
-class BudgetTrainer(DefaultTrainer):
+class BudgetTrainer(StopsInOneLine, DefaultTrainer):
     """``DefaultTrainer`` that builds its LR scheduler with :func:`build_lr_scheduler` (the
     ``LR_SCHEDULER_REGISTRY``: ``BudgetLinear``, ... plus Detectron2's own names), evaluates COCO
     with pycocotools (the fast C++ evaluator only where the real ``detectron2._C`` exists), writes
@@ -89,7 +90,9 @@ class BudgetTrainer(DefaultTrainer):
     :class:`~budgeted.detectron2.SafeCheckpointer` (no code from the file runs; one-line
     refusals), and every checkpoint it writes is written atomically. Preemption: SIGTERM or
     SIGUSR1 end the run after the current iteration with a checkpoint and exit status 75
-    (:class:`~budgeted.detectron2.PreemptionHook`, registered last). Diagnostics:
+    (:class:`~budgeted.detectron2.PreemptionHook`, registered last). A diverged iteration ends
+    the run with one line and exit status 3, no final checkpoint or evaluation
+    (:class:`~budgeted.detectron2.stops.StopsInOneLine`). Diagnostics:
     ``SOLVER.BUDGET.GRAD_NORM_PERIOD > 0`` registers
     :class:`~budgeted.detectron2.grad_norm.FullGradNormHook` before the writers
     (``full_grad_norm`` in metrics.json).

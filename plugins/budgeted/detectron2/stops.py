@@ -1,0 +1,351 @@
+"""Runs that end with one line and an exit status of their own, never a traceback.
+
+- **Diverged** (exit status :data:`~budgeted.preemption.DIVERGED_EXIT_CODE`, 3): the loss (or the
+  model's predictions) became NaN or infinite. Detectron2 raises ``FloatingPointError`` ("Loss
+  became infinite or NaN", "Training has diverged") from inside an iteration;
+  :class:`StopsInOneLine` turns it into one line naming the iteration and the base LR, and the
+  ``after_train`` hooks that would make it look like a result (the final checkpoint of
+  ``PeriodicCheckpointer``, the final evaluation of ``EvalHook``) do not run.
+- **Undecayed** (:data:`~budgeted.preemption.UNDECAYED_EXIT_CODE`, 4): a time budget ended
+  before its schedule decayed (:mod:`budgeted.detectron2.time_budget`); the model is saved and
+  evaluated as usual first.
+- **Disk full** (1): no space left while writing a checkpoint (or any file of the run): one line
+  naming the file system, the file and the last intact checkpoint (:func:`disk_full`).
+- **Finished** (0): ``--resume`` of a run whose budget is spent and whose final evaluation is
+  logged: nothing to train, nothing written.
+
+Each is a :class:`RunStopped`, a ``SystemExit`` carrying the line: Detectron2's training loop
+(``except Exception``) lets it through without logging a traceback, the tools print the line
+once (``<prog>: <line>``; with several workers the launcher prints it,
+:func:`budgeted.detectron2.launch.launch`), and the process exits with its status.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from typing import Any, ClassVar
+
+import torch
+from detectron2.engine import hooks
+
+from ..checkpoints import newest_intact_checkpoint
+from ..preemption import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
+
+__all__ = [
+    "DiskFull",
+    "Diverged",
+    "Finished",
+    "RunStopped",
+    "StopsInOneLine",
+    "Undecayed",
+    "as_stop",
+    "check_finished",
+    "check_position",
+    "disk_full",
+    "is_disk_full",
+    "non_finite_kind",
+    "stop_line",
+]
+
+logger = logging.getLogger("detectron2.budgeted")
+
+CHECKPOINTS = "model_*.pth"
+
+
+class RunStopped(SystemExit):
+    """A run that ends with one line (``message``, without the tool's name) and exit ``code``.
+
+    Args:
+        message (str): the line, e.g. ``"diverged: the loss is nan at iteration 3 (...)"``.
+        code (int): the exit status.
+    """
+
+    CODE: ClassVar[int] = 1
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(self.CODE if code is None else code)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Diverged(RunStopped):
+    """The loss became non-finite: not a result (exit status 3)."""
+
+    CODE = DIVERGED_EXIT_CODE
+
+
+class Undecayed(RunStopped):
+    """A time budget ended before its schedule decayed (exit status 4, after saving and
+    evaluating)."""
+
+    CODE = UNDECAYED_EXIT_CODE
+
+
+class DiskFull(RunStopped):
+    """No space left on the device of the run folder (exit status 1)."""
+
+
+class Finished(RunStopped):
+    """``--resume`` of a finished run: nothing to do (exit status 0)."""
+
+    CODE = 0
+
+
+NOT_A_RESULT = (Diverged, DiskFull)
+"""Stops after which no final checkpoint or final evaluation may be made."""
+
+RESULT_HOOKS = (hooks.PeriodicCheckpointer, hooks.EvalHook)
+"""The hooks whose ``after_train`` makes a result (``model_final.pth``, the final evaluation)."""
+
+
+def non_finite_kind(err: BaseException, model: torch.nn.Module) -> str:
+    """``"nan"`` or ``"inf"``: what a diverged run's weights (else its logged losses) hold.
+
+    Example:
+        >>> non_finite_kind(FloatingPointError("loss_dict = {'loss_cls': inf}"),
+        ...                 torch.nn.Linear(1, 1))
+        'inf'
+    """
+    for param in model.parameters():
+        if torch.isnan(param).any():
+            return "nan"
+        if torch.isinf(param).any():
+            return "inf"
+    losses = str(err).split("loss_dict", 1)[-1].lower()
+    return "inf" if "inf" in losses and "nan" not in losses else "nan"
+
+
+def base_lr(optimizer: torch.optim.Optimizer) -> float:
+    """The base LR: the largest of the param groups' ``initial_lr`` (set by the scheduler)."""
+    return max(float(g.get("initial_lr", g["lr"])) for g in optimizer.param_groups)
+
+
+class StopsInOneLine:
+    """Mixin for a Detectron2 trainer (``DefaultTrainer``, ``SimpleTrainer``, ...): a diverged
+    iteration ends the run with one line (:class:`Diverged`); after any :class:`RunStopped` that
+    is not a result (diverged, disk full) the ``after_train`` hooks that would write a final
+    checkpoint or run the final evaluation are skipped; the others (writers, timers, the
+    preemption hook) run as usual.
+
+    Example::
+
+        class Trainer(StopsInOneLine, DefaultTrainer):
+            DIVERGED_ADVICE = "lower SOLVER.BASE_LR"
+    """
+
+    DIVERGED_ADVICE: ClassVar[str] = (
+        "lower SOLVER.BASE_LR, lengthen the warmup (SOLVER.WARMUP_ITERS) or clip gradients "
+        "(SOLVER.CLIP_GRADIENTS.ENABLED True)"
+    )
+    stopped: RunStopped | None = None
+
+    def run_step(self) -> None:
+        try:
+            super().run_step()  # type: ignore[misc]
+        except FloatingPointError as err:
+            self.stopped = Diverged(
+                f"diverged: the loss is {non_finite_kind(err, self.model)} at iteration "  # type: ignore[attr-defined]
+                f"{self.iter + 1} (base LR {base_lr(self.optimizer):g}); the weights are not a "  # type: ignore[attr-defined]
+                f"result: no final checkpoint or evaluation was made; {self.DIVERGED_ADVICE}"
+            )
+            logger.error(self.stopped.message)
+            raise self.stopped from None
+
+    def after_step(self) -> None:
+        try:
+            super().after_step()  # type: ignore[misc]
+        except RunStopped as stop:
+            self.stopped = stop
+            raise
+
+    def after_train(self) -> None:
+        if not isinstance(self.stopped, NOT_A_RESULT):
+            super().after_train()  # type: ignore[misc]
+            return
+        self.storage.iter = self.iter  # type: ignore[attr-defined]
+        for hook in self._hooks:  # type: ignore[attr-defined]
+            if not isinstance(hook, RESULT_HOOKS):
+                hook.after_train()
+
+
+# --- a full disk ----------------------------------------------------------------------------
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` (or an exception it was raised from) is "no space left on device":
+    ``OSError`` ENOSPC, or torch's ``RuntimeError`` from a write that hit it.
+
+    Example:
+        >>> is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+        True
+    """
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def mount_point(path: str) -> str:
+    """The mount point of the file system ``path`` (or its nearest existing folder) is on."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    device = os.stat(path).st_dev
+    while path != os.path.dirname(path) and os.stat(os.path.dirname(path)).st_dev == device:
+        path = os.path.dirname(path)
+    return path
+
+
+def disk_full(path: str, folder: str, *, resume: str = "--resume") -> DiskFull:
+    """The one line for a write of ``path`` that found no space left, with the newest intact
+    checkpoint of run ``folder`` named (:func:`budgeted.checkpoints.newest_intact_checkpoint`).
+
+    Args:
+        path (str): the file being written (or the run folder when unknown).
+        folder (str): the run folder.
+        resume (str): how to go on once there is space.
+    """
+    intact = newest_intact_checkpoint(folder, CHECKPOINTS, exclude=[path])
+    last = (
+        f"the last intact checkpoint is {os.fspath(intact)!r}"
+        if intact is not None
+        else f"there is no intact checkpoint in {folder!r} yet"
+    )
+    device = mount_point(path)
+    return DiskFull(
+        f"no space left on {device} while writing {path}; {last}: free space on {device} (or set "
+        f"another output folder), then resume with {resume}"
+    )
+
+
+def stop_line(prog: str, stop: RunStopped) -> str:
+    """``<prog>: <line>``."""
+    return f"{prog}: {stop.message}"
+
+
+def as_stop(err: BaseException, folder: str | None) -> RunStopped | None:
+    """``err`` as a one-line stop: itself if it is one, a :func:`disk_full` for an error of a full
+    disk (the file from the error, else ``folder``); None otherwise."""
+    if isinstance(err, RunStopped):
+        return err
+    if folder and is_disk_full(err):
+        filename = getattr(err, "filename", None)
+        return disk_full(os.fspath(filename) if filename else folder, folder)
+    return None
+
+
+def check_position(checkpoint: Any, path: str, *, what: str, weights_hint: str) -> None:
+    """Refuse (one-line ``ValueError``) to resume a checkpoint that is not a resumable state of
+    our trainers: weights only, or an LR scheduler whose step count disagrees with the iteration.
+
+    A checkpoint saved after (0-based) iteration ``i`` holds ``iteration == i`` (top level and
+    ``trainer``) and an LR scheduler stepped ``i + 1`` times (``last_epoch``). A time budget's
+    ``model_final.pth`` of an earlier version held ``trainer.iteration == i + 1``; it is
+    accepted.
+
+    Args:
+        checkpoint: the loaded checkpoint.
+        path (str): its file, for the message.
+        what (str): how the file was named (``"--resume-from"``, ``"--resume"``).
+        weights_hint (str): how to start a new run from its weights (``"MODEL.WEIGHTS <file>"``).
+    """
+    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
+    new_run = f"a weights file starts a new run: {weights_hint.format(path=path)}"
+    if not isinstance(trainer, dict) or not isinstance(trainer.get("iteration"), int):
+        raise ValueError(
+            f"{what} {path!r} holds weights only (no iteration, LR scheduler or optimizer "
+            f"state, as tools/extract_weights.py writes), so it cannot be resumed; {new_run} "
+            "(with no --resume or --resume-from)"
+        )
+    iteration = trainer["iteration"]
+    top = checkpoint.get("iteration", iteration)
+    scheduler = _scheduler_state(checkpoint)
+    steps = scheduler.get("last_epoch")
+    if _legacy_deadline_final(scheduler, iteration, top):
+        return
+    if top != iteration or (isinstance(steps, int) and steps != iteration + 1):
+        raise ValueError(
+            f"{what} {path!r} is inconsistent: its iteration is {top!r}, its trainer's "
+            f"{iteration} and its LR scheduler has stepped {steps!r} times (last_epoch), where a "
+            "checkpoint saved after iteration i holds i, i and i + 1: the file was edited or "
+            "assembled from two checkpoints, and resuming it would train at the wrong LRs; "
+            "resume from another checkpoint, or start a new run from its weights: "
+            f"{weights_hint.format(path=path)}"
+        )
+
+
+def _scheduler_state(checkpoint: Any) -> dict[str, Any]:
+    """The LR scheduler's state in a (untrusted) checkpoint; {} where there is none."""
+    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
+    hooks_state = trainer.get("hooks") if isinstance(trainer, dict) else None
+    state = hooks_state.get("LRScheduler") if isinstance(hooks_state, dict) else None
+    return state if isinstance(state, dict) else {}
+
+
+def _elapsed(scheduler: dict[str, Any]) -> float:
+    """The training seconds of a time budget's scheduler state (0.0 without a clock)."""
+    clock = scheduler.get("clock")
+    elapsed = clock.get("elapsed") if isinstance(clock, dict) else None
+    return float(elapsed) if isinstance(elapsed, (int, float)) else 0.0
+
+
+def _legacy_deadline_final(scheduler: dict[str, Any], iteration: int, top: Any) -> bool:
+    """A time budget's deadline ``model_final.pth`` written before the trainer's iteration was
+    saved as the last trained one: ``trainer.iteration == last_epoch == iteration + 1``."""
+    budget = scheduler.get("time_budget")
+    if not isinstance(budget, dict) or not isinstance(budget.get("seconds"), (int, float)):
+        return False
+    spent = _elapsed(scheduler) >= budget["seconds"]
+    return spent and isinstance(top, int) and top + 1 == iteration == scheduler.get("last_epoch")
+
+
+def check_finished(
+    checkpoint: Any,
+    *,
+    max_iter: int,
+    seconds: float,
+    folder: str,
+    evaluates: bool,
+    longer: str = "resume with a longer budget and SOLVER.BUDGET.ON_RESUME replan",
+) -> None:
+    """Raise :class:`Finished` (exit status 0, nothing written) when ``--resume`` would resume a
+    finished run: its checkpoint trained the last of ``max_iter`` iterations, or spent the time
+    budget of ``seconds`` (0: none), and its final evaluation is logged (``evaluates``: the
+    config has test sets; :func:`budgeted.detectron2.runs.final_metrics`). A finished run whose
+    final evaluation is missing is resumed as before: resuming runs that evaluation.
+
+    Args:
+        checkpoint: the checkpoint ``--resume`` loads (None: nothing to check).
+        max_iter (int): the iterations of the budget (the cap, with a time budget), as trained.
+        seconds (float): the time budget, 0 without one.
+        folder (str): the run folder.
+        evaluates (bool): whether the run ends with an evaluation.
+        longer (str): how to train it longer, for the message.
+    """
+    from .runs import final_metrics
+
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("iteration"), int):
+        return
+    trained = checkpoint["iteration"] + 1
+    spent = bool(seconds) and _elapsed(_scheduler_state(checkpoint)) >= seconds
+    if not spent and trained < max_iter:
+        return
+    if evaluates and final_metrics(folder) is None:
+        return
+    how = (
+        f"its time budget of {seconds:g} s was spent after {trained} iterations"
+        if spent
+        else f"all {max_iter} iterations were trained"
+    )
+    raise Finished(
+        f"the run in {folder} has finished ({how}) and nothing is left to do: nothing was "
+        f"written; to train it longer, {longer}; to evaluate it again, use --eval-only"
+    )
