@@ -12,24 +12,11 @@ docs/detectron2.md and docs/reliability.md (a diverged loss exits 3 in one line)
 
 from __future__ import annotations
 
-import signal
 import sys
 
-from budgeted.preemption import (  # the standard library only: imports at once
-    PREEMPTION_SIGNALS,
-    PreemptionGuard,
-)
+from budgeted.entry_points import main  # the standard library only until the tool is imported
 
 if __name__ == "__main__":
-    # SIGTERM / SIGUSR1 caught from the start to the end (see tools/train_net.py)
-    PreemptionGuard().__enter__()
-    from budgeted.detectron2.lazy_cli import run
-
-    try:
-        status = run()
-    finally:  # the run is over: ignore late signals, since Python restores their default
-        # disposition before it tears its modules down (seconds, with torch), and a signal
-        # then would turn the exit status into a death by signal (143)
-        for signum in PREEMPTION_SIGNALS:
-            signal.signal(signum, signal.SIG_IGN)
-    sys.exit(status)
+    # the console script's function: SIGTERM / SIGUSR1 caught from this line on (a preemption
+    # while torch imports exits 75, nothing written) and ignored once the run is over
+    sys.exit(main("budgeted-lazy-train-net"))

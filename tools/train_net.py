@@ -15,26 +15,11 @@ ended before its schedule decayed with 4. See docs/detectron2.md and docs/reliab
 
 from __future__ import annotations
 
-import signal
 import sys
 
-from budgeted.preemption import (  # the standard library only: imports at once
-    PREEMPTION_SIGNALS,
-    PreemptionGuard,
-)
+from budgeted.entry_points import main  # the standard library only until the tool is imported
 
 if __name__ == "__main__":
-    # catch SIGTERM / SIGUSR1 from the start (a preemption while torch and Detectron2 import
-    # ends the run cleanly, exit status 75) to the end (never restored: a second signal while
-    # the process winds down cannot turn its exit status 75 into a death by signal)
-    PreemptionGuard().__enter__()
-    from budgeted.detectron2.cli import run
-
-    try:
-        status = run()
-    finally:  # the run is over: ignore late signals, since Python restores their default
-        # disposition before it tears its modules down (seconds, with torch), and a signal
-        # then would turn the exit status into a death by signal (143)
-        for signum in PREEMPTION_SIGNALS:
-            signal.signal(signum, signal.SIG_IGN)
-    sys.exit(status)
+    # the console script's function: SIGTERM / SIGUSR1 caught from this line on (a preemption
+    # while torch imports exits 75, nothing written) and ignored once the run is over
+    sys.exit(main("budgeted-train-net"))

@@ -7,8 +7,10 @@
     python tools/train_seg.py CONFIG --resume-from work_dirs/x/iter_16.pth  # exactly this file
     bash tools/dist_train.sh CONFIG 2                                    # torchrun; gloo on CPUs
 
-Exit status: 0 done, 2 refused in one line (nothing written), 75 preempted by SIGTERM / SIGUSR1
-after writing a checkpoint (run it again with --resume).
+Exit status: 0 done, 2 refused in one line (nothing written), 3 diverged (a NaN or infinite
+loss: stopped there, not a result), 4 a time budget that ended before its schedule decayed
+(saved and validated), 75 preempted by SIGTERM / SIGUSR1 after writing a checkpoint (run it
+again with --resume).
 
 See docs/mmseg.md.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from budgeted.mmengine.cli import main
+from budgeted.entry_points import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("budgeted-train-seg"))  # the console script's function

@@ -2,7 +2,11 @@
 
 Each imports its tool only when it runs, so a script whose framework is not installed says so in
 one line (``budgeted-train-net: budgeted.detectron2 needs 'detectron2', which is not installed;
-install it with ...``, exit status 1) instead of an import traceback, ``--help`` included.
+install it with ...``, exit status 1) instead of an import traceback, ``--help`` included. The
+training scripts catch SIGTERM / SIGUSR1 from their first line (a preemption while torch imports
+ends the run with status 75, nothing written) and ignore them once the run is over (a late signal
+cannot turn a finished run's status into 143); ``tools/train_net.py`` and the other tools are
+these same functions.
 
 >>> sorted(SCRIPTS)[:2]
 ['budgeted-branch', 'budgeted-lazy-train-net']
@@ -14,8 +18,9 @@ import importlib
 import sys
 
 from ._require import MissingFrameworkError
+from .preemption import PreemptionGuard, ignore_late_signals
 
-__all__ = ["SCRIPTS", "main"]
+__all__ = ["GUARDED_FROM_THE_START", "SCRIPTS", "TRAINING", "main"]
 
 SCRIPTS: dict[str, tuple[str, str]] = {
     "budgeted-train-net": ("budgeted.detectron2.cli", "run"),
@@ -29,16 +34,29 @@ SCRIPTS: dict[str, tuple[str, str]] = {
 """Console script -> (module, function): the function takes ``sys.argv[1:]`` and returns the
 exit status."""
 
+TRAINING = frozenset({"budgeted-train-net", "budgeted-lazy-train-net", "budgeted-train-seg"})
+"""The scripts that train: late preemption signals are ignored once their run is over."""
+
+GUARDED_FROM_THE_START = frozenset({"budgeted-train-net", "budgeted-lazy-train-net"})
+"""The scripts whose preemption guard this module installs before importing the tool
+(``budgeted-train-seg`` installs its own as it starts)."""
+
 
 def main(script: str) -> int:
     """Run console script ``script``: import its tool, call it; a missing framework is one line."""
     module, function = SCRIPTS[script]
+    if script in GUARDED_FROM_THE_START:
+        PreemptionGuard().__enter__()  # never left: see ignore_late_signals below
     try:
-        tool = importlib.import_module(module)
-    except MissingFrameworkError as err:
-        print(f"{script}: {err}", file=sys.stderr)
-        return 1
-    return getattr(tool, function)()
+        try:
+            tool = importlib.import_module(module)
+        except MissingFrameworkError as err:
+            print(f"{script}: {err}", file=sys.stderr)
+            return 1
+        return getattr(tool, function)()
+    finally:
+        if script in TRAINING:
+            ignore_late_signals()
 
 
 def train_net() -> int:

@@ -34,11 +34,12 @@ from typing import Any
 __all__ = [
     "DIVERGED_EXIT_CODE",
     "PREEMPTED_EXIT_CODE",
-    "UNDECAYED_EXIT_CODE",
     "PREEMPTION_SIGNALS",
+    "UNDECAYED_EXIT_CODE",
     "Preempted",
     "PreemptionGuard",
     "active_guard",
+    "ignore_late_signals",
     "restore_default_signals",
     "signal_name",
 ]
@@ -214,3 +215,19 @@ def restore_default_signals(
     for signum in signals:
         python_int = python and signum == signal.SIGINT
         signal.signal(signum, signal.default_int_handler if python_int else signal.SIG_DFL)
+
+
+def ignore_late_signals() -> None:
+    """Ignore SIGTERM and SIGUSR1 from now on: call it when a run is over, before the process
+    exits. Python gives signals their default disposition back before it tears its modules down
+    (seconds, with torch), and a preemption signal then would turn a finished run's exit status
+    into a death by signal (143).
+
+    Example:
+        >>> ignore_late_signals()
+        >>> signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        True
+        >>> restore_default_signals()
+    """
+    for signum in PREEMPTION_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
