@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,18 @@ def test_missing_files_and_unknown_zoo_configs_fail_clearly(tmp_path: Path) -> N
     zoo.write_text('_BASE_: "model-zoo://COCO-InstanceSegmentation/nope.yaml"\n')
     with pytest.raises(ValueError, match="not in the installed Detectron2 model zoo"):
         load_config(str(zoo))
+
+
+@pytest.mark.parametrize(("fraction", "full"), [(0.29, 100), (0.57, 100), (0.009, 90000)])
+def test_a_fraction_whose_product_is_inexact_gives_the_nearest_iteration(fraction, full) -> None:
+    """0.29 * 100 is 28.999999999999996 in floating point: the budget is 29 iterations, here as
+    in budgeted.budget_iters, and the scheduler built from it agrees (issue 35)."""
+    opts = ["SOLVER.BUDGET.FULL_ITERS", str(full), "SOLVER.BUDGET.FRACTION", str(fraction),
+            "SOLVER.WARMUP_ITERS", "1"]  # fmt: skip
+    cfg = load_config("mask_rcnn_toy_budget10.yaml", opts)
+    expected = round(Fraction(str(fraction)) * full)
+    assert fraction * full != expected
+    max_iter = cfg.SOLVER.MAX_ITER
+    assert max_iter == expected
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    assert build_lr_scheduler(cfg, optimizer).budget.total == expected
