@@ -7,7 +7,7 @@ SETUP_INPUTS := tools/setup_env.sh setup.py pyproject.toml $(wildcard requiremen
 # Bytecode caching makes importing mmcv/mmseg/detectron2 several seconds faster per process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test lint demo bench evidence clean
+.PHONY: setup test lint demo bench evidence clean image image-smoke
 
 setup: $(STAMP)
 
@@ -40,6 +40,16 @@ evidence: setup
 	@mkdir -p output/evidence
 	nohup env PYTHON=$(PY) bash tools/evidence.sh >> output/evidence/evidence.log 2>&1 &
 	@echo "[evidence] running in the background; follow: tail -f output/evidence/evidence.log"
+
+# The cluster image (docs/docker.md). `make image`: the real one, with docker, podman or buildah
+# (IMAGE, IMAGE_BUILDER, IMAGE_ARCHIVE, IMAGE_DRY_RUN=1 and the Dockerfile's build arguments
+# from the environment: tools/image/build.sh). `make image-smoke`: the CPU build here, without a
+# daemon or a registry (buildah, a debootstrapped base; root), its checks inside, then removed.
+image:
+	bash tools/image/build.sh
+
+image-smoke:
+	bash tools/image/smoke.sh
 
 clean:
 	rm -rf $(VENV) output
