@@ -44,6 +44,7 @@ def test_public_schedule_names():
         "exp",
         "constant",
         "wsd",
+        "rex",
     )
 
 

@@ -224,6 +224,18 @@ def wsd(p: float, cooldown: float = 0.2) -> float:
     return 1.0 if p <= 1.0 - cooldown else (1.0 - p) / cooldown
 
 
+@register_schedule("rex")
+def rex(p: float) -> float:
+    """REX: ``(1 - p) / (1 - p / 2)``, parameter-free (Chen, Wolfe, Kyrillidis, "REX: Revisiting
+    Budgeted Training with an Improved Schedule", MLSys 2022): above linear's ``1 - p`` over the
+    whole decay, by the factor ``1 / (1 - p / 2)``, then down to 0 at twice linear's slope.
+
+    >>> rex(0.0), rex(0.5), rex(1.0)
+    (1.0, 0.6666666666666666, 0.0)
+    """
+    return (1.0 - p) / (1.0 - p / 2.0)
+
+
 WARMUP_METHODS = ("linear", "constant")
 
 

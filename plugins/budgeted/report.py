@@ -587,7 +587,7 @@ def markdown(group: Group) -> str:
     return "\n\n".join(blocks)
 
 
-COMPARISONS = (("linear", "step"), ("linear", "poly"), ("linear", "wsd"))
+COMPARISONS = (("linear", "step"), ("linear", "poly"), ("linear", "wsd"), ("rex", "linear"))
 """The paired differences the report shows, where both schedules are in the sweep."""
 
 

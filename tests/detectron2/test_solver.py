@@ -32,6 +32,7 @@ CORE = {
     "BudgetExp": ("exp", {"end_factor": 0.05}),
     "BudgetConstant": ("constant", {}),
     "BudgetWSD": ("wsd", {"cooldown": 0.4}),
+    "BudgetRex": ("rex", {}),
 }
 
 
