@@ -22,6 +22,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
 TOY_CONFIG = REPO / "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget1.py"
+FULL_TOY_CONFIG = REPO / "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget100.py"
+"""The full toy schedule (``budget_fraction = 1.0``): what ``--budget-time`` is given with."""
 HERE = Path(__file__).resolve().parent
 _runs = itertools.count()
 
@@ -45,11 +47,13 @@ def toy_config(
     hooks_dir: Path | None = None,
     extra: str = "",
     imports: tuple[str, ...] = ("budgeted.mmengine",),
+    base: Path = TOY_CONFIG,
 ) -> Path:
-    """A config file in ``tmp_path`` inheriting the toy budget config, recording LRs per rank."""
+    """A config file in ``tmp_path`` inheriting the toy budget config (``base``: another one),
+    recording LRs per rank."""
     hooks_dir = hooks_dir or tmp_path
     text = (
-        f'_base_ = "{TOY_CONFIG}"\n'
+        f'_base_ = "{base}"\n'
         f"custom_imports = dict(imports={[*imports, 'budget_lr_recorder']!r}, "
         "allow_failed_imports=False)\n"
         f'custom_hooks = [dict(type="RecordLRHook", out_dir="{hooks_dir}")]\n' + extra

@@ -138,3 +138,36 @@ class KillDuringWriteHook(Hook):
         _pad(checkpoint, self.pad_mb)
         pid = os.getpid()
         _when_written(Path(runner.work_dir), self.at, lambda: os.kill(pid, signal.SIGKILL))
+
+
+@HOOKS.register_module(force=True)
+class NanLossOnRankHook(Hook):
+    """After iteration ``at`` (0-based) of rank ``rank``, make the loss it reports NaN: one rank
+    diverges while the others do not (the ranks must still stop together). Every rank writes
+    the iterations it trained so far to ``<out_dir>/trained_rank<r>`` after each one."""
+
+    priority = "NORMAL"  # after RuntimeInfoHook, before the LoggerHook and the DivergenceHook
+
+    def __init__(self, out_dir: str, rank: int, at: int) -> None:
+        self.out_dir = Path(out_dir)
+        self.rank = rank
+        self.at = at
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None, outputs=None) -> None:
+        (self.out_dir / f"trained_rank{runner.rank}").write_text(str(runner.iter + 1))
+        if runner.rank == self.rank and runner.iter == self.at:
+            outputs["loss"] = torch.tensor(float("nan"))
+
+
+@HOOKS.register_module(force=True)
+class SlowIterationHook(Hook):
+    """Each training iteration takes at least ``seconds`` more (inside the time budget's clock,
+    which starts before the other hooks' ``before_train_iter``): long iterations on a budget."""
+
+    priority = "NORMAL"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def before_train_iter(self, runner, batch_idx: int, data_batch=None) -> None:
+        time.sleep(self.seconds)

@@ -200,5 +200,11 @@ def test_missing_data_root_is_one_line(tmp_path):
     )
     with pytest.raises(ValueError, match=r"train_dataloader: .*gtFine/train does not exist"):
         check_data_roots(cfg_with(train_dataloader=dict(dataset=dataset)))
-    (tmp_path / "gtFine/train").mkdir(parents=True)
+    (tmp_path / "gtFine/train/aachen").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"leftImg8bit/train holds no files: the training split"):
+        check_data_roots(cfg_with(train_dataloader=dict(dataset=dataset)))
+    (tmp_path / "leftImg8bit/train/x_leftImg8bit.png").touch()
+    with pytest.raises(ValueError, match=r"gtFine/train holds no files"):
+        check_data_roots(cfg_with(train_dataloader=dict(dataset=dataset)))
+    (tmp_path / "gtFine/train/aachen/x_gtFine_labelTrainIds.png").touch()  # below a city folder
     check_data_roots(cfg_with(train_dataloader=dict(dataset=dataset)))

@@ -310,9 +310,21 @@ def test_multiplier_is_finite_over_the_budget():
 def test_docstring_examples_of_the_package_run():
     import doctest
 
-    from budgeted.mmengine import checkpoint, cli, launch, runs, toy
+    from budgeted.mmengine import (
+        checkpoint,
+        cli,
+        dist_run,
+        hooks,
+        launch,
+        preflight,
+        resume,
+        runs,
+        time_budget,
+        toy,
+    )
 
-    for module in (schedulers, checkpoint, cli, launch, runs, toy):
+    modules = (schedulers, checkpoint, cli, dist_run, hooks, launch, preflight, resume, runs)
+    for module in (*modules, time_budget, toy):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__

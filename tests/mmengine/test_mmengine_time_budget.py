@@ -16,6 +16,7 @@ import torch
 from mmengine.runner import Runner
 from mmseg_testutils import (
     DEADLINE_S,
+    FULL_TOY_CONFIG,
     child_env,
     logged,
     recorded_lrs,
@@ -24,7 +25,8 @@ from mmseg_testutils import (
     toy_config,
 )
 
-from budgeted.preemption import PREEMPTED_EXIT_CODE, restore_default_signals
+from budgeted.clock import parse_duration
+from budgeted.preemption import PREEMPTED_EXIT_CODE, UNDECAYED_EXIT_CODE, restore_default_signals
 
 pytestmark = pytest.mark.slow
 TRAIN_SEG = Path(__file__).resolve().parents[2] / "tools" / "train_seg.py"
@@ -33,10 +35,18 @@ WARMUP = 4
 
 @pytest.fixture(scope="module")
 def budget_s(first_run) -> int:
-    """A time budget of about 30 toy iterations as this machine runs them now (at least 5 s):
-    the tests hold however loaded the machine is (the first run's median iteration time)."""
+    """A time budget of about 60 toy iterations as this machine runs them now (at least 5 s):
+    the tests hold however loaded the machine is (the first run's median iteration time), and
+    the last iteration starts well inside the decay's last tenth (a run that ends before
+    budgeted.clock.DECAYED_PROGRESS exits 4) even if a few iterations take several times
+    longer."""
     times = sorted(logged(first_run[1], "time").values())
-    return max(5, math.ceil(30 * times[len(times) // 2]))
+    return max(5, math.ceil(60 * times[len(times) // 2]))
+
+
+def timed_config(tmp_path, **kwargs):
+    """The toy config of the full schedule (``--budget-time`` refuses a fraction config)."""
+    return toy_config(tmp_path, base=FULL_TOY_CONFIG, **kwargs)
 
 
 def scheduler_state(path) -> dict:
@@ -58,7 +68,7 @@ def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(
     tmp_path, toy_root, cli, budget_s
 ):
     work = tmp_path / "work"
-    args = toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP)
+    args = toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP)
     assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
     line = stop_line(work)
     trained = int(line.split("reached after ")[1].split()[0])
@@ -78,7 +88,7 @@ def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
     tmp_path, toy_root, cli, budget_s
 ):
     work = tmp_path / "work"
-    args = toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP)
+    args = toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP)
     assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
     # as if preempted after iteration 6: resume from its checkpoint with the same budget
     resumed = tmp_path / "resumed"
@@ -86,7 +96,7 @@ def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
     shutil.copy(work / "iter_6.pth", resumed / "iter_6.pth")
     half = scheduler_state(resumed / "iter_6.pth")
     assert 0.0 < half["clock"]["elapsed"] < budget_s
-    args = toy_args(toy_config(tmp_path), resumed, toy_root, warmup=WARMUP)
+    args = toy_args(timed_config(tmp_path), resumed, toy_root, warmup=WARMUP)
     assert cli.main([*args, f"load_from={resumed / 'iter_6.pth'}", "--budget-time", f"{budget_s}s",
                      "--resume"]) == 0  # fmt: skip
     trained = int(stop_line(resumed).split("reached after ")[1].split()[0])
@@ -110,7 +120,7 @@ def test_a_preempted_time_budget_resumes_the_same_clock(tmp_path, toy_root, cli,
     """SIGTERM mid-budget (the reliability issue's handling): exit 75 with a checkpoint holding
     the clock; --resume trains on until the total training time reaches the budget."""
     work = tmp_path / "work"
-    args = [*toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP),
+    args = [*toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP),
             "--budget-time", f"{budget_s}s"]  # fmt: skip
     with open(tmp_path / "run.err", "w") as err:
         proc = subprocess.Popen(
@@ -144,7 +154,7 @@ def test_a_time_budget_is_replanned_on_resume_only_when_asked(
     tmp_path, toy_root, cli, capsys, budget_s
 ):
     work = tmp_path / "work"
-    args = toy_args(toy_config(tmp_path), work, toy_root, warmup=WARMUP)
+    args = toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP)
     assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
     first = recorded_lrs(tmp_path)
     resumed = tmp_path / "resumed"
@@ -153,7 +163,7 @@ def test_a_time_budget_is_replanned_on_resume_only_when_asked(
     mid = scheduler_state(resumed / "iter_6.pth")
     longer = 2 * budget_s
     ckpt = f"load_from={resumed / 'iter_6.pth'}"
-    args = toy_args(toy_config(tmp_path), resumed, toy_root, ckpt, warmup=WARMUP)
+    args = toy_args(timed_config(tmp_path), resumed, toy_root, ckpt, warmup=WARMUP)
     assert cli.main([*args, "--budget-time", f"{longer}s", "--resume"]) == 2  # refused by default
     assert f"seconds={longer}" in capsys.readouterr().err.strip().splitlines()[-1]
     assert sorted(p.name for p in resumed.glob("*.pth")) == ["iter_6.pth"]
@@ -200,7 +210,73 @@ def test_the_stock_runner_takes_the_loop_from_the_config(tmp_path, toy_root, bud
 )  # fmt: skip
 def test_bad_time_budgets_are_refused_in_one_line(tmp_path, toy_root, cli, capsys, extra, expected):
     work = tmp_path / "work"
-    assert cli.main([*toy_args(toy_config(tmp_path), work, toy_root), *extra]) == 2
+    assert cli.main([*toy_args(timed_config(tmp_path), work, toy_root), *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("train_seg: error: ") and expected in err
     assert not work.exists()
+
+
+SLOW = 'dict(type="SlowIterationHook", seconds=1.2)'
+"""Each iteration at least 1.2 s (inside the clock): longer than the whole 1 s budget."""
+
+
+@pytest.mark.parametrize(
+    ("warmup", "options", "hooks", "budget", "shortfall", "cause"),
+    [
+        (
+            3000,
+            [],
+            [],
+            "1s",
+            "trained inside the warmup of 3000 iterations, LR multiplier ",
+            "inside the warmup; give a longer time budget or fewer warmup_iters",
+        ),
+        (
+            0,
+            [],
+            [SLOW],
+            "1s",
+            "its last iteration (1) trained at 0 % of the decay, LR multiplier 1;",
+            "the deadline came after 1 iteration of ",
+        ),
+        (
+            WARMUP,
+            ["full_schedule_iters=6"],
+            [],
+            "1h",
+            "its last iteration (6) trained at 0 % of the decay, LR multiplier ",
+            "train_cfg.max_iters=6 was reached after ",
+        ),
+    ],
+    ids=["deadline-inside-the-warmup", "deadline-after-long-iterations", "iteration-cap-first"],
+)
+def test_a_time_budget_that_cannot_decay_is_saved_validated_and_exits_4(
+    warmup, options, hooks, budget, shortfall, cause, tmp_path, toy_root, cli, capsys
+):
+    """The run ends as any time budget does (the last checkpoint, the final validation), then
+    says in one line why its LR never reached the end of its decay, and exits 4."""
+    entries = [f'dict(type="RecordLRHook", out_dir="{tmp_path}")', *hooks]
+    config = timed_config(
+        tmp_path,
+        imports=("budgeted.mmengine", "preemption_helpers"),
+        extra=f"custom_hooks = [{', '.join(entries)}]\n",
+    )
+    work = tmp_path / "work"
+    args = toy_args(config, work, toy_root, *options, warmup=warmup)
+    assert cli.main([*args, "--budget-time", budget]) == UNDECAYED_EXIT_CODE
+    err = capsys.readouterr().err.strip().splitlines()
+    seconds = f"{parse_duration(budget):g}"
+    said = [line for line in err if "ended before the schedule decayed" in line]
+    assert said == [err[-1]] and "Traceback" not in "\n".join(err)
+    assert said[0].startswith(
+        f"train_seg: time budget of {seconds} s ended before the schedule decayed: "
+    ), said
+    assert shortfall in said[0] and cause in said[0], said[0]
+    trained = int(said[0].split("its last iteration (")[1].split(")")[0])
+    assert said[0].endswith(
+        f"the checkpoint and validation of iteration {trained} are written (exit status 4)"
+    )
+    assert (work / f"iter_{trained}.pth").is_file()
+    assert (work / "last_checkpoint").read_text() == str(work / f"iter_{trained}.pth")
+    assert list(logged(work, "mIoU")) == [trained]  # the final validation ran
+    assert sorted(recorded_lrs(tmp_path)) == list(range(trained))

@@ -12,6 +12,7 @@ observable event (a file, the process's end) with a deadline of minutes.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import re
@@ -26,7 +27,9 @@ import torch
 from mmengine.runner import Runner
 from mmseg_testutils import (
     DEADLINE_S,
+    FULL_TOY_CONFIG,
     REPO,
+    TOY_CONFIG,
     child_env,
     free_port,
     logged,
@@ -41,9 +44,15 @@ from mmseg_testutils import (
 
 from budgeted.core import BudgetSchedule
 from budgeted.mmengine.checkpoint import load_mmengine_checkpoint
+from budgeted.mmengine.hooks import Diverged
 from budgeted.mmengine.resume import newest_resumable_checkpoint
 from budgeted.mmengine.runs import LOCK_NAME, WorkDirLock
-from budgeted.preemption import PREEMPTED_EXIT_CODE, Preempted, restore_default_signals
+from budgeted.preemption import (
+    DIVERGED_EXIT_CODE,
+    PREEMPTED_EXIT_CODE,
+    Preempted,
+    restore_default_signals,
+)
 
 pytestmark = pytest.mark.slow
 ITERS, WARMUP, BASE_LR = 12, 4, 0.01
@@ -189,10 +198,54 @@ def test_bad_input_is_one_line_through_tools_train_seg(arguments, expected, tmp_
 # --- refusals write nothing -------------------------------------------------------------------
 
 
+def stopped_at_6(source: Path, folder: Path, edit=None) -> Path:
+    """A copy of run ``source`` as if stopped after iteration 6: ``iter_6.pth`` (changed by
+    ``edit(checkpoint)``, as a hand would) named by ``last_checkpoint``, nothing later."""
+    folder.mkdir()
+    checkpoint = load_mmengine_checkpoint(source / "iter_6.pth")
+    if edit is not None:
+        edit(checkpoint)
+    torch.save(checkpoint, folder / "iter_6.pth")
+    (folder / "last_checkpoint").write_text(str(folder / "iter_6.pth"))
+    return folder
+
+
+SPENT = "0.5s"
+"""The time budget of the ``timed_done`` run: spent within its first iterations, however fast."""
+CAPPED = ["full_schedule_iters=12"]
+"""The ``timed`` run's cap (``--budget-time 1h``): 12 iterations, whatever the machine's load."""
+
+
+def timed_runs(root: Path, toy_root: Path, cli) -> tuple[Path, Path, str]:
+    """Two runs of the toy under a time budget, neither depending on how fast the machine is:
+    one that spent its budget (``--budget-time 0.5s``) and a copy, as if preempted after
+    iteration 6, of one of 1 h capped at 12 iterations; ``(spent, stopped, half the seconds at
+    iteration 6)``."""
+    config = toy_config(root, base=FULL_TOY_CONFIG)
+    done, capped = root / "timed_done", root / "timed_capped"
+    assert cli.main([*toy_args(config, done, toy_root), "--budget-time", SPENT]) in (0, 4)
+    capped_args = [*toy_args(config, capped, toy_root, *CAPPED), "--budget-time", "1h"]
+    assert cli.main(capped_args) == 4  # the cap came first: the exit status says so
+    stopped = stopped_at_6(capped, root / "timed")
+    elapsed = load_mmengine_checkpoint(stopped / "iter_6.pth")["param_schedulers"][0]["clock"]
+    return done, stopped, f"{elapsed['elapsed'] / 2:.3f}"
+
+
+def add_20_to_last_step(checkpoint: dict) -> None:
+    checkpoint["param_schedulers"][0]["last_step"] += 20
+
+
+def set_iteration_4(checkpoint: dict) -> None:
+    checkpoint["meta"]["iter"] = 4
+
+
 @pytest.fixture(scope="module")
-def finished_runs(first_run, tmp_path_factory):
+def finished_runs(first_run, tmp_path_factory, toy_root, cli):
     """Copies of the finished 12-iteration run: as it is, with its last checkpoint cut short,
-    and without ``last_checkpoint``."""
+    without ``last_checkpoint``, stopped at 6 with an edited scheduler or iteration; a finished
+    and a stopped time-budget run; a folder not there yet; files to refuse (a payload, a
+    Detectron2 checkpoint, a symbolic link loop, a ``_base_`` cycle, a toy set without training
+    images)."""
     _, source = first_run
     root = tmp_path_factory.mktemp("finished")
     finished = Path(shutil.copytree(source, root / "finished"))
@@ -203,7 +256,36 @@ def finished_runs(first_run, tmp_path_factory):
     (unnamed / "last_checkpoint").unlink()
     marker = root / "PAYLOAD_RAN"
     _, evil = plant_payloads(root / "files", marker)
-    return {"finished": finished, "damaged": damaged, "unnamed": unnamed, "evil": evil}
+    timed_done, timed, passed = timed_runs(root, toy_root, cli)
+    d2 = root / "files/model_0000007.pth"  # what Detectron2's Checkpointer.save writes
+    torch.save(
+        {"model": {"backbone.bottom_up.stem.conv1.weight": torch.zeros(2, 3, 3, 3)},
+         "optimizer": {}, "scheduler": {}, "iteration": 7},
+        d2,
+    )  # fmt: skip
+    (root / "files/loop.pth").symlink_to("loop.pth")
+    (root / "files/a.py").write_text('_base_ = "./b.py"\n')
+    (root / "files/b.py").write_text(f'_base_ = ["{TOY_CONFIG}", "./a.py"]\n')
+    empty = Path(shutil.copytree(toy_root, root / "empty_toy"))
+    shutil.rmtree(empty / "leftImg8bit/train")
+    (empty / "leftImg8bit/train").mkdir()
+    return {
+        "finished": finished,
+        "damaged": damaged,
+        "unnamed": unnamed,
+        "edited_step": stopped_at_6(source, root / "edited_step", add_20_to_last_step),
+        "edited_iter": stopped_at_6(source, root / "edited_iter", set_iteration_4),
+        "timed": timed,
+        "timed_done": timed_done,
+        "new": root / "new",
+        "evil": evil,
+        "d2": d2,
+        "loop": root / "files/loop.pth",
+        "cycle": root / "files/a.py",
+        "empty": empty,
+        "full_config": toy_config(root, base=FULL_TOY_CONFIG),
+        "passed": passed,
+    }
 
 
 REFUSALS = {  # name: (folder, --cfg-options items, other arguments, status, the line's start,
@@ -319,6 +401,113 @@ REFUSALS = {  # name: (folder, --cfg-options items, other arguments, status, the
         "train_cfg.max_iters=12",
         "(nothing was written)",
     ),
+    "a scheduler's last_step moved by 20": (
+        "edited_step",
+        [],
+        ["--resume"],
+        2,
+        "train_seg: error: cannot resume from {folder}/iter_6.pth: its budget scheduler "
+        "param_scheduler[0] has _global_step=6, last_step=26, but the checkpoint is at "
+        "iteration 6 (meta.iter), where they are 6, 6",
+        "resume from a checkpoint the runner wrote",
+    ),
+    "a checkpoint's iteration edited": (
+        "edited_iter",
+        [],
+        ["--resume"],
+        2,
+        "train_seg: error: cannot resume from {folder}/iter_6.pth: its budget scheduler "
+        "param_scheduler[0] has _global_step=6, last_step=6, but the checkpoint is at "
+        "iteration 4 (meta.iter), where they are 4, 4",
+        "",
+    ),
+    "another time budget": (
+        "timed",
+        CAPPED,
+        ["--resume", "--budget-time", "10m", "--config", "{full_config}"],
+        2,
+        "train_seg: error: cannot resume: the checkpoint's budget has seconds=3600.0, the "
+        "config's seconds=600.0",
+        "(or re-plan it)",
+    ),
+    "a time budget re-planned to a deadline already passed": (
+        "timed",
+        [*CAPPED, "budget_on_resume=replan"],
+        ["--resume", "--budget-time", "{passed}", "--config", "{full_config}"],
+        2,
+        "train_seg: error: BudgetLinearLR: time budget: cannot change the budget to ",
+        "of it has already elapsed",
+    ),
+    "a finished time budget: nothing to resume": (
+        "timed_done",
+        [],
+        ["--resume", "--budget-time", SPENT, "--config", "{full_config}"],
+        0,
+        "train_seg: nothing to resume: {folder}/iter_",
+        f"its whole time budget of {SPENT[:-1]} s (nothing was written)",
+    ),
+    "a fraction config with --budget-time": (
+        "new",
+        [],
+        ["--budget-time", "1h"],
+        2,
+        "train_seg: error: --budget-time 1h with a fraction config (budget_fraction=0.01 of "
+        "full_schedule_iters=3200): a time budget and a fraction of the schedule are two budgets",
+        "allowed: one of them",
+    ),
+    "an empty training split": (
+        "new",
+        ["train_dataloader.dataset.data_root={empty}"],
+        [],
+        2,
+        "train_seg: error: train_dataloader: {empty}/leftImg8bit/train holds no files: the "
+        "training split is empty",
+        "",
+    ),
+    "--resume-from a symbolic link loop": (
+        "finished",
+        [],
+        ["--resume-from", "{loop}"],
+        2,
+        "train_seg: error: checkpoint '{loop}' is a symbolic link loop",
+        "",
+    ),
+    "a _base_ cycle": (
+        "new",
+        [],
+        ["--config", "{cycle}"],
+        2,
+        "train_seg: error: config {cycle} inherits from itself through _base_: a.py -> b.py -> "
+        "a.py",
+        "",
+    ),
+    "a payload as init_cfg's Pretrained checkpoint": (
+        "new",
+        ["model.backbone.init_cfg.type=Pretrained", "model.backbone.init_cfg.checkpoint={evil}"],
+        [],
+        2,
+        "train_seg: error: model.backbone.init_cfg.checkpoint: refusing to load '{evil}': it "
+        "names the global posix.mkdir",
+        "",
+    ),
+    "load_from a Detectron2 checkpoint": (
+        "new",
+        ["load_from={d2}"],
+        [],
+        2,
+        "train_seg: error: load_from={d2}: none of its 4 keys (iteration, model, optimizer) is "
+        "a key of the model",
+        "a Detectron2 checkpoint keeps its weights under 'model'",
+    ),
+    "a dict(...) value in --cfg-options": (
+        "new",
+        ["model.backbone.init_cfg=dict(type='Pretrained',checkpoint='{evil}')"],
+        [],
+        2,
+        "train_seg: error: --cfg-options item \"model.backbone.init_cfg=dict(type='Pretrained',"
+        "checkpoint='{evil}')\" cannot be parsed",
+        "a dict as one item per key",
+    ),
 }
 
 
@@ -329,12 +518,14 @@ def test_a_refusal_writes_nothing(case, finished_runs, tmp_path, toy_root, cli, 
     config = toy_config(tmp_path)
     garbled = tmp_path / "garbled.py"
     garbled.write_text("model = dict(\n    type='EncoderDecoder',\n")
-    fill = dict(folder=folder, evil=finished_runs["evil"], garbled=garbled, pid=os.getpid())
+    fill = dict(finished_runs, folder=folder, garbled=garbled, pid=os.getpid())
     flags = [item.format(**fill) for item in flags]
+    options = [item.format(**fill) for item in options]
     if "--config" in flags:  # another config file, with the same arguments
         config = Path(flags.pop(flags.index("--config") + 1))
         flags.remove("--config")
     args = toy_args(config, folder, toy_root, *options, *flags)
+    existed = folder.exists()
     holder = WorkDirLock(folder) if case == "busy folder" else None
     if holder is not None:  # the lock a training process holds on its work dir
         holder.acquire()
@@ -349,6 +540,7 @@ def test_a_refusal_writes_nothing(case, finished_runs, tmp_path, toy_root, cli, 
     assert lines(err)[0].startswith(start_text.format(**fill)), err
     assert contains.format(**fill) in err
     assert snapshot(folder) == before  # not a byte, not a folder: no new timestamp, no dump
+    assert folder.exists() == existed
     assert not (finished_runs["evil"].parent.parent / "PAYLOAD_RAN").exists()
 
 
@@ -452,6 +644,19 @@ def test_a_kill_during_a_checkpoint_write_leaves_an_intact_checkpoint_behind(
     cfg = cli.preflight(cli.parse_args([*args, "--resume"]))
     assert cfg.load_from == str(named)
     assert newest_resumable_checkpoint(work, cfg) == named
+    # the torn temporary file (64 MB and more) is removed when the next run starts
+    stale = sorted(p.name for p in work.glob(".iter_*.pth.tmp-*"))
+    if not stale:  # the kill came just after the rename: plant what one a moment earlier leaves
+        stale = [".iter_8.pth.tmp-0123abcd"]
+        (work / stale[0]).write_bytes(b"torn")
+    again = toy_args(hooks_config(tmp_path, tmp_path), work, toy_root, "--resume")
+    assert cli.main(again) == 0
+    assert not list(work.glob(".*.tmp-*"))
+    logs = "".join(log.read_text() for log in work.glob("*/*.log"))
+    assert (
+        f"removed {len(stale)} temporary file(s) that a killed checkpoint write left in {work}: "
+        f"{', '.join(stale)}"
+    ) in logs
 
 
 def test_atomic_checkpoints_keep_mmengine_names_and_max_keep_ckpts(tmp_path, toy_root, cli):
@@ -637,7 +842,7 @@ def test_two_processes_stop_at_the_same_iteration_and_resume_at_the_same_lr(tmp_
         f"train_seg: preempted by SIGTERM at iteration {PAUSE + 1} of {iters}: saved "
         f"{work}/iter_{PAUSE + 1}.pth; exit status 75, continue with --resume"
     ], err[-3000:]
-    assert "exitcode  : 75" in err  # torchrun's account of both workers
+    assert "Traceback" not in err and "ChildFailedError" not in err  # no torchrun report
     assert sorted(p.name for p in work.glob("*.pth")) == [f"iter_{PAUSE + 1}.pth"]
     assert not list(work.glob(".*.tmp-*"))
     before = {it: core_lr(it, iters, warmup) for it in range(PAUSE + 1)}
@@ -655,6 +860,140 @@ def test_two_processes_stop_at_the_same_iteration_and_resume_at_the_same_lr(tmp_
     assert recorded_lrs(second, 0) == recorded_lrs(second, 1)
     assert recorded_lrs(second, 0) == pytest.approx(expected, rel=1e-12)
     assert "Distributed training: True" in Path(f"{tmp_path / 'resume'}.out").read_text()
+
+
+def dist_train(config_args: list[str], logs: Path) -> subprocess.Popen:
+    """``tools/dist_train.sh CONFIG 2 ...`` (two gloo processes) in a subprocess."""
+    command = ["bash", str(REPO / "tools/dist_train.sh"), config_args[0], "2", *config_args[1:]]
+    return popen(command, logs, PYTHON=sys.executable, PORT=str(free_port()))
+
+
+def test_dist_train_refuses_missing_data_once_before_any_rank_starts(tmp_path, toy_root):
+    work = tmp_path / "work"
+    missing = tmp_path / "no_data"
+    args = toy_args(
+        toy_config(tmp_path), work, toy_root, f"train_dataloader.dataset.data_root={missing}"
+    )
+    code, err = finish(dist_train(args, tmp_path / "dist"), tmp_path / "dist")
+    assert code == 2, err[-3000:]
+    assert lines(err) == [
+        f"train_seg: error: train_dataloader: {missing} does not exist; set "
+        "train_dataloader.dataset.data_root (--cfg-options) or create the data "
+        "(tools/make_toy_cityscapes.py for the toy set, tools/prepare_cityscapes.py for "
+        "Cityscapes)"
+    ]
+    assert not work.exists()
+
+
+def test_a_killed_rank_is_named_in_one_line(tmp_path, toy_root):
+    """SIGKILL to rank 1 of 2 (as the OOM killer would): torchrun stops rank 0, whose
+    collectives fail; the launcher says which rank died and how, in one line, and exits 1."""
+    go = tmp_path / "go"
+    pause = f'dict(type="PauseForSignalHook", out_dir="{tmp_path}", at={PAUSE}, go_file="{go}")'
+    args = toy_args(hooks_config(tmp_path, tmp_path, pause), tmp_path / "work", toy_root, iters=8)
+    proc = dist_train(args, tmp_path / "dist")
+    paused = [tmp_path / f"paused_rank{r}" for r in (0, 1)]
+    wait_until("both ranks paused", lambda: all(p.exists() for p in paused), proc)
+    victim = int(paused[1].read_text())
+    os.kill(victim, signal.SIGKILL)
+    go.touch()
+    code, err = finish(proc, tmp_path / "dist")
+    assert code == 1, err[-3000:]
+    assert [line for line in lines(err) if line.startswith(("dist_train.sh:", "train_seg:"))] == [
+        f"dist_train.sh: rank 1 (pid {victim}) was killed by SIGKILL; torchrun stopped the others"
+    ], err[-3000:]
+    for noise in ("Traceback", "ChildFailedError", "gloo", "Connection"):
+        assert noise not in err, err[-3000:]
+
+
+# --- divergence -----------------------------------------------------------------------------------
+
+
+def test_a_diverged_run_stops_at_the_first_non_finite_loss_in_one_line(tmp_path, toy_root):
+    """The toy PSPNet at lr=1e8 without gradient clipping: the loss turns NaN within a few
+    iterations. The run stops at that iteration: one line naming it and the base LR, exit 3,
+    no checkpoint of it or after it, no validation."""
+    work = tmp_path / "work"
+    diverge = ["optim_wrapper.optimizer.lr=1e8", "optim_wrapper.clip_grad=None"]
+    args = toy_args(toy_config(tmp_path), work, toy_root, *diverge)
+    code, err = finish(start(args, tmp_path / "div"), tmp_path / "div")
+    assert code == DIVERGED_EXIT_CODE, err[-3000:]
+    losses = logged(work, "loss")  # the logger writes every iteration trained
+    first = min(it for it, loss in losses.items() if not math.isfinite(loss))
+    assert max(losses) == first  # not one iteration more
+    what = "nan" if math.isnan(losses[first]) else "inf"
+    assert lines(err)[-1] == (
+        f"train_seg: diverged: the loss is {what} at iteration {first} (base LR 1e+08); lower "
+        "the base LR (optim_wrapper.optimizer.lr) or clip the gradients (optim_wrapper."
+        "clip_grad=dict(max_norm=...)); stopped before any checkpoint or validation of it, the "
+        "run is not a result (exit status 3)"
+    ), err[-3000:]
+    assert "Traceback" not in err and sum("diverged" in line for line in lines(err)) == 1
+    assert all(int(p.stem.split("_")[1]) < first for p in work.glob("iter_*.pth"))
+    assert logged(work, "mIoU") == {}
+
+
+def test_divergence_hook_in_a_config_with_the_stock_runner(tmp_path, toy_root):
+    """What MMSegmentation's own tools/train.py runs: ``custom_hooks=[dict(type=
+    "DivergenceHook")]`` ends the stock runner's training with ``Diverged`` (exit status 3)."""
+    cfg = stock_config(
+        tmp_path,
+        toy_root,
+        custom_hooks=[dict(type="DivergenceHook")],
+        optim_wrapper=dict(optimizer=dict(lr=1e8), clip_grad=None),
+    )
+    with pytest.raises(Diverged) as stop:
+        Runner.from_cfg(cfg).train()
+    assert stop.value.code == DIVERGED_EXIT_CODE
+    assert re.fullmatch(r"diverged: the loss is (nan|inf) at iteration \d+ \(base LR 1e\+08\); .*",
+                        stop.value.message)  # fmt: skip
+    work = Path(cfg.work_dir)
+    assert not list(work.glob("*.pth")) and logged(work, "mIoU") == {}
+
+
+def test_two_processes_stop_together_when_one_rank_diverges(tmp_path, toy_root):
+    """tools/dist_train.sh, 2 gloo processes; rank 1's loss alone turns NaN at iteration 3.
+    Both ranks stop after that iteration (the flag is all-reduced), rank 0 says so in one line,
+    the script exits 3."""
+    nan = f'dict(type="NanLossOnRankHook", out_dir="{tmp_path}", rank=1, at=2)'
+    work = tmp_path / "work"
+    args = toy_args(hooks_config(tmp_path, tmp_path, nan), work, toy_root, iters=8)
+    code, err = finish(dist_train(args, tmp_path / "dist"), tmp_path / "dist")
+    assert code == DIVERGED_EXIT_CODE, err[-3000:]
+    said = [line for line in lines(err) if "diverged" in line]
+    assert said == [
+        "train_seg: diverged: the loss is nan at iteration 3 (base LR 0.01); lower the base LR "
+        "(optim_wrapper.optimizer.lr) or clip the gradients (optim_wrapper.clip_grad="
+        "dict(max_norm=...)); stopped before any checkpoint or validation of it, the run is "
+        "not a result (exit status 3)"
+    ], err[-3000:]
+    assert lines(err)[-1] == said[0] and "Traceback" not in err
+    for rank in (0, 1):  # no rank trained an iteration more
+        assert (tmp_path / f"trained_rank{rank}").read_text() == "3"
+    assert not list(work.glob("*.pth"))
+
+
+# --- a read-only work dir ------------------------------------------------------------------------
+
+
+def test_a_read_only_work_dir_is_one_line_and_nothing_written(tmp_path, toy_root):
+    """The output folder on a read-only mount (a user and mount namespace: as root, mode bits
+    would not stop a write)."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rm (user and mount namespaces) is not allowed here")
+    read_only = tmp_path / "ro"
+    (read_only / "runs").mkdir(parents=True)
+    work = read_only / "runs/run"
+    mount = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+    command = ["unshare", "-rm", "sh", "-c", mount, "sh", str(read_only), sys.executable]
+    args = toy_args(toy_config(tmp_path), work, toy_root)
+    code, err = finish(popen([*command, str(TRAIN_SEG), *args], tmp_path / "ro"), tmp_path / "ro")
+    assert code == 2, err[-3000:]
+    assert lines(err) == [
+        f"train_seg: error: work dir {work} cannot be written ({read_only}/runs: Read-only file "
+        "system); allowed: a --work-dir where this user can create files (nothing was written)"
+    ]
+    assert snapshot(read_only) == {"runs": "folder"}
 
 
 # --- Slurm --------------------------------------------------------------------------------------

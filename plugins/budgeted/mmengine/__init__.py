@@ -11,14 +11,16 @@ The same package serves MMSegmentation, MMDetection, MMPretrain and MMAction2 co
   ``torch.load(weights_only=True)`` (torch >= 2.6's default), and :func:`load_mmengine_checkpoint`
   for untrusted files. Importing this package does not apply the allow-list: our tools call
   :func:`allow_mmengine_checkpoints`, a config imports :mod:`budgeted.mmengine.safe_checkpoints`;
-- :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically)
-  and ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75), in
-  MMEngine's ``HOOKS``;
+- :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically),
+  ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75) and
+  ``DivergenceHook`` (a NaN or infinite loss: stop there, exit 3), in MMEngine's ``HOOKS``;
 - :mod:`.grad_norm`: ``FullGradNormHook`` (the full-gradient norm over a fixed subset of
   training batches every ``interval`` iterations, beside ``lr`` in scalars.json), in ``HOOKS``;
-- :mod:`.resume`: what a run will load, checked before anything is written;
+- :mod:`.resume`: what a run will load, checked before anything is written; :mod:`.preflight`:
+  the config, data, work dir and model files, checked before anything is written;
 - :mod:`.cli` (``tools/train_seg.py``, any MMEngine codebase's config), :mod:`.runs` (what a work
-  dir holds), :mod:`.launch` (CPU launchers), :mod:`.cityscapes` (label conversion);
+  dir holds), :mod:`.launch` (CPU launchers), :mod:`.dist_run` (``tools/dist_train.sh``'s
+  torchrun), :mod:`.cityscapes` (label conversion);
 - toy data in the real formats: :mod:`.toy` (Cityscapes), :mod:`.toy_mmdet` (COCO for MMDetection),
   :mod:`.toy_mmpretrain` (CIFAR-10 pickles, an ImageNet folder), :mod:`.toy_mmaction`
   (Kinetics-400 raw frames); :mod:`.mmaction_compat` (mmaction2 1.2.0's wheel lacks a module its
@@ -50,7 +52,7 @@ from .checkpoint import (  # noqa: E402
     load_mmengine_checkpoint,
 )
 from .grad_norm import FullGradNormHook  # noqa: E402
-from .hooks import AtomicCheckpointHook, PreemptionHook  # noqa: E402
+from .hooks import AtomicCheckpointHook, DivergenceHook, PreemptionHook  # noqa: E402
 from .schedulers import (  # noqa: E402
     NAMED_SCHEDULERS,
     BudgetConfigError,
@@ -69,6 +71,7 @@ __all__ = [
     "BudgetParamScheduler",
     "BudgetScheduleLR",
     "DamagedCheckpointError",
+    "DivergenceHook",
     "FullGradNormHook",
     "PreemptionHook",
     "TimeBudgetClockHook",

@@ -18,7 +18,10 @@ Training is preemption-safe: checkpoints and ``last_checkpoint`` are written ato
 (:class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`), and SIGTERM / SIGUSR1 stop the run after
 the current iteration with a checkpoint, one line and exit status 75
 (:class:`~budgeted.mmengine.hooks.PreemptionHook`, :data:`budgeted.preemption.PREEMPTED_EXIT_CODE`);
-``--resume`` continues it exactly.
+``--resume`` continues it exactly. A non-finite loss ends the run at once with one line and exit
+status 3 (:class:`~budgeted.mmengine.hooks.DivergenceHook`); a time budget that ended before its
+schedule decayed exits 4 after its checkpoint and validation
+(:class:`~budgeted.mmengine.time_budget.TimeBudgetEndHook`).
 """
 
 from __future__ import annotations
@@ -42,22 +45,37 @@ from mmengine.registry import PARAM_SCHEDULERS, Registry
 from mmengine.runner import Runner
 
 from ..budget import budget_iters
-from ..checkpoints import checkpoint_iterations
+from ..checkpoints import checkpoint_iterations, remove_stale_temporaries
 from ..clock import parse_duration
 from ..config_files import find_config
 from ..core import BudgetMismatchError, BudgetSchedule
 from ..preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
 from .checkpoint import allow_mmengine_checkpoints
 from .grad_norm import FullGradNormHook
-from .hooks import CheckpointAtHook, PreemptionHook  # also registers AtomicCheckpointHook
+from .hooks import (  # also registers AtomicCheckpointHook
+    CheckpointAtHook,
+    Diverged,
+    DivergenceHook,
+    PreemptionHook,
+)
 from .launch import (
     LAUNCHERS,
     destroy_process_group,
     init_cpu_distributed,
+    lost_a_rank,
     needs_cpu_distributed,
     prepare_cpu_distributed,
+    say_lost_rank,
 )
-from .resume import NothingToResume, plan_load
+from .preflight import (  # check_data_roots: also this module's, as before
+    check_base_chain,
+    check_data_roots,
+    check_init_checkpoints,
+    check_time_budget_pair,
+    check_weights_fit_model,
+    check_writable,
+)
+from .resume import NothingToResume, check_time_budget_resume, plan_load
 from .runs import WorkDirBusyError, WorkDirLock, check_new_run_folder
 from .schedulers import (
     BudgetConfigError,
@@ -66,7 +84,7 @@ from .schedulers import (
     resume_step,
     scheduler_types,
 )
-from .time_budget import TimeBudgetTrainLoop
+from .time_budget import TimeBudgetTrainLoop, Undecayed
 
 __all__ = [
     "add_checkpoint_at",
@@ -77,6 +95,7 @@ __all__ = [
     "check_budget_hooks",
     "check_budget_schedulers",
     "check_data_roots",
+    "check_only",
     "check_resume_budget",
     "check_scheduler_types",
     "fill_budget_scheduler_defaults",
@@ -109,7 +128,26 @@ class _CfgOptions(DictAction):
                     f"--cfg-options item {item!r} is not KEY=VALUE; allowed: items like "
                     "train_cfg.max_iters=8000 or load_from=work_dirs/x/iter_8000.pth"
                 )
+            if not _parses(item.partition("=")[2]):
+                parser.error(
+                    f"--cfg-options item {item!r} cannot be parsed: a value is a number, a "
+                    "string, True/False/None or a list or tuple of them, never dict(...); "
+                    "allowed: a dict as one item per key (model.backbone.init_cfg.type="
+                    "Pretrained model.backbone.init_cfg.checkpoint=...)"
+                )
         super().__call__(parser, namespace, values, option_string)
+
+
+def _parses(value: str) -> bool:
+    """Whether MMEngine's ``DictAction`` reads ``value`` as meant: it takes ``dict(...)`` for a
+    string (or, with a comma inside, recurses until Python's limit)."""
+    if value.replace(" ", "").startswith("dict("):
+        return False
+    try:
+        DictAction._parse_iterable(value)
+    except (RecursionError, ValueError, TypeError):
+        return False
+    return True
 
 
 def _fraction(text: str) -> float:
@@ -374,6 +412,7 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
                     saved.get("budget") if saved is not None else None,
                     at=resume_step(saved) if saved is not None else None,
                 )
+                check_time_budget_resume(cfg, scheduler, saved, path)
             elif saved is not None and "budget" in saved and not _is_budget_entry(entry):
                 where = f"param_scheduler[{group!r}][{index}]" if group else f"[{index}]"
                 raise BudgetMismatchError(
@@ -419,7 +458,8 @@ def apply_time_budget(cfg: Config, duration: str | float) -> float:
     ``train_cfg.max_iters``).
 
     Raises:
-        ValueError: one line for a bad duration or a loop that is not iteration-based.
+        ValueError: one line for a bad duration, a loop that is not iteration-based, or a
+            fraction config (:func:`~budgeted.mmengine.preflight.check_time_budget_pair`).
 
     Example:
         >>> cfg = Config(dict(full_schedule_iters=800, train_cfg=dict(max_iters=80)))
@@ -427,6 +467,7 @@ def apply_time_budget(cfg: Config, duration: str | float) -> float:
         (5400.0, 'TimeBudgetTrainLoop', 800)
     """
     seconds = parse_duration(duration)
+    check_time_budget_pair(cfg, duration)
     loop = cfg.get("train_cfg") or {}
     if loop.get("type", "IterBasedTrainLoop") not in ("IterBasedTrainLoop", "TimeBudgetTrainLoop"):
         raise ValueError(
@@ -486,46 +527,6 @@ def apply_budget_fraction(cfg: Config, fraction: float) -> int:
     return iters
 
 
-DATA_HINTS = {
-    "mmseg": "tools/make_toy_cityscapes.py for the toy set, tools/prepare_cityscapes.py for "
-    "Cityscapes",
-    "mmdet": "tools/make_toy_coco.py for the toy set; COCO 2017 as docs/mmdet.md lays it out",
-    "mmpretrain": "tools/make_toy_cifar10.py or tools/make_toy_imagenet.py for the toy sets; "
-    "docs/mmpretrain.md for CIFAR-10 and ImageNet",
-    "mmaction": "tools/make_toy_kinetics.py for the toy set; docs/mmaction.md for Kinetics-400 "
-    "raw frames",
-}
-"""default_scope -> how to make or get the data a config names, for the missing-folder error."""
-
-
-def check_data_roots(cfg: Config) -> None:
-    """Each train/val/test dataset's image and label folders must exist.
-
-    Args:
-        cfg (Config): the training config.
-
-    Raises:
-        ValueError: one line naming the missing folder and how to make or point to it.
-
-    Example:
-        >>> check_data_roots(Config(dict(train_dataloader=dict(dataset=dict()))))
-    """
-    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
-        dataset = (cfg.get(loader) or {}).get("dataset") or {}
-        root = dataset.get("data_root")
-        if root is None:
-            continue
-        folders = [root]
-        folders += [osp.join(root, p) for p in (dataset.get("data_prefix") or {}).values() if p]
-        for folder in folders:
-            if not osp.isdir(folder):
-                hint = DATA_HINTS.get(cfg.get("default_scope"), "see the codebase's docs")
-                raise ValueError(
-                    f"{loader}: {folder} does not exist; set {loader}.dataset.data_root "
-                    f"(--cfg-options) or create the data ({hint})"
-                )
-
-
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
@@ -545,6 +546,7 @@ def load_config(path: str | os.PathLike[str], options: dict | None = None) -> Co
     Raises:
         ValueError: one line.
     """
+    check_base_chain(path)  # before Config.fromfile would recurse into a cycle
     try:
         cfg = Config.fromfile(str(path))
     except Exception as err:  # the user's config is code: any error in it is theirs
@@ -595,11 +597,13 @@ def add_checkpoint_at(cfg: Config) -> None:
 
 
 def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
-    """Atomic checkpoints and preemption-safe training, in the config the runner builds.
+    """Atomic checkpoints, preemption-safe training and a stop at a non-finite loss, in the config
+    the runner builds.
 
     MMEngine's ``CheckpointHook`` becomes :class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`
-    (same arguments and file names); an iteration-based run gets a
-    :class:`~budgeted.mmengine.hooks.PreemptionHook` unless the config has one; and
+    (same arguments and file names); the run gets a :class:`~budgeted.mmengine.hooks.
+    DivergenceHook` and, when iteration-based, a :class:`~budgeted.mmengine.hooks.PreemptionHook`
+    unless the config has them; a ``TimeBudgetTrainLoop`` gets ``prog`` for its line; and
     ``custom_imports`` gets ``budgeted.mmengine`` so that the dumped config builds with
     MMSegmentation's own tools too.
 
@@ -611,8 +615,8 @@ def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
         >>> cfg = Config(dict(train_cfg=dict(type="IterBasedTrainLoop", max_iters=8),
         ...                   default_hooks=dict(checkpoint=dict(type="CheckpointHook"))))
         >>> add_reliability_hooks(cfg)
-        >>> cfg.default_hooks.checkpoint.type, cfg.custom_hooks[0].type
-        ('AtomicCheckpointHook', 'PreemptionHook')
+        >>> cfg.default_hooks.checkpoint.type, [h.type for h in cfg.custom_hooks]
+        ('AtomicCheckpointHook', ['DivergenceHook', 'PreemptionHook'])
     """
     checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
     if isinstance(checkpoint, dict) and checkpoint.get("type") in (
@@ -620,11 +624,16 @@ def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
         "mmengine.CheckpointHook",
     ):
         checkpoint["type"] = "AtomicCheckpointHook"
-    if _iteration_based(cfg):
-        custom = list(cfg.get("custom_hooks") or [])
-        if not any(isinstance(h, dict) and h.get("type") == "PreemptionHook" for h in custom):
-            custom.append(dict(type="PreemptionHook", prog=prog))
-            cfg.custom_hooks = custom
+    custom = list(cfg.get("custom_hooks") or [])
+    have = {h.get("type") for h in custom if isinstance(h, dict)}
+    if "DivergenceHook" not in have:
+        custom.append(dict(type="DivergenceHook", prog=prog))
+    if _iteration_based(cfg) and "PreemptionHook" not in have:
+        custom.append(dict(type="PreemptionHook", prog=prog))
+    cfg.custom_hooks = custom
+    loop = cfg.get("train_cfg") or {}
+    if loop.get("type") == "TimeBudgetTrainLoop":
+        loop.setdefault("prog", prog)
     imports = dict(cfg.get("custom_imports") or {})
     names = list(imports.get("imports") or [])
     if isinstance(names, str):
@@ -657,7 +666,10 @@ def check_budget_hooks(cfg: Config) -> None:
         >>> check_budget_hooks(Config(dict(custom_hooks=[dict(type="CheckpointAtHook",
         ...                                                  iterations=[40, 80])])))
     """
-    ours = {cls.__name__: cls for cls in (FullGradNormHook, CheckpointAtHook, PreemptionHook)}
+    ours = {
+        cls.__name__: cls
+        for cls in (FullGradNormHook, CheckpointAtHook, PreemptionHook, DivergenceHook)
+    }
     for entry in cfg.get("custom_hooks") or []:
         kind = entry.get("type") if isinstance(entry, Mapping) else None
         if isinstance(kind, str) and kind in ours:
@@ -695,33 +707,25 @@ def preflight(args: argparse.Namespace) -> Config:
     elif cfg.get("work_dir", None) is None:
         cfg.work_dir = osp.join("./work_dirs", path.stem)
     if args.amp:
-        optim_wrapper = cfg.optim_wrapper.type
-        if optim_wrapper == "AmpOptimWrapper":
-            print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
-        elif optim_wrapper != "OptimWrapper":
-            raise ValueError(f"--amp needs optim_wrapper.type OptimWrapper, got {optim_wrapper!r}")
-        else:
-            cfg.optim_wrapper.type = "AmpOptimWrapper"
-            cfg.optim_wrapper.loss_scale = "dynamic"
+        _apply_amp(cfg)
     cfg.resume = bool(args.resume or args.resume_from)
-    if args.budget is not None and getattr(args, "budget_time", None) is not None:
-        raise ValueError(
-            f"--budget {args.budget} and --budget-time {args.budget_time} are two budgets; "
-            "allowed: one of them"
-        )
-    if args.budget is not None:
-        apply_budget_fraction(cfg, args.budget)
-    if getattr(args, "budget_time", None) is not None:
-        apply_time_budget(cfg, args.budget_time)
+    _apply_budgets(cfg, args.budget, getattr(args, "budget_time", None))
     fill_budget_scheduler_defaults(cfg)
     check_scheduler_types(cfg)
     check_budget_schedulers(cfg)
     check_budget_hooks(cfg)
     check_data_roots(cfg)
+    check_writable(cfg.work_dir)
     if args.launcher == "none":  # several ranks agree on the lock once their group is up
         WorkDirLock(cfg.work_dir).check()
     check_new_run_folder(cfg.work_dir, cfg.resume)
-    plan = plan_load(cfg, args.resume_from, check_budget=check_resume_budget)
+    check_init_checkpoints(cfg)
+    plan = plan_load(
+        cfg,
+        args.resume_from,
+        check_budget=check_resume_budget,
+        check_weights=check_weights_fit_model,
+    )
     if plan.note is not None:
         print(f"{PROG}: {plan.note}", file=sys.stderr)
     add_reliability_hooks(cfg)
@@ -735,6 +739,31 @@ def preflight(args: argparse.Namespace) -> Config:
             logging.WARNING,
         )
     return cfg
+
+
+def _apply_amp(cfg: Config) -> None:
+    """``--amp``: MMEngine's ``AmpOptimWrapper`` with a dynamic loss scale."""
+    optim_wrapper = cfg.optim_wrapper.type
+    if optim_wrapper == "AmpOptimWrapper":
+        print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
+    elif optim_wrapper != "OptimWrapper":
+        raise ValueError(f"--amp needs optim_wrapper.type OptimWrapper, got {optim_wrapper!r}")
+    else:
+        cfg.optim_wrapper.type = "AmpOptimWrapper"
+        cfg.optim_wrapper.loss_scale = "dynamic"
+
+
+def _apply_budgets(cfg: Config, fraction: float | None, duration: str | None) -> None:
+    """``--budget`` or ``--budget-time`` (one of them; a time budget on the full schedule)."""
+    if fraction is not None and duration is not None:
+        raise ValueError(
+            f"--budget {fraction} and --budget-time {duration} are two budgets; "
+            "allowed: one of them"
+        )
+    if fraction is not None:
+        apply_budget_fraction(cfg, fraction)
+    if duration is not None:
+        apply_time_budget(cfg, duration)
 
 
 def _init_distributed(launcher: str, cfg: Config) -> None:
@@ -783,10 +812,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0: trained (or nothing left to resume); 2: bad input, refused before anything was written
     (one line ``train_seg: error: ...``), or a budget refused while the runner starts;
-    75 (:data:`budgeted.preemption.PREEMPTED_EXIT_CODE`): stopped by SIGTERM / SIGUSR1 after
-    writing a checkpoint, continue with ``--resume``. SIGTERM and SIGUSR1 only set a flag from
-    the start (:class:`budgeted.preemption.PreemptionGuard`), so one that arrives while the
-    runner is built is not lost.
+    3 (:data:`budgeted.preemption.DIVERGED_EXIT_CODE`): the loss became NaN or infinite, the
+    run stopped there (not a result); 4 (:data:`budgeted.preemption.UNDECAYED_EXIT_CODE`): a
+    time budget ended before its schedule decayed (saved and validated); 75
+    (:data:`budgeted.preemption.PREEMPTED_EXIT_CODE`): stopped by SIGTERM / SIGUSR1 after
+    writing a checkpoint, continue with ``--resume``; 1: another rank is gone. SIGTERM and
+    SIGUSR1 only set a flag from the start (:class:`budgeted.preemption.PreemptionGuard`), so
+    one that arrives while the runner is built is not lost.
 
     Args:
         argv (list[str], optional): the arguments; default ``sys.argv[1:]``.
@@ -809,59 +841,100 @@ def _has_preemption_hook(cfg: Config) -> bool:
     return any(isinstance(h, dict) and h.get("type") == "PreemptionHook" for h in hooks)
 
 
+def _checked(args: argparse.Namespace) -> Config | int:
+    """:func:`preflight`, with a refusal printed in one line: the config, or the exit status."""
+    try:
+        return preflight(args)
+    except NothingToResume as done:
+        print(f"{PROG}: {done}", file=sys.stderr)
+        return 0
+    except (ValueError, FileNotFoundError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+
+
+def check_only(argv: Sequence[str]) -> int | None:
+    """Every check :func:`main` makes before training, in this process, training nothing: the
+    exit status of a refusal (its one line printed), None when the run may start.
+
+    ``tools/dist_train.sh``'s launcher (:mod:`budgeted.mmengine.dist_run`) runs it once before
+    it starts the ranks, so that bad input (missing data, say) is one line and exit status 2,
+    not one line per rank and torchrun's report of their failure.
+
+    Example:
+        ``check_only(["pspnet_r18-toy_cityscapes_budget10", "--launcher", "pytorch"])``
+    """
+    try:
+        args = parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error already printed in one line
+        return stop.code if isinstance(stop.code, int) else 2
+    allow_mmengine_checkpoints()
+    checked = _checked(args)
+    return checked if isinstance(checked, int) else None
+
+
+def _signalled_early(cfg: Config, guard: PreemptionGuard, launcher: str) -> int | None:
+    """A preemption signal that came during the checks: the exit status (nothing written)."""
+    if not _has_preemption_hook(cfg):  # nothing would act on the flag: signals as before
+        guard.__exit__(None, None, None)
+        if guard.requested:
+            os.kill(os.getpid(), guard.signum)
+    elif guard.requested and launcher == "none":  # several ranks: the hook agrees
+        print(
+            f"{PROG}: preempted by {guard.signal_name} before training started: nothing "
+            f"written; exit status {PREEMPTED_EXIT_CODE}, run the same command again",
+            file=sys.stderr,
+        )
+        return PREEMPTED_EXIT_CODE
+    return None
+
+
+def _removed_temporaries(work_dir: str) -> str | None:
+    """Remove what a killed checkpoint write left (holding the work dir's lock); the line."""
+    removed = remove_stale_temporaries(work_dir)
+    if not removed:
+        return None
+    return (
+        f"removed {len(removed)} temporary file(s) that a killed checkpoint write left in "
+        f"{work_dir}: {', '.join(removed)}"
+    )
+
+
 def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
     lock = None
     try:
-        try:
-            cfg = preflight(args)
-        except NothingToResume as done:
-            print(f"{PROG}: {done}", file=sys.stderr)
-            return 0
-        except (ValueError, FileNotFoundError) as err:
-            print(f"{PROG}: error: {err}", file=sys.stderr)
-            return 2
-        if not _has_preemption_hook(cfg):  # nothing would act on the flag: signals as before
-            guard.__exit__(None, None, None)
-            if guard.requested:
-                os.kill(os.getpid(), guard.signum)
-        elif guard.requested and args.launcher == "none":  # several ranks: the hook agrees
-            print(
-                f"{PROG}: preempted by {guard.signal_name} before training started: nothing "
-                f"written; exit status {PREEMPTED_EXIT_CODE}, run the same command again",
-                file=sys.stderr,
-            )
-            return PREEMPTED_EXIT_CODE
+        cfg = _checked(args)
+        if isinstance(cfg, int):
+            return cfg
+        early = _signalled_early(cfg, guard, args.launcher)
+        if early is not None:
+            return early
         try:
             _init_distributed(args.launcher, cfg)
             lock = _lock_work_dir(cfg)
         except ValueError as err:
             print(f"{PROG}: error: {err}", file=sys.stderr)
             return 2
+        cleaned = _removed_temporaries(cfg.work_dir) if lock is not None else None
         runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else _build_custom(cfg)
+        if cleaned is not None:
+            runner.logger.warning(cleaned)
         runner.train()
-    except Preempted as stop:  # the hook printed its line; the checkpoint is in place
-        _report_status(int(stop.code))
+    except (Preempted, Diverged, Undecayed) as stop:  # the hook printed its one line
         return int(stop.code)
     except (BudgetMismatchError, BudgetConfigError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:
+        if not lost_a_rank(err):
+            raise
+        say_lost_rank(PROG, _global_rank(), err)
+        return 1
     finally:
         if lock is not None:
             lock.release()
         destroy_process_group()
     return 0
-
-
-STATUS_FILE_ENV = "BUDGETED_STATUS_FILE"
-"""A file rank 0 writes its exit status to when preempted: ``tools/dist_train.sh`` sets it,
-because torchrun reports a worker's status 75 only as its own failure (1)."""
-
-
-def _report_status(code: int) -> None:
-    path = os.environ.get(STATUS_FILE_ENV)
-    if path and _global_rank() == 0:
-        with open(path, "w") as f:
-            f.write(f"{code}\n")
 
 
 def _build_custom(cfg: Config) -> Runner:

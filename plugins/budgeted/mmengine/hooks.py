@@ -10,9 +10,12 @@
   flag (:class:`budgeted.preemption.PreemptionGuard`); after the current iteration the hook
   writes a checkpoint (atomically), prints one line and ends the run with
   :data:`budgeted.preemption.PREEMPTED_EXIT_CODE` (75). Several processes agree on the stopping
-  iteration: the flag is all-reduced (max) after every iteration, so every rank stops after the
-  same one and only rank 0 writes. ``--resume`` then continues with exactly the learning rate an
-  uninterrupted run would have had.
+  iteration: the flag is all-reduced (max) after every iteration (:func:`agree_max`), so every
+  rank stops after the same one and only rank 0 writes. ``--resume`` then continues with exactly
+  the learning rate an uninterrupted run would have had.
+- :class:`DivergenceHook`: a non-finite training loss (NaN, inf) ends the run at that iteration,
+  agreed by every rank, before any checkpoint or validation of it: one line naming the iteration
+  and the base LR, exit status :data:`budgeted.preemption.DIVERGED_EXIT_CODE` (3).
 
 ``tools/train_seg.py`` uses both by itself. With MMSegmentation's own tools, a config asks for
 them (``import budgeted.mmengine`` registers them)::
@@ -21,18 +24,20 @@ them (``import budgeted.mmengine`` registers them)::
     default_hooks = dict(
         checkpoint=dict(type="AtomicCheckpointHook", by_epoch=False, interval=8000)
     )
-    custom_hooks = [dict(type="PreemptionHook")]
+    custom_hooks = [dict(type="PreemptionHook"), dict(type="DivergenceHook")]
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import os.path as osp
 import secrets
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -45,6 +50,7 @@ from mmengine.runner.loops import IterBasedTrainLoop
 
 from ..checkpoints import atomic_write_text, checkpoint_iterations
 from ..preemption import (
+    DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
     Preempted,
     PreemptionGuard,
@@ -55,13 +61,39 @@ from ..preemption import (
 __all__ = [
     "AtomicCheckpointHook",
     "CheckpointAtHook",
+    "Diverged",
+    "DivergenceHook",
     "PreemptionHook",
+    "agree_max",
     "save_checkpoint_atomically",
     "save_checkpoint_now",
 ]
 
 _NO_VALIDATION = sys.maxsize
 """``val_begin`` of a loop stopped by a preemption: a validation due now is not started."""
+
+
+def agree_max(value: int) -> int:
+    """The largest ``value`` any rank passes: one all-reduce (max) of a one-element tensor, on the
+    backend's device; ``value`` itself with one process. Every rank must call it at the same
+    point (after the same iteration), as :class:`PreemptionHook` and :class:`DivergenceHook` do.
+
+    Example:
+        >>> agree_max(3)  # one process
+        3
+    """
+    if get_world_size() == 1:
+        return int(value)
+    flag = torch.tensor([int(value)], dtype=torch.int64)
+    all_reduce(flag, op="max")
+    return int(flag.item())
+
+
+def _say(prog: str, runner: Any, text: str) -> None:
+    """Rank 0: ``text`` in the run's log and ``<prog>: text`` on stderr."""
+    if is_main_process():
+        runner.logger.info(text)
+        print(f"{prog}: {text}", file=sys.stderr, flush=True)
 
 
 def _replace_durably(tmp: str, path: str) -> None:
@@ -263,11 +295,9 @@ class PreemptionHook(Hook):
         if get_world_size() == 1:
             return local
         start = time.perf_counter()
-        flag = torch.tensor([local], dtype=torch.int64)
-        all_reduce(flag, op="max")
+        agreed = agree_max(local)
         self._check_seconds += time.perf_counter() - start
         self._checks += 1
-        agreed = int(flag.item())
         if agreed and self._guard is not None and not self._guard.requested:
             self._guard.request(agreed)  # another rank got the signal
         return agreed
@@ -278,9 +308,7 @@ class PreemptionHook(Hook):
             self._own = None
 
     def _say(self, runner: Any, text: str) -> None:
-        if is_main_process():
-            runner.logger.info(text)
-            print(f"{self.prog}: {text}", file=sys.stderr, flush=True)
+        _say(self.prog, runner, text)
 
     # --- hook points ------------------------------------------------------------------------
 
@@ -363,3 +391,103 @@ class PreemptionHook(Hook):
 
     def _save(self, runner: Any, step: int) -> str:
         return save_checkpoint_now(runner, step, "PreemptionHook")
+
+
+class Diverged(SystemExit):
+    """Raised on every rank when the training loss became non-finite: a ``SystemExit`` with
+    :data:`budgeted.preemption.DIVERGED_EXIT_CODE` (3), so the process ends with that status
+    (MMEngine's runner and ``except Exception`` blocks let it through).
+
+    Args:
+        message (str): the one-line account (``diverged: the loss is nan at iteration 4 ...``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(DIVERGED_EXIT_CODE)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_NON_FINITE = {0: None, 1: "inf", 2: "nan"}
+"""The agreed code of a loss (the max over the ranks: nan wins over inf) -> its name."""
+
+
+def _loss_code(outputs: Any) -> int:
+    """2 for a NaN loss, 1 for an infinite one, 0 for finite (or no loss in ``outputs``).
+
+    ``outputs`` is what the model's ``train_step`` returned: MMEngine's ``parse_losses`` puts
+    the total under ``loss``; without it, every entry whose name holds ``loss`` is read.
+    """
+    if not isinstance(outputs, Mapping):
+        return 0
+    keys = ["loss"] if "loss" in outputs else [k for k in outputs if "loss" in str(k)]
+    code = 0
+    for key in keys:
+        value = outputs[key]
+        try:
+            number = float(value.detach().float().sum()) if torch.is_tensor(value) else float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isnan(number):
+            return 2
+        if math.isinf(number):
+            code = 1
+    return code
+
+
+def _base_lr(runner: Any) -> float | None:
+    """The optimizer's configured learning rate (``optim_wrapper.optimizer.lr``); the first
+    optimizer's with several (``OptimWrapperDict``)."""
+    wrapper = runner.optim_wrapper
+    wrappers = getattr(wrapper, "optim_wrappers", None) or {"": wrapper}
+    for each in wrappers.values():
+        lr = getattr(getattr(each, "optimizer", None), "defaults", {}).get("lr")
+        if isinstance(lr, (int, float)):
+            return float(lr)
+    return None
+
+
+@HOOKS.register_module()
+class DivergenceHook(Hook):
+    """End the run at the first iteration whose training loss is NaN or infinite; exit 3.
+
+    After each training iteration (after the ``LoggerHook`` logged it and the
+    ``ParamSchedulerHook`` stepped, before the ``CheckpointHook``: priority ``LOW``, registered
+    after them) every rank reads its loss (``outputs["loss"]``) and the ranks agree on the worst
+    (:func:`agree_max`: one all-reduce of one number, as :class:`PreemptionHook` does), so all
+    stop after the same iteration even when only one rank's loss blew up. Rank 0 prints one
+    line naming the iteration (1-based, as the log counts) and the base LR, and every rank
+    raises :class:`Diverged` (exit status :data:`budgeted.preemption.DIVERGED_EXIT_CODE`): no
+    checkpoint of that iteration, no final validation, nothing that could pass for a result.
+    Checkpoints written earlier, at finite losses, stay.
+
+    Args:
+        prog (str): the name the line starts with. Defaults to ``"DivergenceHook"``
+            (``tools/train_seg.py`` passes ``"train_seg"``).
+
+    In a config: ``custom_hooks = [dict(type="DivergenceHook")]``.
+    """
+
+    priority = "LOW"
+
+    def __init__(self, prog: str = "DivergenceHook") -> None:
+        self.prog = prog
+
+    def after_train_iter(
+        self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
+    ) -> None:
+        what = _NON_FINITE.get(agree_max(_loss_code(outputs)))
+        if what is None:
+            return
+        lr = _base_lr(runner)
+        text = (
+            f"diverged: the loss is {what} at iteration {runner.iter + 1} (base LR "
+            f"{'unknown' if lr is None else format(lr, 'g')}); lower the base LR "
+            "(optim_wrapper.optimizer.lr) or clip the gradients (optim_wrapper.clip_grad="
+            "dict(max_norm=...)); stopped before any checkpoint or validation of it, the run is "
+            f"not a result (exit status {DIVERGED_EXIT_CODE})"
+        )
+        _say(self.prog, runner, text)
+        raise Diverged(text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from typing import Any
 
 import torch
@@ -18,10 +19,13 @@ from mmengine.config import Config
 
 __all__ = [
     "LAUNCHERS",
+    "LAUNCHER_ENV",
     "destroy_process_group",
     "init_cpu_distributed",
+    "lost_a_rank",
     "needs_cpu_distributed",
     "prepare_cpu_distributed",
+    "say_lost_rank",
 ]
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
@@ -142,3 +146,36 @@ def destroy_process_group() -> None:
     """Destroy the default process group if one is up (a rank may abort at exit without it)."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+LAUNCHER_ENV = "BUDGETED_DIST_LAUNCHER"
+"""Set by :mod:`budgeted.mmengine.dist_run` for the ranks it starts: it names a rank that died in
+one line, so the others stay quiet when their collectives fail for that reason."""
+
+
+def lost_a_rank(err: BaseException) -> bool:
+    """Whether ``err`` is a collective that failed because another rank is gone (gloo: the
+    connection to its peer closed or was reset; NCCL: a ``DistBackendError``), in a process group
+    of several ranks.
+
+    Example:
+        >>> lost_a_rank(RuntimeError("gloo ... Connection closed by peer"))  # no process group
+        False
+    """
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return False
+    text = str(err)
+    return isinstance(err, dist.DistError) or ("gloo" in text and "peer" in text)
+
+
+def say_lost_rank(prog: str, rank: int, err: BaseException) -> None:
+    """One line for a rank whose collective failed (:func:`lost_a_rank`), unless the launcher
+    (``LAUNCHER_ENV``) names the rank that died."""
+    if os.environ.get(LAUNCHER_ENV):
+        return
+    first = " ".join(str(err).split())[:200]
+    print(
+        f"{prog}: rank {rank}: another rank is gone, training stopped ({first}); that rank's "
+        "own output says why it stopped",
+        file=sys.stderr,
+    )

@@ -10,17 +10,21 @@ load, and pins that file (``cfg.load_from``) so that the runner loads exactly it
   load_mmengine_checkpoint`: ``weights_only``, the exact allow-list; ``.pth`` or ``.pkl``): a
   foreign global or a damaged file is one line naming the file (and, when resuming, the newest
   intact checkpoint of its folder, to take with ``--resume-from``);
-- a resume needs a checkpoint the runner wrote (``meta``, ``message_hub``), with the config's
-  budget (each budget scheduler's saved ``budget`` against the config's,
-  :meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_resume`);
-- a resume of a finished run has nothing to do (:class:`NothingToResume`).
+- a resume needs a checkpoint the runner wrote (``meta``, ``message_hub``), whose budget
+  schedulers have stepped as often as its iteration says (:func:`check_scheduler_steps`), with
+  the config's budget (each budget scheduler's saved ``budget`` against the config's,
+  :meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_resume`; a time budget's
+  seconds and clock, :func:`check_time_budget_resume`);
+- a resume of a finished run (its iterations, or its time budget, all trained) has nothing to do
+  (:class:`NothingToResume`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +37,15 @@ from ..checkpoints import (
     check_later_checkpoints_kept,
     newest_intact_checkpoint,
 )
+from ..clock import TimeBudget, parse_duration
+from ..core import BudgetMismatchError, BudgetReplanError
 from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
 
 __all__ = [
     "LoadPlan",
     "NothingToResume",
+    "check_scheduler_steps",
+    "check_time_budget_resume",
     "checkpoint_name_pattern",
     "newest_resumable_checkpoint",
     "plan_load",
@@ -101,9 +109,11 @@ def newest_resumable_checkpoint(
         return None
     pattern = checkpoint_name_pattern(cfg)
     others = [p for p in folder.glob("*.pth") if not pattern.fullmatch(p.name)]
+    # a symbolic link to nowhere is no candidate either way (and Path.resolve fails on a loop)
+    skip = [p for p in [*exclude, *others] if os.path.exists(p) or not os.path.islink(p)]
     with keeping_safe_globals():
         return newest_intact_checkpoint(
-            folder, "*.pth", exclude=[*exclude, *others], extra_globals=MMENGINE_EXTRA_GLOBALS
+            folder, "*.pth", exclude=skip, extra_globals=MMENGINE_EXTRA_GLOBALS
         )
 
 
@@ -146,7 +156,7 @@ def _last_checkpoint(work_dir: Path, cfg: Config, *, required: bool = True) -> s
     if _REMOTE.match(named) and not os.path.exists(named):
         return named
     here = work_dir / Path(named).name
-    if here.is_file() and Path(named).resolve().parent != work_dir.resolve():
+    if here.is_file() and _real(named).parent != _real(work_dir):
         return str(here)  # the work dir was moved or copied: its own checkpoint, not the old one
     if not os.path.isfile(named):
         raise DamagedCheckpointError(
@@ -154,6 +164,24 @@ def _last_checkpoint(work_dir: Path, cfg: Config, *, required: bool = True) -> s
             + _offer(work_dir, cfg, None)
         )
     return named
+
+
+def _real(path: str | os.PathLike[str]) -> Path:
+    """The path with its symbolic links resolved as far as they go (a loop stays as it is:
+    ``Path.resolve`` raises ``RuntimeError`` on one)."""
+    return Path(os.path.realpath(path))
+
+
+def _link_trouble(path: str) -> str | None:
+    """What is wrong with ``path`` when it is a symbolic link that leads to no file."""
+    if not os.path.islink(path) or os.path.exists(path):
+        return None
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return f"checkpoint '{path}' is a symbolic link loop ({err.strerror})"
+    return f"checkpoint '{path}' is a symbolic link to {os.readlink(path)}, which does not exist"
 
 
 def _holds_tensors(obj: Any, depth: int = 0) -> bool:
@@ -206,6 +234,7 @@ def plan_load(
     cfg: Config,
     resume_from: str | None = None,
     check_budget: Callable[[Config, Mapping, str], None] | None = None,
+    check_weights: Callable[[Config, Any, str], None] | None = None,
 ) -> LoadPlan:
     """Check the file the runner will load, before anything is written; pin it in ``cfg``.
 
@@ -225,6 +254,8 @@ def plan_load(
         resume_from (str, optional): ``--resume-from``.
         check_budget (callable, optional): ``(cfg, checkpoint, path)`` raising a one-line
             ``ValueError`` when the checkpoint's budget is not the config's.
+        check_weights (callable, optional): ``(cfg, checkpoint, path)`` raising a one-line
+            ``ValueError`` when weights to start from (not resumed) do not fit the model.
 
     Returns:
         LoadPlan: the file and whether it is resumed.
@@ -260,10 +291,10 @@ def plan_load(
     try:
         checkpoint = load_mmengine_checkpoint(path)
     except DamagedCheckpointError as err:
+        said = _link_trouble(path) or str(err)
         if not resume:
-            raise
-        folder = Path(path).resolve().parent
-        raise DamagedCheckpointError(f"{err}; {_offer(folder, cfg, path)}") from None
+            raise DamagedCheckpointError(said) from None
+        raise DamagedCheckpointError(f"{said}; {_offer(_real(path).parent, cfg, path)}") from None
     if resume and started_from is not None and not _is_runner_checkpoint(checkpoint):
         resume = cfg.resume = False  # nothing of this run to resume: start from the weights
         note = (
@@ -272,22 +303,30 @@ def plan_load(
         )
     if resume:
         _check_resumable(path, checkpoint)
+        check_scheduler_steps(path, checkpoint, cfg)
         if check_budget is not None:
             check_budget(cfg, checkpoint, path)
         _check_finished(path, checkpoint, cfg)
         if resume_from is not None:  # the run's newer checkpoints are not overwritten
-            pattern = checkpoint_name_pattern(cfg)
-            check_later_checkpoints_kept(
-                path,
-                checkpoint["meta"]["epoch" if _checkpoint_hook(cfg)["by_epoch"] else "iter"],
-                [p for p in Path(cfg.work_dir).glob("*.pth") if pattern.fullmatch(p.name)],
-                folder_key="--work-dir",
-                extra_globals=MMENGINE_EXTRA_GLOBALS,
-            )
+            _check_later_kept(cfg, path, checkpoint)
         cfg.load_from = path  # the runner resumes from exactly the file checked here
     else:
         _check_weights(path, checkpoint)
+        if check_weights is not None:
+            check_weights(cfg, checkpoint, path)
     return LoadPlan(path, resume, note)
+
+
+def _check_later_kept(cfg: Config, path: str, checkpoint: Mapping) -> None:
+    """``--resume-from`` an earlier checkpoint must not overwrite the work dir's later ones."""
+    pattern = checkpoint_name_pattern(cfg)
+    check_later_checkpoints_kept(
+        path,
+        checkpoint["meta"]["epoch" if _checkpoint_hook(cfg)["by_epoch"] else "iter"],
+        [p for p in Path(cfg.work_dir).glob("*.pth") if pattern.fullmatch(p.name)],
+        folder_key="--work-dir",
+        extra_globals=MMENGINE_EXTRA_GLOBALS,
+    )
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -310,4 +349,103 @@ def _check_weights(path: str, checkpoint: Any) -> None:
         raise ValueError(
             f"load_from={path} holds no tensors (a plain pickle, not a torch checkpoint): "
             "MMEngine loads weights written by torch.save (.pth)"
+        )
+
+
+def _saved_schedulers(saved: Any) -> Iterator[tuple[str, Mapping]]:
+    """``(where, state)`` of each scheduler state in a checkpoint's ``param_schedulers`` (a
+    list, or a dict of lists per optimizer)."""
+    groups = saved.items() if isinstance(saved, Mapping) else [(None, saved)]
+    for group, states in groups:
+        for index, state in enumerate(states if isinstance(states, list) else []):
+            if isinstance(state, Mapping):
+                yield (f"[{group!r}][{index}]" if group is not None else f"[{index}]"), state
+
+
+def check_scheduler_steps(path: str, checkpoint: Mapping, cfg: Config) -> None:
+    """Refuse a checkpoint whose budget schedulers have not stepped as its iteration says.
+
+    The runner steps every iteration-based scheduler once per iteration, so after ``N``
+    iterations (``meta.iter``, where the resumed loop goes on) a scheduler of ``[begin, end)``
+    holds ``_global_step = N`` and ``last_step = min(N, end - 1) - begin`` (``-1`` before
+    ``begin``). A file whose counts disagree (edited, or assembled from two runs) would train
+    every remaining iteration off the schedule (a ``last_step`` moved by 20 leaves the LR at its
+    end value), so it is refused. Budget schedulers only (their state holds ``budget``).
+
+    Raises:
+        ValueError: one line naming the scheduler, both counts and what to do.
+    """
+    iteration = checkpoint["meta"]["iter"]
+    for where, state in _saved_schedulers(checkpoint.get("param_schedulers")):
+        begin, end = state.get("begin", 0), state.get("end")
+        if "budget" not in state or not isinstance(begin, int) or not isinstance(end, int):
+            continue
+        expected = (iteration, min(iteration, end - 1) - begin if iteration >= begin else -1)
+        found = (state.get("_global_step"), state.get("last_step"))
+        if found == expected:
+            continue
+        raise ValueError(
+            f"cannot resume from {path}: its budget scheduler param_scheduler{where} has "
+            f"_global_step={found[0]!r}, last_step={found[1]!r}, but the checkpoint is at "
+            f"iteration {iteration} (meta.iter), where they are {expected[0]}, {expected[1]}: "
+            "the schedule would go on from another iteration than training (the file was "
+            "edited or mixed); resume from a checkpoint the runner wrote ("
+            + _offer(_real(path).parent, cfg, path)
+            + ")"
+        )
+
+
+def _time_seconds(cfg: Config) -> float | None:
+    loop = cfg.get("train_cfg") or {}
+    if str(loop.get("type", "")).split(".")[-1] != "TimeBudgetTrainLoop":
+        return None
+    return parse_duration(loop.get("seconds"))
+
+
+def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None, path: str) -> None:
+    """Compare a time budget with the checkpoint's before the runner exists, as the scheduler
+    does when the runner resumes it (:meth:`budgeted.clock.TimeBudget.resume`): another
+    ``seconds`` (unless ``budget_on_resume="replan"``), a re-plan that cannot be made (a
+    deadline already passed), a time budget resumed as an iteration budget or the reverse are
+    one line; a time budget already spent is :class:`NothingToResume`.
+
+    Args:
+        cfg (Config): the training config (``train_cfg``: the loop, its ``seconds``).
+        scheduler: the budget scheduler the config builds there (a stand-in optimizer's).
+        saved (Mapping, optional): that scheduler's state in the checkpoint.
+        path (str): the checkpoint, for messages.
+
+    Raises:
+        BudgetMismatchError, BudgetReplanError: one line.
+        NothingToResume: the checkpoint's clock already reached the same time budget.
+    """
+    seconds = _time_seconds(cfg)
+    old = (saved or {}).get("time_budget")
+    if seconds is None:
+        if isinstance(old, Mapping) and isinstance(old.get("seconds"), (int, float)):
+            raise BudgetMismatchError(
+                f"cannot resume from {path}: its budget is a time budget of {old['seconds']:g} s, "
+                "the config's counts iterations; resume with the same time budget (--budget-time "
+                f"{old['seconds']:g}s), or start a new run from its weights with "
+                f"load_from={path} and resume=False"
+            )
+        return
+    budget = TimeBudget(
+        scheduler.schedule,
+        seconds,
+        scheduler.warmup_iters,
+        scheduler.warmup_factor,
+        scheduler.warmup_method,
+        scheduler.params,
+    )
+    elapsed = float(((saved or {}).get("clock") or {}).get("elapsed", 0.0))
+    try:
+        budget.resume(old, elapsed, scheduler.on_resume)
+    except BudgetReplanError as err:
+        raise BudgetReplanError(f"{type(scheduler).__name__}: {err}") from None
+    if isinstance(old, Mapping) and old.get("seconds") == seconds and budget.done(elapsed):
+        raise NothingToResume(
+            f"nothing to resume: {path} is after {elapsed:.1f} s of training, its whole time "
+            f"budget of {seconds:g} s (nothing was written); to train it longer, start a new run "
+            f"from its weights with load_from={path}"
         )

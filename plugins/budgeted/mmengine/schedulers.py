@@ -388,6 +388,12 @@ class BudgetParamScheduler(_ParamScheduler):
         """``"linear"`` or ``"constant"``."""
         return self._plan.warmup_method
 
+    @property
+    def time_budget(self) -> TimeBudget | None:
+        """The wall-clock budget the decay runs over (built by the runner of a
+        ``TimeBudgetTrainLoop``), else None."""
+        return self._time
+
     @classmethod
     def build_iter_from_epoch(
         cls,

@@ -17,10 +17,18 @@ iterations and their decay over the seconds left. When the budget is spent the h
 iteration the last (``max_iters`` becomes it): the ``CheckpointHook`` saves the last checkpoint
 and the loop runs the final validation, as at the end of any budget. Resuming goes on with the
 checkpoint's clock (in the schedulers' state).
+
+A run that ends before its schedule decayed (the deadline inside the warmup; the deadline reached
+in few, long iterations with the LR still high; ``max_iters`` reached before the deadline) is
+saved and validated as usual; then :class:`TimeBudgetEndHook` (priority ``LOWEST``, registered
+by the loop too) prints one line saying why (:meth:`budgeted.clock.TimeBudget.shortfall`: the
+rule both adapters share, :data:`budgeted.clock.DECAYED_PROGRESS`) and raises
+:class:`Undecayed`: exit status :data:`budgeted.preemption.UNDECAYED_EXIT_CODE` (4).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -30,9 +38,32 @@ from mmengine.logging import print_log
 from mmengine.registry import HOOKS, LOOPS
 from mmengine.runner.loops import IterBasedTrainLoop
 
-from ..clock import TrainingClock, parse_duration
+from ..clock import TimeBudget, TrainingClock, parse_duration
+from ..preemption import UNDECAYED_EXIT_CODE
 
-__all__ = ["TimeBudgetClockHook", "TimeBudgetTrainLoop", "broadcast_from_rank0"]
+__all__ = [
+    "TimeBudgetClockHook",
+    "TimeBudgetEndHook",
+    "TimeBudgetTrainLoop",
+    "Undecayed",
+    "broadcast_from_rank0",
+]
+
+
+class Undecayed(SystemExit):
+    """Raised once a time-budget run that ended before its schedule decayed is saved and
+    validated: a ``SystemExit`` with :data:`budgeted.preemption.UNDECAYED_EXIT_CODE` (4).
+
+    Args:
+        message (str): the one-line account (``time budget of 30 s ended before ...``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(UNDECAYED_EXIT_CODE)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def broadcast_from_rank0(values: list[float]) -> list[float]:
@@ -55,6 +86,8 @@ class TimeBudgetTrainLoop(IterBasedTrainLoop):
         seconds (float or str): the budget: seconds, or ``"6h"``, ``"90m"``, ``"2h30m"``.
         max_iters (int): the most iterations (the time budget usually ends training first).
         clock_sync_period (int): share rank 0's clock every this many iterations.
+        prog (str): the name the line of an undecayed run starts with (``tools/train_seg.py``
+            passes ``"train_seg"``).
         **kwargs: the rest of ``IterBasedTrainLoop``'s arguments (``val_interval``, ...).
     """
 
@@ -65,13 +98,16 @@ class TimeBudgetTrainLoop(IterBasedTrainLoop):
         seconds: float | str,
         max_iters: int,
         clock_sync_period: int = 1,
+        prog: str = "TimeBudgetTrainLoop",
         **kwargs: Any,
     ) -> None:
         self.seconds = self.check_arguments(seconds, clock_sync_period)
         super().__init__(runner, dataloader, max_iters=max_iters, **kwargs)
         self.clock = TrainingClock(sync_period=clock_sync_period, share=broadcast_from_rank0)
         self.stopped_at: int | None = None
+        self.last_start: tuple[int, float] | None = None  # (iteration, seconds at its start)
         runner.register_hook(TimeBudgetClockHook(self), priority="HIGHEST")
+        runner.register_hook(TimeBudgetEndHook(self, prog), priority="LOWEST")
 
     @staticmethod
     def check_arguments(seconds: Any, clock_sync_period: Any = 1) -> float:
@@ -114,6 +150,7 @@ class TimeBudgetClockHook(Hook):
     ) -> None:
         loop = self.loop
         loop.clock.pause()
+        loop.last_start = (runner.iter, loop.clock.elapsed)  # where this iteration's LR was set
         trained = runner.iter + 1  # the loop counts this iteration after the hooks
         elapsed = loop.clock.tick(trained)
         if elapsed < loop.seconds or trained >= loop.max_iters:
@@ -131,3 +168,90 @@ class TimeBudgetClockHook(Hook):
             )
         if is_main_process():
             print_log(line, logger="current")
+
+
+def _time_budgets(runner: Any) -> list[tuple[int, TimeBudget]]:
+    """``(begin, TimeBudget)`` of each budget scheduler the runner trains over the clock."""
+    schedulers = getattr(runner, "param_schedulers", None) or []
+    if isinstance(schedulers, dict):
+        schedulers = [s for group in schedulers.values() for s in group]
+    found = []
+    for scheduler in schedulers:
+        budget = getattr(scheduler, "time_budget", None)
+        if isinstance(budget, TimeBudget):
+            found.append((int(getattr(scheduler, "begin", 0)), budget))
+    return found
+
+
+def undecayed_line(loop: TimeBudgetTrainLoop, runner: Any) -> str | None:
+    """Why the run ended before its schedule decayed, with the cause and what to change; None
+    when it decayed (or nothing was trained, or no budget scheduler follows the clock).
+
+    The last iteration trained is judged as :meth:`budgeted.clock.TimeBudget.shortfall` judges
+    it (the LR it was trained at: inside the warmup, or short of
+    :data:`budgeted.clock.DECAYED_PROGRESS` of the decay).
+    """
+    if loop.last_start is None:
+        return None
+    iteration, started = loop.last_start
+    shortfalls = [
+        budget.shortfall(iteration - begin, started)
+        for begin, budget in _time_budgets(runner)
+        if iteration >= begin
+    ]
+    shortfall = next((s for s in shortfalls if s is not None), None)
+    if shortfall is None:
+        return None
+    trained, elapsed = iteration + 1, loop.clock.elapsed
+    iterations = f"{trained} iteration{'' if trained == 1 else 's'}"
+    if loop.stopped_at is None:  # the iteration cap came first
+        cause = (
+            f"train_cfg.max_iters={trained} was reached after {elapsed:.1f} s of training; "
+            "raise the iteration cap (full_schedule_iters, train_cfg.max_iters) or give a "
+            "shorter time budget"
+        )
+    elif "warmup" in shortfall:
+        cause = (
+            f"the deadline came after {iterations}, inside the warmup; give a longer "
+            "time budget or fewer warmup_iters"
+        )
+    else:
+        cause = (
+            f"the deadline came after {iterations} of {elapsed / trained:.3g} s on average, "
+            "too few for the decay; give a longer time budget (or faster iterations)"
+        )
+    return (
+        f"time budget of {loop.seconds:g} s ended before the schedule decayed: {shortfall}; "
+        f"{cause}; the checkpoint and validation of iteration {trained} are written (exit "
+        f"status {UNDECAYED_EXIT_CODE})"
+    )
+
+
+@HOOKS.register_module()
+class TimeBudgetEndHook(Hook):
+    """Exit status 4 for a time budget that ended undecayed (registered by the loop itself).
+
+    After training (the last checkpoint and the final validation are done) it judges the last
+    iteration (:func:`undecayed_line`); at the end of the run (priority ``LOWEST``: every other
+    hook's ``after_run`` has run) rank 0 prints the line and every rank raises
+    :class:`Undecayed`. A preempted or diverged run never gets here.
+    """
+
+    priority = "LOWEST"
+
+    def __init__(self, loop: TimeBudgetTrainLoop, prog: str = "TimeBudgetTrainLoop") -> None:
+        self.loop = loop
+        self.prog = prog
+        self.line: str | None = None
+
+    def after_train(self, runner: Any) -> None:
+        self.line = undecayed_line(self.loop, runner)
+
+    def after_run(self, runner: Any) -> None:
+        line, self.line = self.line, None
+        if line is None:
+            return
+        if is_main_process():
+            runner.logger.warning(line)
+            print(f"{self.prog}: {line}", file=sys.stderr, flush=True)
+        raise Undecayed(line)

@@ -1,0 +1,120 @@
+"""``tools/dist_train.sh``'s launcher: torchrun for ``tools/train_seg.py``, with one line where
+torchrun prints pages.
+
+    python -m budgeted.mmengine.dist_run --nproc_per_node=2 ... tools/train_seg.py CONFIG \\
+        --launcher pytorch [train_seg options]
+
+The arguments are torchrun's (``torch.distributed.run``), which starts the ranks as it always
+does. Around it:
+
+- before any rank starts, this process makes every check ``train_seg`` makes
+  (:func:`budgeted.mmengine.cli.check_only`): bad input (missing data, a refused resume) is one
+  line and exit status 2, instead of the same line from every rank followed by torchrun's
+  report of their failure;
+- when a rank fails, torchrun stops the others and raises ``ChildFailedError``; this prints one
+  line naming the rank that failed first and how (``rank 1 (pid 4242) was killed by SIGKILL``),
+  where torchrun prints its traceback and table, and the ranks that lost their peer stay quiet
+  (``budgeted.mmengine.launch.LAUNCHER_ENV``);
+- a rank's own exit status of ours passes through (torchrun would say 1): 3 diverged, 4 a time
+  budget ended undecayed, 75 preempted (its checkpoint is written: run the same command with
+  ``--resume``); each rank 0 already said in one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..preemption import DIVERGED_EXIT_CODE, PREEMPTED_EXIT_CODE, UNDECAYED_EXIT_CODE
+
+__all__ = ["main"]
+
+PROG = "dist_train.sh"
+SAID_BY_THE_RANKS = (2, DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE, PREEMPTED_EXIT_CODE)
+"""Exit statuses whose one line a rank printed itself: passed through, nothing added."""
+
+
+def root_cause(failures: Mapping[int, Any]) -> tuple[int, Any]:
+    """The failure to name among torchrun's ``{rank: ProcessFailure}``: a rank killed by a
+    signal other than SIGTERM (the OOM killer's SIGKILL, a segfault) first, then a rank that
+    exited with a status of its own, then one SIGTERM ended (torchrun sends it to stop the
+    others once one failed); the first observed (torchrun stamps them to the second), then the
+    lowest rank.
+
+    Example:
+        >>> from types import SimpleNamespace as F
+        >>> root_cause({0: F(timestamp=5, exitcode=1), 1: F(timestamp=5, exitcode=-9)})[0]
+        1
+        >>> root_cause({0: F(timestamp=5, exitcode=-15), 1: F(timestamp=5, exitcode=75)})[0]
+        1
+    """
+
+    def order(item: tuple[int, Any]) -> tuple[int, int, int]:
+        rank, failure = item
+        code = failure.exitcode
+        kind = 2 if code == -signal.SIGTERM else 0 if code < 0 else 1
+        return (kind, failure.timestamp, rank)
+
+    return min(failures.items(), key=order)
+
+
+def failure_line(rank: int, pid: int, exitcode: int, signal_name: str) -> tuple[str | None, int]:
+    """The line for the rank that failed first and the launcher's exit status.
+
+    Example:
+        >>> failure_line(1, 4242, -9, "SIGKILL")
+        ('rank 1 (pid 4242) was killed by SIGKILL; torchrun stopped the others', 1)
+        >>> failure_line(0, 4242, 75, "<N/A>")
+        (None, 75)
+    """
+    if exitcode in SAID_BY_THE_RANKS:
+        return None, exitcode
+    if exitcode < 0:
+        line = f"rank {rank} (pid {pid}) was killed by {signal_name}; torchrun stopped the others"
+        return line, 1
+    return (
+        f"rank {rank} (pid {pid}) failed with exit status {exitcode} (its output above says "
+        "why); torchrun stopped the others",
+        exitcode if 0 < exitcode < 256 else 1,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check, then run torchrun; the exit status (see the module).
+
+    Args:
+        argv (list[str], optional): torchrun's arguments; default ``sys.argv[1:]``.
+    """
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    from .cli import check_only
+    from .launch import LAUNCHER_ENV
+
+    args = torchrun.parse_args(list(sys.argv[1:] if argv is None else argv))
+    local_rank = os.environ.get("LOCAL_RANK")
+    refused = check_only(list(args.training_script_args))
+    if local_rank is None:  # train_seg's parse_args sets it for a lone process
+        os.environ.pop("LOCAL_RANK", None)
+    if refused is not None:
+        return refused
+    # torchrun's own account of a failed rank is this module's one line
+    logging.getLogger("torch.distributed.elastic.multiprocessing.api").setLevel(logging.CRITICAL)
+    os.environ[LAUNCHER_ENV] = "1"
+    try:
+        torchrun.run(args)
+    except ChildFailedError as err:
+        rank, failure = root_cause(err.failures)
+        line, status = failure_line(rank, failure.pid, failure.exitcode, failure.signal_name())
+        if line is not None:
+            print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        return status
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
