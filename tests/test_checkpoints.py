@@ -682,3 +682,12 @@ def test_remove_stale_temporaries_removes_only_the_files_atomic_write_leaves(tmp
         [*kept, ".folder.tmp-0123abcd", ".link.tmp-0123abcd"]
     )
     assert remove_stale_temporaries(tmp_path / "missing") == []
+
+
+def test_a_symbolic_link_loop_is_neither_offered_nor_in_the_way(tmp_path):
+    """A loop among the files (or named as the damaged one to exclude) raised RuntimeError from
+    Path.resolve; the intact checkpoint beside it is still offered."""
+    atomic_save({"iteration": 3}, tmp_path / "model_0000003.pth")
+    loop = tmp_path / "model_0000009.pth"
+    loop.symlink_to(loop)
+    assert newest_intact_checkpoint(tmp_path, exclude=[loop]) == tmp_path / "model_0000003.pth"

@@ -496,8 +496,9 @@ def newest_intact_checkpoint(
     folder = Path(folder)
     if not folder.is_dir():
         return None
-    skip = {Path(p).resolve() for p in exclude}
-    files = [p for p in folder.glob(pattern) if p.is_file() and p.resolve() not in skip]
+    # realpath, not Path.resolve: a symbolic link loop among them must not raise
+    skip = {os.path.realpath(p) for p in exclude}
+    files = [p for p in folder.glob(pattern) if p.is_file() and os.path.realpath(p) not in skip]
     order = key or (lambda p: (checkpoint_iteration(p), p.stat().st_mtime_ns))
     for candidate in sorted(files, key=order, reverse=True):
         try:
