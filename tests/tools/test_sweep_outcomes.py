@@ -56,8 +56,12 @@ iteration."""
 DIVERGES = {"mmseg": ["optim_wrapper.clip_grad=None", "default_hooks.logger.interval=1"],
             "detectron2": TINY}  # fmt: skip
 """At ``--lrs 1e8`` (without gradient clipping) the toy's loss is NaN within a few iterations."""
-UNDECAYED = {"mmseg": ["--budget-time", "1"], "detectron2": ["--budget-time", "1", *TINY]}
-"""A time budget of 1 s with the budget-1 config: the deadline comes inside the warmup."""
+UNDECAYED = {
+    "mmseg": ["--budget-time", "1", "param_scheduler.0.warmup_iters=300"],
+    "detectron2": ["--budget-time", "1", "SOLVER.WARMUP_ITERS", "300", *TINY],
+}
+"""A time budget of 1 s and a warmup of 300 iterations: the deadline comes inside the warmup
+however fast the machine is (with the configs' few warmup iterations a fast machine decayed)."""
 ENDED = {
     "diverged": (
         "diverged (a non-finite loss): {name}; results of their base LR, kept and not "
