@@ -10,7 +10,8 @@ The core (``budgeted``, ``budgeted.core``, ``budgeted.families``, ``budgeted.swe
 ``budgeted.report``) imports no framework and not even torch; ``torch`` is required for
 ``budgeted.BudgetLR`` and the adapters. The frameworks come with the extras:
 ``pip install "budgeted-training[detectron2]"`` (Detectron2 itself is not on PyPI: install it
-first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``.
+first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``,
+``"budgeted-training[digits]"`` (scikit-learn, for the UCI digits of docs/digits.md).
 """
 
 import os
@@ -102,6 +103,9 @@ setup(
         "mmaction": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmaction2>=1.0"],
         "plot": ["matplotlib"],  # budgeted-report --plot, tools/plot_schedules.py
         "rank": ["scipy"],  # budgeted-rank (Kendall's tau)
+        # the UCI digits (budgeted.toys.digits): scikit-learn 1.8 and later need numpy 2, which
+        # Detectron2 0.6 does not run with (requirements/constraints.txt pins the tested 1.5.2)
+        "digits": ["scikit-learn>=1.0,<1.8"],
     },
     entry_points={
         "console_scripts": [

@@ -6,7 +6,13 @@ import importlib.util
 
 __all__ = ["MissingFrameworkError", "require"]
 
-EXTRAS = {"detectron2": "detectron2", "mmengine": "mmseg", "mmseg": "mmseg", "mmcv": "mmseg"}
+EXTRAS = {
+    "detectron2": "detectron2",
+    "mmengine": "mmseg",
+    "mmseg": "mmseg",
+    "mmcv": "mmseg",
+    "sklearn": "digits",  # scikit-learn: the UCI digits (budgeted.toys.digits)
+}
 """Framework module -> the extra of ``budgeted-training`` that installs it."""
 
 

@@ -1,0 +1,241 @@
+#!/usr/bin/env python
+"""Train LeNet-5 on the UCI handwritten digits for a budget, in plain PyTorch with
+``budgeted.BudgetLR``.
+
+The data is scikit-learn's bundled copy of the UCI digits, split once and upscaled to 32x32 by
+``budgeted.toys.digits.digits_split`` (1,400 train / 397 held out, never trained on; the images
+MMPretrain's digits configs read from the files ``tools/make_digits.py`` writes, pixel for
+pixel). The full schedule (``--budget 1``) is 1,720 iterations at batch 32 (40 epochs of
+``floor(1400 / 32) = 43`` full batches), SGD with momentum 0.9 and weight decay 1e-4
+(MMPretrain's ``lenet5_mnist.py``). A budget is a fraction of it, counted in iterations as the
+MMPretrain family counts them::
+
+    budget = round(fraction * full_iters)     # 17 of 1,720 at --budget 0.01
+
+The batches are drawn as MMPretrain's ``InfiniteSampler`` draws them: one stream of shuffles of
+the 1,400 images (``torch.randperm`` from a generator seeded with ``--seed``) cut into batches of
+32 across the shuffles' ends (1,720 iterations show each image 39.3 times). With the same
+initialisation (``torch.manual_seed(seed)`` before the model is built, as MMEngine's
+``randomness.seed``), a run here trains the same model as the same budget, LR and seed of
+``configs/mmpretrain/digits`` through MMPretrain's ``tools/train.py``, batch for batch.
+
+``BudgetLR`` is stepped once per iteration, so iteration ``t`` trains at
+``lr * budgeted.lr_multiplier(schedule, t, budget, warmup_iters=W, **params)``, with ``params``
+the step-BAC milestones 1/2 and 3/4 of the decay for ``--schedule step`` (MMPretrain's CIFAR
+steps, the paper's CIFAR setting) and each schedule's defaults otherwise; ``--schedule`` takes
+any registered schedule (``rex`` included). Warmup ``W``: none by default (see docs/digits.md).
+The model is evaluated once, on the held-out images, at the end of the budget (the paper's
+protocol).
+
+Model: LeNet-5 exactly as MMPretrain's stock ``LeNet5`` backbone with ``num_classes=10`` (tanh,
+average pooling, 32x32 grey input) and PyTorch's default initialisation, the pixels normalised
+with the training images' mean and deviation. One thread by default (``--threads``): a 100 %
+run takes seconds on a CPU.
+
+``--out`` gets ``metrics.jsonl`` (one JSON line per iteration: ``iteration``, ``lr``, ``loss``;
+then a final line with ``val_accuracy``), ``lr_trace.csv`` (``iteration,lr``, as
+``examples/cifar10_budget.py`` writes) and ``results.json`` (its result keys), written last: a
+folder with ``results.json`` is a finished run and is never overwritten. A loss that becomes
+non-finite stops the run with one line and exit status 3, writing nothing.
+
+Example::
+
+    python examples/digits_budget.py --budget 0.01 --schedule rex --lr 0.1 --seed 0 \\
+        --out output/digits/rex_budget1_lr0.1_seed0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+from torch import nn
+
+import budgeted
+from budgeted._require import MissingFrameworkError
+from budgeted.checkpoints import atomic_write_text
+from budgeted.preemption import DIVERGED_EXIT_CODE
+from budgeted.toys.digits import MEAN, STD, digits_split
+
+PROG = "digits_budget"
+MOMENTUM, WEIGHT_DECAY = 0.9, 1e-4
+DEFAULT_LR, DEFAULT_WARMUP = 0.1, 0
+STEP_MILESTONES = (0.5, 0.75)
+"""Where step-BAC drops x0.1, as fractions of the decay (MMPretrain's CIFAR epochs 100 / 150 of
+200; the MMPretrain digits family's ``step_milestones``)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit status 2
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def parse_args(argv: list[str] | None) -> tuple[_Parser, argparse.Namespace]:
+    schedules = budgeted.schedule_names()  # every schedule the core knows, registered ones too
+    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--budget", type=float, required=True, help="fraction of the full schedule")
+    p.add_argument("--full-iters", type=int, default=1720, help="the full schedule's iterations")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=DEFAULT_LR, help="the base learning rate")
+    p.add_argument("--schedule", default="linear", help=f"one of: {', '.join(schedules)}")
+    p.add_argument("--warmup-iters", type=int, default=DEFAULT_WARMUP, help="default: 0")
+    p.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
+    p.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
+    p.add_argument("--out", type=Path, required=True, help="the run folder (see above)")
+    a = p.parse_args(argv)
+    for flag, value, ok, allowed in (
+        ("--budget", a.budget, 0 < a.budget <= 1, "a fraction in (0, 1]"),
+        ("--full-iters", a.full_iters, a.full_iters >= 1, "a whole number >= 1"),
+        ("--batch-size", a.batch_size, 1 <= a.batch_size <= 1400, "a whole number in [1, 1400]"),
+        ("--lr", a.lr, 0 < a.lr < math.inf, "a number > 0"),
+        ("--schedule", a.schedule, a.schedule in schedules, f"one of {', '.join(schedules)}"),
+        ("--warmup-iters", a.warmup_iters, a.warmup_iters >= 0, "a whole number >= 0"),
+        ("--seed", a.seed, a.seed >= 0, "a whole number >= 0"),
+        ("--threads", a.threads, a.threads >= 1, "a whole number >= 1"),
+    ):
+        if not ok:
+            p.error(f"{flag} {value!r} is invalid; allowed: {allowed}")
+    return p, a
+
+
+def lenet5(num_classes: int = 10) -> nn.Module:
+    """MMPretrain's ``LeNet5`` backbone with its classifier, for 1 x 32 x 32 inputs."""
+    return nn.Sequential(
+        nn.Conv2d(1, 6, kernel_size=5),
+        nn.Tanh(),
+        nn.AvgPool2d(kernel_size=2),
+        nn.Conv2d(6, 16, kernel_size=5),
+        nn.Tanh(),
+        nn.AvgPool2d(kernel_size=2),
+        nn.Conv2d(16, 120, kernel_size=5),
+        nn.Tanh(),
+        nn.Flatten(),
+        nn.Linear(120, 84),
+        nn.Tanh(),
+        nn.Linear(84, num_classes),
+    )
+
+
+def tensors(images, labels) -> tuple[torch.Tensor, torch.Tensor]:
+    """uint8 ``N x 32 x 32`` pixels -> normalised ``N x 1 x 32 x 32`` floats; int64 labels."""
+    x = (torch.from_numpy(images).float() - MEAN) / STD
+    return x.unsqueeze(1), torch.from_numpy(labels)
+
+
+def batches(size: int, batch_size: int, seed: int, count: int) -> Iterator[torch.Tensor]:
+    """``count`` batches of indices into ``size`` images, as MMEngine's ``InfiniteSampler``
+    (shuffled, seed ``seed``) feeds a loader of ``batch_size``: shuffle after shuffle, in one
+    stream, cut into batches across the shuffles' ends.
+
+    >>> [b.tolist() for b in batches(3, 2, seed=0, count=3)]
+    [[2, 0], [1, 2], [1, 0]]
+    """
+    order = torch.Generator().manual_seed(seed)
+    stream = torch.empty(0, dtype=torch.int64)
+    for _ in range(count):
+        while len(stream) < batch_size:
+            stream = torch.cat([stream, torch.randperm(size, generator=order)])
+        yield stream[:batch_size]
+        stream = stream[batch_size:]
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Top-1 accuracy (a fraction) of ``model`` on ``x``."""
+    model.eval()
+    return (model(x).argmax(1) == y).float().mean().item()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, args = parse_args(argv)
+    results = args.out / "results.json"
+    if results.exists():
+        parser.error(f"--out {args.out} already holds results.json; allowed: a folder without it")
+    try:
+        budget = budgeted.budget_iters(fraction=args.budget, full_iters=args.full_iters)
+    except ValueError as err:  # less than one iteration
+        parser.error(f"--budget {args.budget:g} of --full-iters {args.full_iters}: {err}")
+    if budget <= args.warmup_iters:
+        allowed = f"a budget of more than {args.warmup_iters} iterations (--warmup-iters)"
+        parser.error(f"--budget {args.budget:g} is {budget} iterations; allowed: {allowed}")
+    try:
+        split = digits_split()
+    except MissingFrameworkError as err:
+        parser.error(str(err))
+    train_x, train_y = tensors(split.train_images, split.train_labels)
+    val_x, val_y = tensors(split.val_images, split.val_labels)
+    params = {"milestones": STEP_MILESTONES} if args.schedule == "step" else {}
+    print(
+        f"{len(train_x)} train / {len(val_x)} held-out images, batch {args.batch_size}; budget "
+        f"{budget} of {args.full_iters} iterations; {args.schedule}, warmup "
+        f"{args.warmup_iters}, base LR {args.lr:g}, seed {args.seed}"
+    )
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    model = lenet5()
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=args.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
+    )
+    scheduler = budgeted.BudgetLR(
+        optimizer, args.schedule, budget, warmup_iters=args.warmup_iters, **params
+    )
+    records: list[dict] = []  # one per iteration: the LR it trained at and its loss
+    start = time.perf_counter()
+    model.train()
+    for batch in batches(len(train_x), args.batch_size, args.seed, budget):
+        lr = optimizer.param_groups[0]["lr"]
+        loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
+        if not torch.isfinite(loss):
+            kind = "nan" if torch.isnan(loss) else "inf"
+            print(
+                f"{PROG}: diverged: the loss is {kind} at iteration {len(records) + 1} (base LR "
+                f"{args.lr:g}); lower --lr or lengthen --warmup-iters; nothing was written, the "
+                f"run is not a result (exit status {DIVERGED_EXIT_CODE})",
+                file=sys.stderr,
+            )
+            return DIVERGED_EXIT_CODE
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()  # once per iteration
+        records.append({"iteration": len(records), "lr": lr, "loss": loss.item()})
+    seconds = time.perf_counter() - start
+    val_acc = accuracy(model, val_x, val_y)  # once, at the end of the budget
+    print(f"iter {budget}/{budget}  loss {records[-1]['loss']:.4f}  val accuracy {val_acc:.4f}")
+    summary = {
+        **{key: str(v) if isinstance(v, Path) else v for key, v in vars(args).items()},
+        "val_accuracy": val_acc,
+        "test_accuracy": None,  # no test set beyond the held-out images
+        "iterations": len(records),
+        "budget_iters": budget,
+        "iters_per_epoch": len(train_x) / args.batch_size,  # 43.75: batches span the shuffles
+        "warmup_iters": args.warmup_iters,
+        "schedule_params": {k: list(v) for k, v in params.items()},
+        "train_images": len(train_x),
+        "val_images": len(val_x),
+        "momentum": MOMENTUM,
+        "weight_decay": WEIGHT_DECAY,
+        "final_lr": scheduler.get_last_lr()[0],
+        "train_seconds": round(seconds, 3),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    final = {"iteration": budget, "val_accuracy": val_acc, "final": True}
+    lines = [json.dumps(r) for r in [*records, final]]
+    atomic_write_text(args.out / "metrics.jsonl", "\n".join(lines) + "\n")
+    trace = [f"{r['iteration']},{r['lr']!r}" for r in records]
+    atomic_write_text(args.out / "lr_trace.csv", "iteration,lr\n" + "\n".join(trace) + "\n")
+    atomic_write_text(results, json.dumps(summary, indent=1) + "\n")  # last: a finished run
+    print(f"val accuracy {val_acc:.4f} after {seconds:.1f} s: {results}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

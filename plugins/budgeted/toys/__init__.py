@@ -1,0 +1,1 @@
+"""Toy and small real datasets, written in the formats the frameworks read."""

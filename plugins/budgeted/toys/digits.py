@@ -1,0 +1,256 @@
+"""The UCI handwritten digits (scikit-learn's bundled copy), split once, as the files MMPretrain's
+stock ``CustomDataset`` reads.
+
+The data: ``sklearn.datasets.load_digits()``, a copy of the *test* set of the UCI "Optical
+Recognition of Handwritten Digits" (E. Alpaydin, C. Kaynak, 1998; CC BY 4.0 on the UCI page,
+https://archive.ics.uci.edu/dataset/80): 1,797 scans from 13 writers (the UCI set's 43 writers
+are split 30 / 13 between its training and test files), 10 classes. Each scan was a 32x32 bitmap;
+the 8x8 image counts the "on" pixels of each 4x4 block, an integer in 0..16. No download: the
+values ship inside the scikit-learn wheel.
+
+The pixels every digits run trains on (:func:`upscale`): each count scaled to 0..255
+(``rint(v * 255 / 16)``) and repeated over the 4x4 block it counts, a 32x32 image at the scan's
+own resolution, the input MMPretrain's stock ``LeNet5`` backbone (the MNIST classic) is built for;
+no interpolation, so the same pixels come out of every library.
+
+The split (:func:`stratified_split`), the same in every run, framework and example: 397 images
+held out for validation, never trained on, 1,400 train; stratified by class (each class gives its
+share of the 397, rounded by largest remainder: 39 or 40 images), drawn with
+``numpy.random.default_rng(0)`` (the PCG64 stream numpy keeps stable across versions). The set
+holds no writer ids, so the held-out images are new images of the same 13 writers.
+
+The files (:func:`write_digits`, ``tools/make_digits.py``; the layout of MMPretrain's
+``CustomDataset`` with an annotation file)::
+
+    <root>/train/00000.png ...   1,400 32x32 8-bit grey PNGs, named by their load_digits index
+    <root>/val/00001.png ...     the 397 held out
+    <root>/meta/train.txt        "00000.png 0" a line: file under train/, label
+    <root>/meta/val.txt          the same for val/ (written last: the set's marker)
+    <root>/README.txt            source, licence and split
+
+The same call writes the same bytes (Pillow's PNG writer, no timestamps).
+
+    >>> split = digits_split()
+    >>> split.train_images.shape, split.val_images.shape, split.val_images.dtype
+    ((1400, 32, 32), (397, 32, 32), dtype('uint8'))
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .._require import require
+
+__all__ = [
+    "CLASSES",
+    "DIGITS_ROOT",
+    "MARKER",
+    "MEAN",
+    "NUM_IMAGES",
+    "SCALE",
+    "SIDE",
+    "SPLIT_SEED",
+    "STD",
+    "TRAIN_SIZE",
+    "VAL_SIZE",
+    "DigitsSplit",
+    "digits_split",
+    "load_digits_arrays",
+    "stratified_split",
+    "upscale",
+    "write_digits",
+]
+
+DIGITS_ROOT = "datasets/digits"
+"""Where the digits configs read their set (``data_root``), relative to the current folder."""
+NUM_IMAGES = 1797
+"""Scans in ``load_digits()``."""
+VAL_SIZE = 397
+"""Images held out for validation (about 22 %), never trained on."""
+TRAIN_SIZE = NUM_IMAGES - VAL_SIZE
+"""Training images: 1,400."""
+SPLIT_SEED = 0
+"""The seed of the split's ``numpy.random.default_rng``."""
+LEVELS = 16
+"""The largest count of a 4x4 block: the 8x8 values are 0..16."""
+SCALE = 4
+"""Each 8x8 value is repeated over a SCALE x SCALE block."""
+SIDE = 8 * SCALE
+"""The side of the images written and trained on: 32."""
+MEAN, STD = 77.97, 95.89
+"""Mean and standard deviation of the training images' pixels (0..255), rounded to 0.01: the
+normalisation of the example and of the configs' ``data_preprocessor``."""
+CLASSES = tuple(str(d) for d in range(10))
+"""Class names in label order: label ``d`` is the digit ``d``."""
+MARKER = "meta/val.txt"
+"""The file (under the root) written last: the set exists once it does."""
+README = """\
+UCI handwritten digits, as written by budgeted.toys.digits.write_digits (tools/make_digits.py).
+
+Source: scikit-learn's sklearn.datasets.load_digits(), a copy of the test set of the UCI
+"Optical Recognition of Handwritten Digits" data set (E. Alpaydin, C. Kaynak, 1998),
+https://archive.ics.uci.edu/dataset/80 ; licence: CC BY 4.0 (as stated there).
+1,797 8x8 images of counts 0..16 (on-pixels per 4x4 block of a 32x32 bitmap), 13 writers.
+Changes: each count scaled to 0..255 (rint(v * 255 / 16)) and repeated over its 4x4 block
+(32x32 8-bit grey PNG); split into train/ (1,400) and val/ (397, held out), stratified by
+class, drawn with numpy.random.default_rng(0). File names are the load_digits indices.
+"""
+
+
+class DigitsSplit(NamedTuple):
+    """The split's images (uint8, ``N x 32 x 32``), labels (int64) and ``load_digits`` indices."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    train_indices: np.ndarray
+    val_images: np.ndarray
+    val_labels: np.ndarray
+    val_indices: np.ndarray
+
+
+def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """``load_digits()``'s images (uint8 ``1797 x 8 x 8``, values 0..16) and labels (int64).
+
+    Raises:
+        budgeted._require.MissingFrameworkError: scikit-learn is not installed (one line naming
+            ``pip install "budgeted-training[digits]"``).
+        ValueError: the bundled copy is not the 1,797 images of counts 0..16 (one line).
+    """
+    require("budgeted.toys.digits", "sklearn")
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    values = np.asarray(digits.images)
+    ok = (
+        values.shape == (NUM_IMAGES, 8, 8)
+        and np.array_equal(values, np.rint(values))
+        and values.min() >= 0
+        and values.max() <= LEVELS
+    )
+    if not ok:
+        raise ValueError(
+            f"load_digits() gave images of shape {values.shape}; allowed: the {NUM_IMAGES} 8x8 "
+            f"images of integers 0..{LEVELS} of the UCI set (reinstall scikit-learn)"
+        )
+    return values.astype(np.uint8), np.asarray(digits.target, dtype=np.int64)
+
+
+def stratified_split(
+    labels: np.ndarray, val_size: int = VAL_SIZE, seed: int = SPLIT_SEED
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train, val) indices into ``labels``, each ascending; ``val_size`` held out by class.
+
+    Class ``c`` with ``n_c`` of the ``N`` images gives ``floor(val_size n_c / N)`` images, and the
+    classes with the largest remainders one more each (ties: the lower class), so the shares sum to
+    ``val_size``. Classes are drawn in label order, each from one ``rng.permutation`` of its
+    indices (``rng = numpy.random.default_rng(seed)``).
+
+    >>> train, val = stratified_split(np.array([0, 0, 0, 0, 1, 1]), val_size=3, seed=0)
+    >>> len(train), len(val), sorted(np.array([0, 0, 0, 0, 1, 1])[val].tolist())
+    (3, 3, [0, 0, 1])
+    """
+    labels = np.asarray(labels)
+    if not (isinstance(val_size, int) and 0 < val_size < len(labels)):
+        raise ValueError(f"val_size={val_size!r} is invalid; allowed: 0 < val_size < {len(labels)}")
+    classes, counts = np.unique(labels, return_counts=True)
+    exact = [val_size * int(n) for n in counts]
+    quota = [e // len(labels) for e in exact]
+    by_remainder = sorted(range(len(classes)), key=lambda i: (-(exact[i] % len(labels)), i))
+    for i in by_remainder[: val_size - sum(quota)]:
+        quota[i] += 1
+    rng = np.random.default_rng(seed)
+    val = np.concatenate(
+        [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
+    )
+    val.sort()
+    return np.setdiff1d(np.arange(len(labels)), val), val
+
+
+def upscale(images: np.ndarray) -> np.ndarray:
+    """8x8 counts (0..16) to 32x32 uint8 pixels: ``rint(v * 255 / 16)`` over each 4x4 block.
+
+    >>> upscale(np.array([[[0, 8] + [16] * 6] * 8]))[0, :1, :9].tolist()
+    [[0, 0, 0, 0, 128, 128, 128, 128, 255]]
+    """
+    pixels = np.rint(np.asarray(images, dtype=np.float64) * 255.0 / LEVELS).astype(np.uint8)
+    return pixels.repeat(SCALE, axis=-2).repeat(SCALE, axis=-1)
+
+
+def digits_split() -> DigitsSplit:
+    """The split every digits run uses, at the pixels it trains on (:func:`upscale`)."""
+    images, labels = load_digits_arrays()
+    train, val = stratified_split(labels)
+    pixels = upscale(images)
+    return DigitsSplit(pixels[train], labels[train], train, pixels[val], labels[val], val)
+
+
+def _write_split(folder: Path, name: str, images: np.ndarray, labels, indices) -> str:
+    """Write one split's PNGs under ``folder/name``; its annotation text."""
+    from PIL import Image  # Pillow: a torchvision and MMCV dependency
+
+    (folder / name).mkdir()
+    lines = []
+    for image, label, index in zip(images, labels, indices):
+        file = f"{int(index):05d}.png"
+        Image.fromarray(image, mode="L").save(folder / name / file, format="PNG")
+        lines.append(f"{file} {int(label)}\n")
+    return "".join(lines)
+
+
+def write_digits(root: str | os.PathLike[str] = DIGITS_ROOT) -> Path:
+    """Write the split (:func:`digits_split`) under ``root`` in ``CustomDataset``'s layout.
+
+    The set is written into a temporary folder beside ``root`` and renamed into place, so
+    ``root`` never holds half a set.
+
+    Args:
+        root (str or PathLike): the digits configs' ``data_root``. Defaults to
+            :data:`DIGITS_ROOT`.
+
+    Returns:
+        Path: ``root``.
+
+    Raises:
+        FileExistsError: ``root`` exists and is not an empty folder (never overwritten).
+        budgeted._require.MissingFrameworkError: scikit-learn is not installed (one line).
+
+    Example:
+        >>> import tempfile
+        >>> root = write_digits(Path(tempfile.mkdtemp()) / "digits")
+        >>> (root / "meta" / "val.txt").read_text().splitlines()[0]
+        '00001.png 1'
+        >>> len(list((root / "train").iterdir())), len(list((root / "val").iterdir()))
+        (1400, 397)
+    """
+    root = Path(root)
+    if root.exists() and not (root.is_dir() and not any(root.iterdir())):
+        raise FileExistsError(f"{root} already exists; remove it to write the digits again")
+    split = digits_split()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    try:
+        train = _write_split(staging, "train", *split[:3])
+        val = _write_split(staging, "val", *split[3:])
+        (staging / "README.txt").write_text(README)
+        (staging / "meta").mkdir()
+        (staging / "meta" / "train.txt").write_text(train)
+        (staging / MARKER).write_text(val)
+        staging.chmod(0o777 & ~_umask())
+        os.replace(staging, root)  # an empty root folder is replaced; a full one raises
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return root
+
+
+def _umask() -> int:
+    """The process's umask (``mkdtemp`` makes its folder 0o700; the set gets the usual mode)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

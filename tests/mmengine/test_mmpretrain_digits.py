@@ -1,0 +1,204 @@
+"""MMPretrain LeNet-5 on the UCI digits (configs/mmpretrain/digits): the budget configs, the
+stock ``CustomDataset`` reading the written set, one budget trained to its end by MMPretrain's
+own ``tools/train.py`` (LR compared to the core, accuracy logged) and the same budget by
+``examples/digits_budget.py`` (the same model, batch for batch), and one by our
+``tools/train_seg.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import mmpretrain
+import numpy as np
+import pytest
+from mmengine.config import Config
+from mmengine.registry import DefaultScope
+from mmpretrain.datasets import CustomDataset
+from mmpretrain.registry import DATASETS
+from mmseg_testutils import (
+    REPO,
+    check_budget_config,
+    child_env,
+    load_tool,
+    logged,
+    recorded_lrs,
+    without_scope,
+)
+
+import budgeted
+from budgeted.families import ConfigFamily, ToyData
+from budgeted.mmengine.cli import check_budget_schedulers
+from budgeted.mmengine.runs import final_metrics
+from budgeted.toys.digits import CLASSES, MEAN, STD, digits_split, write_digits
+
+CONFIGS = REPO / "configs"
+MIM = Path(mmpretrain.__file__).parent / ".mim"
+IMPORTS = ["budgeted.mmengine", "budgeted.mmengine.safe_checkpoints"]
+SPLITS = ("train", "val", "test")
+FAMILY = ConfigFamily(  # the entry proposed for budgeted/families.py (LENET5_DIGITS)
+    name="lenet5_digits",
+    framework="mmpretrain",
+    folder="mmpretrain/digits",
+    prefix="lenet5_digits_budget",
+    ext=".py",
+    full_iters=1720,  # 40 epochs x floor(1400 / 32) = 43 iterations (397 images held out)
+    warmup=0,
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 2, 3 / 4),
+    title="MMPretrain LeNet-5, UCI digits (scikit-learn) at 32x32, batch 32",
+    paper="40 epochs at batch 32, SGD 0.9 / 1e-4 (MMPretrain's lenet5_mnist); step x0.1 at 1/2 "
+    "and 3/4 (the paper's CIFAR-10 setting)",
+    fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    toy_data=ToyData("datasets/digits", "meta/val.txt", "budgeted.toys.digits:write_digits"),
+    task="digits",
+)
+BUDGETS = [(x, s) for x in FAMILY.fractions for s in FAMILY.schedules]
+
+
+@pytest.fixture(scope="module")
+def digits_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_digits(tmp_path_factory.mktemp("data") / "digits")
+
+
+@pytest.fixture(scope="module")
+def example():
+    spec = importlib.util.spec_from_file_location(
+        "digits_budget", REPO / "examples/digits_budget.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_configs_are_the_generators_for_the_family() -> None:
+    """What tools/gen_mmengine_configs.py writes for :data:`FAMILY`, byte for byte (once the
+    family is in budgeted.families, the generator's own --check covers this)."""
+    gen = load_tool("gen_mmengine_configs")
+    expected = {
+        gen.schedule_base_path(FAMILY, s): gen.schedule_base(FAMILY, s) for s in FAMILY.schedules
+    }
+    for fraction, schedule in BUDGETS:
+        text = gen.budget_config(FAMILY, fraction, schedule)
+        expected[Path(FAMILY.filename(fraction, schedule))] = text
+    for rel, text in expected.items():
+        assert (CONFIGS / rel).read_text() == text, rel
+    present = {p.relative_to(CONFIGS) for p in (CONFIGS / FAMILY.folder).rglob("*.py")}
+    assert present == {Path(p) for p in expected} | {Path(gen.model_base_path(FAMILY))}
+
+
+@pytest.mark.parametrize(("fraction", "schedule"), BUDGETS, ids=[f"{x}-{s}" for x, s in BUDGETS])
+def test_budget_configs_load_with_the_family_budget(fraction: float, schedule: str) -> None:
+    cfg = Config.fromfile(CONFIGS / FAMILY.filename(fraction, schedule))
+    check_budget_config(cfg, FAMILY, fraction, schedule, "mmpretrain", IMPORTS)
+    assert without_scope(cfg.train_dataloader.sampler) == dict(type="InfiniteSampler", shuffle=True)
+    assert cfg.train_dataloader.batch_size == 32 and cfg.val_dataloader.batch_size == 100
+    assert 397 % cfg.val_dataloader.batch_size != 1  # LeNet5.forward squeezes a batch of one
+    for split in SPLITS:
+        dataset = cfg[f"{split}_dataloader"].dataset
+        assert dataset.type == "CustomDataset" and dataset.data_root == "datasets/digits"
+        held_out = split != "train"
+        assert dataset.data_prefix == ("val" if held_out else "train")
+        assert dataset.ann_file == f"meta/{'val' if held_out else 'train'}.txt"
+    assert without_scope(cfg.val_evaluator) == dict(type="Accuracy", topk=(1,))  # accuracy/top1
+    optimizer = dict(type="SGD", lr=0.1, momentum=0.9, weight_decay=1e-4)
+    assert without_scope(cfg.optim_wrapper.optimizer) == optimizer
+    assert FAMILY.iters(fraction) > FAMILY.warmup
+    check_budget_schedulers(cfg)  # builds: the budget leaves a decay after the warmup
+
+
+def test_the_base_is_the_stock_lenet5_on_the_digits() -> None:
+    ours = Config.fromfile(CONFIGS / FAMILY.filename(1.0))
+    stock = Config.fromfile(MIM / "configs/lenet/lenet5_mnist.py")
+    assert without_scope(ours.model.to_dict()) == stock.model.to_dict()  # LeNet5 + ClsHead
+    assert ours.model.backbone == dict(type="LeNet5", num_classes=10)
+    assert ours.data_preprocessor == dict(mean=[MEAN], std=[STD], num_classes=10)
+    assert ours.train_cfg.max_iters == FAMILY.full_iters == 1720
+    assert "Pretrained" not in json.dumps(ours.to_dict(), default=str)
+
+
+def test_the_stock_custom_dataset_reads_the_split_pixel_for_pixel(digits_root) -> None:
+    cfg = Config.fromfile(CONFIGS / FAMILY.filename(0.1, "step"))
+    split = digits_split()
+    for name, images, labels in (
+        ("train", split.train_images, split.train_labels),
+        ("val", split.val_images, split.val_labels),
+    ):
+        loader = cfg[f"{name}_dataloader"]
+        with DefaultScope.overwrite_default_scope("mmpretrain"):  # the pipeline's transforms
+            dataset = DATASETS.build({**loader.dataset, "data_root": str(digits_root)})
+            items = [dataset[k] for k in (0, len(dataset) - 1)]
+        assert type(dataset) is CustomDataset and len(dataset) == len(labels)
+        assert dataset.metainfo["classes"] == CLASSES
+        assert [dataset.get_data_info(i)["gt_label"] for i in range(len(dataset))] == list(labels)
+        for item, k in zip(items, (0, len(labels) - 1)):
+            assert item["inputs"].shape == (1, 32, 32)
+            assert np.array_equal(item["inputs"][0].numpy(), images[k])
+
+
+@pytest.mark.slow
+def test_mmpretrain_train_py_trains_a_budget_as_the_example_does(
+    digits_root, example, tmp_path
+) -> None:
+    """5 % step-BAC (86 iterations: drops at 43 and 65, the sampler's second shuffle from
+    iteration 44) through MMPretrain's own tools/train.py: the LR of every iteration is the
+    core's, accuracy/top1 is logged at the end, and the example trains the same model."""
+    fraction, schedule, lr = 0.05, "step", 0.2
+    budget = CONFIGS / FAMILY.filename(fraction, schedule)
+    config = tmp_path / "digits_budget.py"
+    config.write_text(
+        f'_base_ = "{budget}"\n'
+        f"custom_imports = dict(imports={[*IMPORTS, 'budget_lr_recorder']!r}, "
+        "allow_failed_imports=False)\n"
+        f'custom_hooks = [dict(type="RecordLRHook", out_dir="{tmp_path}")]\n'
+    )
+    work_dir = tmp_path / "work"
+    options = [f"{split}_dataloader.dataset.data_root={digits_root}" for split in SPLITS]
+    cmd = [
+        sys.executable, str(MIM / "tools/train.py"), str(config), "--work-dir", str(work_dir),
+        "--cfg-options", *options, f"optim_wrapper.optimizer.lr={lr}",
+        "default_hooks.logger.interval=1",
+    ]  # fmt: skip
+    env = child_env(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    iters = FAMILY.iters(fraction)
+    assert (iters, FAMILY.warmup) == (86, 0)
+    expected = {
+        it: lr * budgeted.lr_multiplier(schedule, it, iters, warmup_iters=0, milestones=(0.5, 0.75))
+        for it in range(iters)
+    }
+    assert recorded_lrs(tmp_path) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    lrs = logged(work_dir, "lr")  # MMEngine logs iteration it (1-based) with the LR it trained at
+    assert lrs == pytest.approx({it + 1: v for it, v in expected.items()}, rel=1e-12)
+    top1 = logged(work_dir, "accuracy/top1")
+    assert list(top1) == [iters] and 50.0 < top1[iters] <= 100.0
+    assert final_metrics(work_dir) == {"accuracy/top1": top1[iters]}  # what sweeps read
+
+    out = tmp_path / "example"
+    flags = ["--budget", str(fraction), "--schedule", schedule, "--lr", str(lr)]
+    assert example.main([*flags, "--out", str(out)]) == 0
+    *records, final = [
+        json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert [r["lr"] for r in records] == pytest.approx(list(expected.values()), rel=1e-12)
+    assert final["val_accuracy"] * 100 == pytest.approx(top1[iters], abs=1e-4)
+    losses = [r["loss"] for r in records]  # MMEngine logs the mean of the last 10 iterations
+    smoothed = {it: np.mean(losses[max(0, it - 10) : it]) for it in range(1, iters + 1)}
+    assert logged(work_dir, "loss") == pytest.approx(smoothed, rel=1e-4)
+
+
+@pytest.mark.slow
+def test_our_train_seg_trains_a_digits_budget(digits_root, tmp_path, cli) -> None:
+    budget = CONFIGS / FAMILY.filename(0.01)
+    work_dir = tmp_path / "work"
+    options = [f"{split}_dataloader.dataset.data_root={digits_root}" for split in SPLITS]
+    assert cli.main([str(budget), "--work-dir", str(work_dir), "--cfg-options", *options]) == 0
+    metrics = final_metrics(work_dir)
+    assert list(metrics) == ["accuracy/top1"] and 0.0 <= metrics["accuracy/top1"] <= 100.0
+    assert (work_dir / "iter_17.pth").is_file()

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The digits grid (issue 33, item 4; docs/digits.md, "The grid"), fixed on 2026-11-29 before any
+# of its results were seen:
+#   examples/digits_budget.py (LeNet-5, the UCI digits: 1,400 train / 397 held out; full
+#   schedule 1,720 iterations at batch 32; SGD momentum 0.9, weight decay 1e-4; no warmup)
+#   x schedules linear, step (step-BAC: x0.1 at 1/2 and 3/4 of the budget), cosine, poly
+#     ((1 - p)^0.9), rex ((1 - p) / (1 - p/2))
+#   x budgets 1, 2, 5, 10, 25, 100 % (17, 34, 86, 172, 430, 1,720 iterations)
+#   x base LRs 0.01 0.03 0.1 0.3 1 3 (half-decade steps, placed by the pilot in docs/digits.md)
+#   x seeds 0-4 (a seed fixes the initialisation and the batch order: seeds pair across schedules)
+# = 900 runs. Metric: top-1 accuracy on the 397 held-out images at the end of the budget. For
+# each schedule and budget, the base LR with the best mean over the seeds (the paper's protocol);
+# the edge rule: where any schedule's best LR is the grid's smallest (largest), the next LR below
+# (above) is added for every schedule, budget and seed (0.003 then 0.001; 10 then 30: at most two
+# a side), and the best LRs are taken again; paired verdicts at each schedule's best LR, seed k
+# against seed k, with a 95 % t-interval: linear - step and rex - linear (budgeted-report).
+#
+#   bash tools/digits_grid.sh     # output/sweep/digits; resumable: run it again to go on
+#
+# Wall time (docs/digits.md): about 40 min on 2 cores with two runs at a time, plus about 7 min
+# for each LR the edge rule adds.
+#
+# NOT YET RUNNABLE (2026-11-29): budgeted-sweep has no `pytorch` framework (the digits family:
+# cells that run examples/digits_budget.py and a reader of its run folders) and no `--jobs`
+# (two runs at a time); docs/digits.md says what the sweep needs. Until it has them the dry run
+# below fails and the script stops with one line, having run nothing.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+PY=${PYTHON:-.venv/bin/python}
+OUT=${DIGITS_OUT:-output/sweep/digits}
+JOBS=${DIGITS_JOBS:-2}
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # one thread a run (the example's --threads 1)
+SCHEDULES=(linear step cosine poly rex)
+BUDGETS=(0.01 0.02 0.05 0.1 0.25 1)
+LRS=(0.01 0.03 0.1 0.3 1 3)
+SEEDS=(0 1 2 3 4)
+BELOW=(0.003 0.001)  # the edge rule's next LRs, one a round, at most two a side
+ABOVE=(10 30)
+
+sweep() {  # [LR...] [SWEEP FLAGS]: the grid at these base LRs (finished cells are skipped)
+    "$PY" -m budgeted.sweep pytorch --task digits --keep-going --jobs "$JOBS" \
+        --schedules "${SCHEDULES[@]}" --budgets "${BUDGETS[@]}" --seeds "${SEEDS[@]}" \
+        --out "$OUT" --lrs "$@"
+}
+edge_sides() {  # CSV: "below", "above", both or nothing: where a best LR lies at the grid's edge
+    "$PY" - "$1" << 'EOF'
+import csv, statistics, sys
+
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+metric = list(rows[0])[7]  # budgeted.report.CSV_HEADER's 7 columns, then the metric
+grid = sorted({float(r["lr"]) for r in rows})  # every LR searched, diverged ones too
+runs = {}
+for r in rows:
+    if r[metric] != "":
+        runs.setdefault((r["schedule"], r["budget"]), {}).setdefault(float(r["lr"]), [])
+        runs[r["schedule"], r["budget"]][float(r["lr"])].append(float(r[metric]))
+sides = set()
+for by_lr in runs.values():
+    best = max(by_lr, key=lambda lr: statistics.fmean(by_lr[lr]))
+    sides |= {"below"} if best == grid[0] else {"above"} if best == grid[-1] else set()
+print(" ".join(sorted(sides)))
+EOF
+}
+
+if ! sweep "${LRS[@]}" --dry-run > /dev/null 2>&1; then
+    echo "digits_grid: budgeted-sweep cannot run this grid yet (it needs the pytorch digits" \
+        "family and --jobs: docs/digits.md); nothing was run" >&2
+    exit 2
+fi
+mkdir -p "$OUT"
+start=$(date +%s)
+lrs=("${LRS[@]}")
+for round in 0 1 2; do
+    sweep "${lrs[@]}"
+    status=$?
+    if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then  # 1: a run failed (diverged), recorded
+        echo "[digits] the sweep stopped (exit $status); run the script again to go on" >&2
+        exit "$status"
+    fi
+    "$PY" -m budgeted.report "$OUT" --csv "$OUT/runs.csv" > /dev/null || exit 1
+    sides=$(edge_sides "$OUT/runs.csv") || exit 1
+    [ -z "$sides" ] && break
+    if [ "$round" -eq 2 ]; then
+        echo "[digits] a best LR is still at the edge ($sides) after two widenings: reported" \
+            "as (edge)"
+        break
+    fi
+    [[ $sides == *below* ]] && lrs=("${BELOW[$round]}" "${lrs[@]}")
+    [[ $sides == *above* ]] && lrs+=("${ABOVE[$round]}")
+    echo "[digits] a best LR is at the edge ($sides): the grid widens to ${lrs[*]}"
+done
+echo "[digits] grid done in $(($(date +%s) - start)) s at base LRs ${lrs[*]}"
+"$PY" -m budgeted.report "$OUT" --csv "$OUT/runs.csv" --plot "$OUT/digits.png" |
+    tee "$OUT/report.md"
