@@ -428,7 +428,7 @@ def mmpretrain_setup(args: argparse.Namespace) -> dict[str, Any]:
     from mmpretrain.structures import DataSample
     from mmpretrain.utils import register_all_modules
 
-    from budgeted.families import RESNET18_IMAGENET
+    from budgeted.experiments.families import RESNET18_IMAGENET
 
     register_all_modules(init_default_scope=True)
     MMLogger.get_current_instance().setLevel(logging.WARNING)
@@ -465,7 +465,7 @@ def mmaction_setup(args: argparse.Namespace) -> dict[str, Any]:
     from mmengine.config import Config
     from mmengine.logging import MMLogger
 
-    from budgeted.families import I3D
+    from budgeted.experiments.families import I3D
 
     register_all_modules(init_default_scope=True)
     MMLogger.get_current_instance().setLevel(logging.WARNING)

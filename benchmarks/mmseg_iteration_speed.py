@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "output/bench_mmseg")
     args = parser.parse_args(argv)
     if not (args.data / "gtFine").is_dir():
-        from budgeted.mmengine.toy import make_toy_cityscapes
+        from budgeted.toys.cityscapes import make_toy_cityscapes
 
         make_toy_cityscapes(args.data)
     out = args.out / time.strftime("%Y%m%d_%H%M%S")

@@ -67,7 +67,7 @@ def detectron2(seconds: float, root: Path, env: dict[str, str]) -> dict[str, flo
 
 
 def mmseg(seconds: float, root: Path, env: dict[str, str]) -> dict[str, float]:
-    from budgeted.mmengine.toy import make_toy_cityscapes
+    from budgeted.toys.cityscapes import make_toy_cityscapes
 
     data = make_toy_cityscapes(root / "toy_cityscapes", train_per_city=20, val_per_city=4)
     tool = [sys.executable, "tools/train_seg.py",

@@ -54,7 +54,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import transforms as T
 
 import budgeted
-from budgeted.toy_cifar import TOY_MARKER
+from budgeted.toys.cifar10 import TOY_MARKER
 
 MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
 MOMENTUM, WEIGHT_DECAY, DEFAULT_WARMUP = 0.9, 5e-4, 50

@@ -60,8 +60,8 @@ from torch import nn
 
 import budgeted
 from budgeted._require import MissingFrameworkError
-from budgeted.checkpoints import atomic_write_text
-from budgeted.preemption import DIVERGED_EXIT_CODE
+from budgeted.safety.checkpoints import atomic_write_text
+from budgeted.safety.preemption import DIVERGED_EXIT_CODE
 from budgeted.toys.digits import MEAN, STD, digits_split
 
 PROG = "digits_budget"

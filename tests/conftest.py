@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import budgeted
-from budgeted.core import schedule_names
+from budgeted.schedules.core import schedule_names
 
 
 def pytest_configure(config: pytest.Config) -> None:

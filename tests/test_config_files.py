@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from budgeted.config_files import config_root, find_config
-from budgeted.families import FAMILIES
+from budgeted.experiments.families import FAMILIES
 
 
 def test_every_family_file_is_found_by_its_bare_name():

@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE")
@@ -295,19 +296,41 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
         assert f'pip install "budgeted-training[{extra}]"' in failed.stderr
 
 
-def test_fresh_venv_report_of_a_sweep_names_the_missing_framework(venv, tmp_path):
+def test_fresh_venv_report_of_a_sweep_needs_no_framework(venv, tmp_path):
+    """Reading results is reading files: a Detectron2 sweep's report needs no Detectron2 (or
+    torch; budgeted.runs reads run folders as data), only PyYAML for its config.yaml: without
+    it, one line says what to install."""
     sweep = tmp_path / "sweep"
-    (sweep / "linear_budget1").mkdir(parents=True)
+    run_dir = sweep / "linear_budget1"
+    run_dir.mkdir(parents=True)
     (sweep / "sweep.json").write_text(json.dumps({
         "framework": "detectron2",
         "family": "configs/detectron2/toy/mask_rcnn_toy_budget",
         "cells": [["linear", 0.01]],
     }))  # fmt: skip
-    failed = run([str(venv / "bin" / "budgeted-report"), str(sweep)], cwd=tmp_path, check=False)
-    assert failed.returncode == 2 and failed.stdout == ""
-    assert failed.stderr.startswith("report: error: budgeted.detectron2 needs 'detectron2'")
-    assert failed.stderr.count("\n") == 1
-    assert 'pip install "budgeted-training[detectron2]"' in failed.stderr
+    (run_dir / "config.yaml").write_text("SOLVER:\n  MAX_ITER: 4\n")
+    records = [{"iteration": i, "lr": 0.01, "total_loss": 1.0} for i in range(4)]
+    records.append({"iteration": 3, "bbox/AP": 12.5, "segm/AP": 10.0})
+    (run_dir / "metrics.json").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert in_venv(venv, "import detectron2", check=False).returncode != 0
+    report = run([str(venv / "bin" / "budgeted-report"), str(sweep)], cwd=tmp_path, check=False)
+    assert report.returncode == 2 and report.stdout == ""
+    assert report.stderr == (
+        "report: error: reading a Detectron2 run folder (its config.yaml) needs 'yaml', which is "
+        "not installed; install it with pip install pyyaml\n"
+    )
+    # PyYAML alone (a copy of this environment's pure-Python yaml package), nothing else
+    only_yaml = tmp_path / "only_yaml"
+    shutil.copytree(Path(yaml.__file__).parent, only_yaml / "yaml")
+    pth = next(venv.glob("lib/python*/site-packages")) / "only_yaml.pth"
+    pth.write_text(f"{only_yaml}\n")
+    try:
+        report = run([str(venv / "bin" / "budgeted-report"), str(sweep)], cwd=tmp_path, check=False)
+        assert report.returncode == 0 and report.stderr == "", report.stderr
+        assert "1/1 runs finished" in report.stdout and "12.50" in report.stdout
+        assert in_venv(venv, "import detectron2", check=False).returncode != 0  # still none
+    finally:
+        pth.unlink()
 
 
 def test_installed_configs_load_by_name_with_the_frameworks(built, tmp_path):

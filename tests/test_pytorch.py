@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budgeted import SCHEDULES, BudgetLR, BudgetMismatchError, lr_multiplier
-from budgeted.core import BudgetSchedule
+from budgeted.schedules.core import BudgetSchedule
 
 
 def make_optimizer(lrs=(0.1,)):
@@ -157,8 +157,8 @@ def test_a_time_budget_resumes_its_clock_and_goes_on_with_the_same_lrs(tmp_path)
     """Issue 35: a resumed time budget must go on from the checkpoint's training seconds (a
     fresh clock reading 0 would send the LR back up to the start of the decay)."""
     from budgeted import BudgetTimeLR
-    from budgeted.checkpoints import atomic_save, load_checkpoint
-    from budgeted.clock import TimeBudget, TrainingClock
+    from budgeted.safety.checkpoints import atomic_save, load_checkpoint
+    from budgeted.schedules.clock import TimeBudget, TrainingClock
 
     def fresh():
         read = SteppedClock()
@@ -194,7 +194,7 @@ def timed_scheduler(seconds=10, warmup_iters=0, on_resume="refuse"):
     """A linear time budget of ``seconds`` on a clock the test steps: (clock read, optimizer,
     scheduler)."""
     from budgeted import BudgetTimeLR
-    from budgeted.clock import TimeBudget, TrainingClock
+    from budgeted.schedules.clock import TimeBudget, TrainingClock
 
     read, optimizer = SteppedClock(), make_optimizer()
     budget = TimeBudget("linear", seconds=seconds, warmup_iters=warmup_iters)

@@ -86,7 +86,7 @@ SNIPPETS = [
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The scripts' working folder (the repository mirrored), its toy datasets and HOME."""
     from budgeted.detectron2.toy import make_toy_coco
-    from budgeted.mmengine.toy import make_toy_cityscapes
+    from budgeted.toys.cityscapes import make_toy_cityscapes
 
     tmp = tmp_path_factory.mktemp("snippets")
     datasets = tmp / "datasets"

@@ -3,7 +3,7 @@
 Generates the toy Cityscapes set if it is missing (datasets/toy_cityscapes), trains
 configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget100.py at ``--budget`` (default 10 %: 320 of
 3200 iterations) through tools/train_seg.py (``budgeted.mmengine.cli``), and prints the
-validation mIoU (MMSeg's IoUMetric, read back with ``budgeted.mmengine.runs.final_metrics``) and
+validation mIoU (MMSeg's IoUMetric, read back with ``budgeted.runs.mmengine.final_metrics``) and
 where the logs are. A few minutes at most on 2 CPU cores.
 
     python tools/demo_mmseg.py [--budget 0.05] [--work-dir output/mmseg_demo/mine]
@@ -39,8 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir = args.work_dir or REPO / "output/mmseg_demo" / time.strftime("%Y%m%d_%H%M%S")
 
     from budgeted.mmengine.cli import main as train_seg
-    from budgeted.mmengine.runs import final_metrics
-    from budgeted.mmengine.toy import make_toy_cityscapes
+    from budgeted.runs.mmengine import final_metrics
+    from budgeted.toys.cityscapes import make_toy_cityscapes
 
     if not (args.data / "gtFine").is_dir():
         print(f"[demo-mmseg] generating the toy Cityscapes set in {args.data}")

@@ -38,7 +38,7 @@ BELOW=(0.003 0.001)  # the edge rule's next LRs, one a round, at most two a side
 ABOVE=(10 30)
 
 sweep() {  # [LR...] [SWEEP FLAGS]: the grid at these base LRs (finished cells are skipped)
-    "$PY" -m budgeted.sweep pytorch --task digits --keep-going --jobs "$JOBS" \
+    "$PY" -m budgeted.experiments.sweep pytorch --task digits --keep-going --jobs "$JOBS" \
         --schedules "${SCHEDULES[@]}" --budgets "${BUDGETS[@]}" --seeds "${SEEDS[@]}" \
         --out "$OUT" --lrs "$@"
 }
@@ -47,7 +47,7 @@ edge_sides() {  # CSV: "below", "above", both or nothing: where a best LR lies a
 import csv, statistics, sys
 
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
-metric = list(rows[0])[7]  # budgeted.report.CSV_HEADER's 7 columns, then the metric
+metric = list(rows[0])[7]  # budgeted.experiments.report.CSV_HEADER's 7 columns, then the metric
 grid = sorted({float(r["lr"]) for r in rows})  # every LR searched, diverged ones too
 runs = {}
 for r in rows:
@@ -77,7 +77,7 @@ for round in 0 1 2; do
         echo "[digits] the sweep stopped (exit $status); run the script again to go on" >&2
         exit "$status"
     fi
-    "$PY" -m budgeted.report "$OUT" --csv "$OUT/runs.csv" > /dev/null || exit 1
+    "$PY" -m budgeted.experiments.report "$OUT" --csv "$OUT/runs.csv" > /dev/null || exit 1
     sides=$(edge_sides "$OUT/runs.csv") || exit 1
     [ -z "$sides" ] && break
     if [ "$round" -eq 2 ]; then
@@ -90,5 +90,5 @@ for round in 0 1 2; do
     echo "[digits] a best LR is at the edge ($sides): the grid widens to ${lrs[*]}"
 done
 echo "[digits] grid done in $(($(date +%s) - start)) s at base LRs ${lrs[*]}"
-"$PY" -m budgeted.report "$OUT" --csv "$OUT/runs.csv" --plot "$OUT/digits.png" |
+"$PY" -m budgeted.experiments.report "$OUT" --csv "$OUT/runs.csv" --plot "$OUT/digits.png" |
     tee "$OUT/report.md"

@@ -212,20 +212,20 @@ for name in mmseg detectron2; do
 done
 
 # Stage 2: the sweeps, every run from its framework's toy-pretrained backbone.
-"$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step poly \
+"$PY" -m budgeted.experiments.sweep --keep-going mmseg --toy --schedules linear step poly \
     --budgets 0.05 0.1 0.25 --lrs 0.01 0.03 0.1 --seeds 0 1 2 \
     --data "$OUT/data/toy_cityscapes" --out "$OUT/mmseg" \
     -- default_hooks.logger.interval=5 model.backbone.init_cfg.type=Pretrained \
     model.backbone.init_cfg.checkpoint="$PRE/mmseg_backbone.pth" \
     model.backbone.init_cfg.prefix=backbone. > "$OUT/mmseg.log" 2>&1 &
 pids+=($!)
-"$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules linear step \
+"$PY" -m budgeted.experiments.sweep --keep-going detectron2 --toy --schedules linear step \
     --budgets 0.1 0.25 0.5 --lrs 0.01 0.03 0.1 --seeds 0 1 2 \
     --data "$OUT/data/coco" --out "$OUT/detectron2" \
     -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
     > "$OUT/detectron2.log" 2>&1 &
 pids+=($!)
-"$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules linear step \
+"$PY" -m budgeted.experiments.sweep --keep-going detectron2 --toy --schedules linear step \
     --budgets 0.1 0.25 0.5 --lrs 0.003 --seeds 0 1 2 \
     --data "$OUT/data/coco" --out "$OUT/detectron2_widened" \
     -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
@@ -235,14 +235,14 @@ echo "[evidence] sweeps running (pids ${pids[*]}); logs: $OUT/{mmseg,detectron2,
 wait_all "sweeps"
 
 # Stage 3: more seeds where 3 did not resolve (the third step above), into the same folders.
-"$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step poly \
+"$PY" -m budgeted.experiments.sweep --keep-going mmseg --toy --schedules linear step poly \
     --budgets 0.05 --lrs 0.01 0.03 0.1 --seeds 3 4 5 6 7 8 9 \
     --data "$OUT/data/toy_cityscapes" --out "$OUT/mmseg" \
     -- default_hooks.logger.interval=5 model.backbone.init_cfg.type=Pretrained \
     model.backbone.init_cfg.checkpoint="$PRE/mmseg_backbone.pth" \
     model.backbone.init_cfg.prefix=backbone. >> "$OUT/mmseg.log" 2>&1 &
 pids+=($!)
-"$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules linear step \
+"$PY" -m budgeted.experiments.sweep --keep-going detectron2 --toy --schedules linear step \
     --budgets 0.1 0.25 0.5 --lrs 0.01 0.03 --seeds 3 4 \
     --data "$OUT/data/coco" --out "$OUT/detectron2" \
     -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
@@ -265,7 +265,7 @@ for seeds in "0 1 2" "3 4"; do
             lrs=(0.003 0.01 0.03 0.1) from=("$OUT/detectron2" "$OUT/detectron2_widened")
         fi
         # shellcheck disable=SC2086  # $seeds: the seed list, word-split on purpose
-        "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+        "$PY" -m budgeted.experiments.sweep --keep-going detectron2 --toy --schedules "$schedule" \
             --budgets 0.1 0.25 0.5 --lrs "${lrs[@]}" --seeds $seeds --evaluate-from "${from[@]}" \
             --data "$OUT/data/heldout_coco" --out "$OUT/detectron2_heldout_$schedule" \
             >> "$OUT/detectron2_heldout.log" 2>&1 &
@@ -275,13 +275,13 @@ for seeds in "0 1 2" "3 4"; do
     wait_all "held-out evaluations"
 done
 # Stage 5: run to run (the fifth step above): eight runs of the grid again, same seeds.
-"$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step --budgets 0.1 \
+"$PY" -m budgeted.experiments.sweep --keep-going mmseg --toy --schedules linear step --budgets 0.1 \
     --lrs 0.03 --seeds 0 1 --data "$OUT/data/toy_cityscapes" --out "$OUT/repeat_mmseg" \
     -- default_hooks.logger.interval=5 model.backbone.init_cfg.type=Pretrained \
     model.backbone.init_cfg.checkpoint="$PRE/mmseg_backbone.pth" \
     model.backbone.init_cfg.prefix=backbone. > "$OUT/repeat_mmseg.log" 2>&1 &
 pids+=($!)
-"$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules linear step --budgets 0.25 \
+"$PY" -m budgeted.experiments.sweep --keep-going detectron2 --toy --schedules linear step --budgets 0.25 \
     --lrs 0.01 --seeds 0 1 --data "$OUT/data/coco" --out "$OUT/repeat_detectron2" \
     -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
     > "$OUT/repeat_detectron2.log" 2>&1 &
@@ -307,7 +307,7 @@ for round in "dense|0.1 0.25 0.5|0.003 0.01 0.03|0 1 2||the grid" \
     IFS='|' read -r name budgets lrs seeds overrides what <<< "$round"
     for schedule in linear step; do
         # shellcheck disable=SC2086  # lists, word-split on purpose
-        "$PY" -m budgeted.sweep --keep-going detectron2 --toy --schedules "$schedule" \
+        "$PY" -m budgeted.experiments.sweep --keep-going detectron2 --toy --schedules "$schedule" \
             --budgets $budgets --lrs $lrs --seeds $seeds \
             --data "$OUT/data/dense_coco" --out "$OUT/detectron2_${name}_$schedule" \
             -- SOLVER.BUDGET.WRITER_PERIOD 5 MODEL.WEIGHTS "$PRE/detectron2_backbone.pth" \
@@ -324,7 +324,7 @@ for round in "0.1|0.03" "0.25|0.03 0.1"; do
     IFS='|' read -r budget lrs <<< "$round"
     for schedule in linear step poly; do
         # shellcheck disable=SC2086  # $lrs: the LR list, word-split on purpose
-        "$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules "$schedule" \
+        "$PY" -m budgeted.experiments.sweep --keep-going mmseg --toy --schedules "$schedule" \
             --budgets "$budget" --lrs $lrs --seeds 3 4 5 6 7 8 9 \
             --data "$OUT/data/toy_cityscapes" --out "$OUT/mmseg_seeds_$schedule" \
             -- default_hooks.logger.interval=5 model.backbone.init_cfg.type=Pretrained \

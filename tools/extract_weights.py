@@ -7,8 +7,8 @@
 Start other runs from that file: Detectron2 ``MODEL.WEIGHTS backbone.pth``; MMEngine
 ``model.backbone.init_cfg.type=Pretrained model.backbone.init_cfg.checkpoint=backbone.pth
 model.backbone.init_cfg.prefix=backbone.``. The writer is
-:func:`budgeted.checkpoints.save_weights_subset` (the source is loaded as untrusted; an existing
-destination is refused, never replaced). tools/evidence.sh uses it for the toy-pretrained
+:func:`budgeted.safety.checkpoints.save_weights_subset` (the source is loaded as untrusted; an
+existing destination is refused, never replaced). tools/evidence.sh uses it for the toy-pretrained
 backbones of the evidence grid.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from budgeted.checkpoints import save_weights_subset
+from budgeted.safety.checkpoints import save_weights_subset
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ GRID=(--schedules linear step --budgets 0.1 0.25 1.0 --seeds 0 1 2)
 sweep() {  # NAME FRAMEWORK [--task TASK]: one family's sweep (run with &: exec makes it the job)
     local name=$1
     shift
-    exec "$PY" -m budgeted.sweep --keep-going "$@" --toy "${GRID[@]}" --out "$OUT/$name" \
+    exec "$PY" -m budgeted.experiments.sweep --keep-going "$@" --toy "${GRID[@]}" --out "$OUT/$name" \
         >> "$OUT/$name.log" 2>&1
 }
 run_group() {  # "NAME FRAMEWORK [--task TASK]"...: in turn; SIGTERM stops the running sweep (which

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Generate ``configs/detectron2/**/*.yaml`` from the config families (``budgeted.families``).
+"""Generate ``configs/detectron2/**/*.yaml`` from the config families
+(``budgeted.experiments.families``).
 
 Every generated file loads in any Detectron2 trainer (``cfg = get_cfg(); add_budget_config(cfg);
 cfg.merge_from_file(path)``): bases are plain relative ``_BASE_`` paths.
@@ -28,8 +29,8 @@ from pathlib import Path
 
 import yaml
 
-from budgeted.core import schedule_info
-from budgeted.families import MASK_RCNN, MASK_RCNN_TOY, ConfigFamily
+from budgeted.experiments.families import MASK_RCNN, MASK_RCNN_TOY, ConfigFamily
+from budgeted.schedules.core import schedule_info
 
 ROOT = Path(__file__).resolve().parent.parent / "configs" / "detectron2"
 ZOO_CONFIG = "COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml"

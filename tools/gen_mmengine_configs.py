@@ -1,15 +1,15 @@
-"""Generate the budget configs of every MMEngine family of ``budgeted.families``.
+"""Generate the budget configs of every MMEngine family of ``budgeted.experiments.families``.
 
 The families: PSPNet (``configs/mmseg``), MMDetection Mask R-CNN (``configs/mmdet``), MMPretrain
-ResNet-18 on CIFAR-10 and ImageNet (``configs/mmpretrain``), MMAction2 I3D
-(``configs/mmaction``), each real and toy. For each family and each of its schedules,
-``<folder>/_base_/<stem>_<schedule>.py`` states the schedule once (``param_scheduler`` over
-the model config of the family); for each budget fraction, the budget config
-(:meth:`ConfigFamily.filename`, names from :func:`budgeted.families.budget_tag`) inherits that
-schedule base and sets only the budget.
-Schedules: ``linear`` and ``step`` are budget-aware (``BudgetLinearLR``, ``BudgetStepLR`` dropping
-x0.1 at the family's ``step_milestones`` of the decay, the paper's baseline for the task),
-``poly`` is MMSegmentation's stock ``PolyLR`` as shipped, ending with the budget.
+ResNet-18 on CIFAR-10 and ImageNet (``configs/mmpretrain``), MMAction2 I3D (``configs/mmaction``),
+each real and toy. For each family and each of its schedules,
+``<folder>/_base_/<stem>_<schedule>.py`` states the schedule once (``param_scheduler`` over the
+model config of the family); for each budget fraction, the budget config
+(:meth:`ConfigFamily.filename`, names from :func:`budgeted.experiments.families.budget_tag`)
+inherits that schedule base and sets only the budget. Schedules: ``linear`` and ``step`` are
+budget-aware (``BudgetLinearLR``, ``BudgetStepLR`` dropping x0.1 at the family's ``step_milestones``
+of the decay, the paper's baseline for the task), ``poly`` is MMSegmentation's stock ``PolyLR`` as
+shipped, ending with the budget.
 
 The model configs are not generated: the real PSPNet family inherits MMSegmentation's own
 ``pspnet_r50-d8_4xb2-80k_cityscapes-512x1024.py`` (``mmseg::``); every other family the
@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
-from budgeted.core import schedule_info, schedule_params
-from budgeted.families import FAMILIES as ALL_FAMILIES
-from budgeted.families import PSPNET, ConfigFamily, budget_tag
+from budgeted.experiments.families import FAMILIES as ALL_FAMILIES
+from budgeted.experiments.families import PSPNET, ConfigFamily, budget_tag
+from budgeted.schedules.core import schedule_info, schedule_params
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "configs"
@@ -46,7 +46,7 @@ STOCK_MODEL_BASES = {PSPNET.name: "mmseg::pspnet/pspnet_r50-d8_4xb2-80k_cityscap
 IMPORTS = ["budgeted.mmengine", "budgeted.mmengine.safe_checkpoints"]
 """What every config imports: the schedulers and hooks, and safe checkpoint loading."""
 EXTRA_IMPORTS = {
-    "resnet18_cifar10_toy": ["budgeted.mmengine.toy_mmpretrain"],  # the md5-free toy CIFAR-10
+    "resnet18_cifar10_toy": ["budgeted.toys.mmpretrain"],  # the md5-free toy CIFAR-10
     "i3d": ["budgeted.mmengine.mmaction_compat"],  # mmaction2 1.2.0's missing localizers.drn
     "i3d_toy": ["budgeted.mmengine.mmaction_compat"],
 }

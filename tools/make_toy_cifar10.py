@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from budgeted.toy_cifar import TOY_ROOT, make_toy_cifar10
+from budgeted.toys.cifar10 import TOY_ROOT, make_toy_cifar10
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
     python tools/make_toy_cityscapes.py [datasets/toy_cityscapes] [--train-per-city 12]
 
-The writer is :func:`budgeted.mmengine.toy.make_toy_cityscapes`; see docs/mmseg.md.
+The writer is :func:`budgeted.toys.cityscapes.make_toy_cityscapes`; see docs/mmseg.md.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from budgeted.mmengine.toy import TOY_ROOT, make_toy_cityscapes
+from budgeted.toys.cityscapes import TOY_ROOT, make_toy_cityscapes
 
 __all__ = ["main", "make_toy_cityscapes"]
 

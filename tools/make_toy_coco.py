@@ -7,7 +7,7 @@
                                                            # data_root (--cfg-options ...data_root)
     python tools/make_toy_coco.py --objects 3 6 --radius 0.1 0.2   # denser: 3-6 smaller shapes
 
-The writer is :mod:`budgeted.toy_coco` (numpy and Pillow only: no Detectron2 needed). Without
+The writer is :mod:`budgeted.toys.coco` (numpy and Pillow only: no Detectron2 needed). Without
 ``$DETECTRON2_DATASETS`` the default, ``datasets/toy_coco``, is what both the Detectron2 and the
 MMDetection toy configs read.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from budgeted.toy_coco import datasets_root, make_toy_coco, write_toy_coco
+from budgeted.toys.coco import datasets_root, make_toy_coco, write_toy_coco
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         ``main(["--root", "/tmp/toy_imagenet", "--train-per-class", "2"])``
     """
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
-    from budgeted.mmengine.toy_mmpretrain import IMAGENET_ROOT, write_imagenet  # imports mmengine
+    from budgeted.toys.mmpretrain import IMAGENET_ROOT, write_imagenet  # imports mmengine
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=IMAGENET_ROOT, help=f"default: {IMAGENET_ROOT}")

@@ -2,7 +2,7 @@
 
     python tools/make_toy_kinetics.py [datasets/toy_kinetics400] [--train-per-class 8]
 
-The writer is :func:`budgeted.mmengine.toy_mmaction.write`; see docs/mmaction.md.
+The writer is :func:`budgeted.toys.kinetics.write`; see docs/mmaction.md.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from budgeted.mmengine.toy_mmaction import TOY_ROOT, write
+from budgeted.toys.kinetics import TOY_ROOT, write
 
 __all__ = ["main", "write"]
 

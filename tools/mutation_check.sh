@@ -2,8 +2,8 @@
 # Mutation check: plant small bugs in the schedule math, the budget arithmetic, the resume checks
 # and the safe loaders (mutmut), run their fast tests against each, and count the survivors.
 #
-#   bash tools/mutation_check.sh              # the default modules below
-#   bash tools/mutation_check.sh core budget  # only these (names under plugins/budgeted/)
+#   bash tools/mutation_check.sh                      # the default modules below
+#   bash tools/mutation_check.sh schedules/units.py   # only these (under plugins/budgeted/)
 #
 # Works in a scratch copy (output/mutation/), never in the checkout; mutmut is installed there
 # too, not into .venv. Prints the survivors and one summary line:
@@ -16,14 +16,17 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 WORK=${MUTATION_DIR:-$ROOT/output/mutation}
 MUTMUT=mutmut==3.8.1
 MODULES=("$@")
-[ ${#MODULES[@]} -gt 0 ] || MODULES=(core budget clock pytorch checkpoints)
-TESTS=(tests/test_core.py tests/test_budget.py tests/test_clock.py tests/test_pytorch.py
-       tests/test_checkpoints.py)
+# the schedule math and budget arithmetic (schedules/), the resume checks (schedules/, pytorch.py)
+# and the safe loaders (safety/checkpoints*.py), against their fast tests
+cd "$ROOT/plugins/budgeted"
+[ ${#MODULES[@]} -gt 0 ] || MODULES=(schedules/*.py pytorch.py safety/checkpoints*.py)
+cd "$ROOT"
+TESTS=(tests/schedules/test_*.py tests/test_pytorch.py tests/safety/test_checkpoints.py)
 
 [ -x "$PY" ] || { echo "mutation check: no Python at $PY; run make setup first" >&2; exit 2; }
 for m in "${MODULES[@]}"; do
-  [ -f "$ROOT/plugins/budgeted/$m.py" ] || {
-    echo "mutation check: no module plugins/budgeted/$m.py; allowed: a module name such as core" >&2
+  [ -f "$ROOT/plugins/budgeted/$m" ] || {
+    echo "mutation check: no module plugins/budgeted/$m; allowed: a file such as schedules/core.py" >&2
     exit 2
   }
 done
@@ -38,12 +41,12 @@ fi
 TREE=$WORK/tree
 rm -rf "$TREE" && mkdir -p "$TREE/src" "$TREE/tests"
 cp -r "$ROOT/plugins/budgeted" "$TREE/src/budgeted"
-cp "$ROOT/tests/conftest.py" "${TESTS[@]/#/$ROOT/}" "$TREE/tests/"
+(cd "$ROOT" && cp --parents tests/conftest.py "${TESTS[@]}" "$TREE/")
 {
   echo "[mutmut]"
   echo "source_paths=src/budgeted"
   echo "only_mutate="
-  for m in "${MODULES[@]}"; do echo "    src/budgeted/$m.py"; done
+  for m in "${MODULES[@]}"; do echo "    src/budgeted/$m"; done
   echo "pytest_add_cli_args_test_selection="
   for t in "${TESTS[@]}"; do echo "    $t"; done
   echo "pytest_add_cli_args="

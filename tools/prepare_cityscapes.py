@@ -4,7 +4,7 @@
 
 Writes ``*_gtFine_labelTrainIds.png`` beside every ``*_gtFine_polygons.json`` (with ``--all-ids``
 also ``*_labelIds.png`` and ``*_instanceIds.png``, for ``CityscapesMetric``); existing PNGs are
-kept unless ``--overwrite``. The conversion is :func:`budgeted.mmengine.cityscapes.convert`.
+kept unless ``--overwrite``. The conversion is :func:`budgeted.toys.cityscapes_labels.convert`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from budgeted.mmengine.cityscapes import convert
+from budgeted.toys.cityscapes_labels import convert
 
 __all__ = ["convert", "main", "parse_args"]
 

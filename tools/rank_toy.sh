@@ -24,7 +24,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 ARCHS=(r18w8 r18w12 r18w16 r18w24 r34w8 r34w16)
 sweep_arch() {  # NAME: one architecture's sweep (run with &: exec makes the job the sweep itself)
     local name=$1 depth=${1:1:2} width=${1#*w}
-    exec "$PY" -m budgeted.sweep --keep-going mmseg --toy --schedules linear step \
+    exec "$PY" -m budgeted.experiments.sweep --keep-going mmseg --toy --schedules linear step \
         --budgets 0.05 0.25 --lrs 0.1 --seeds 0 1 --data "$DATA" --out "$OUT/$name" -- \
         "model.backbone.depth=$depth" "model.backbone.base_channels=$width" \
         "model.backbone.stem_channels=$width" "model.decode_head.in_channels=$((8 * width))" \
@@ -63,7 +63,7 @@ for name in "${ARCHS[@]}"; do named+=("$name=$OUT/$name"); done
     echo
     echo "Made by \`bash tools/rank_toy.sh\`; the grid is listed at the top of that script."
     echo
-    "$PY" -m budgeted.rank "${named[@]}"
+    "$PY" -m budgeted.experiments.rank "${named[@]}"
 } > "$RESULTS/rank_toy.md"
 status=$?
 echo "[rank] $RESULTS/rank_toy.md (exit $status)"

@@ -13,7 +13,7 @@ write_results() {
     tmp=$(mktemp "$stem.md.XXXXXX") || return 1
     {
         printf '%s\n' "$@" ""
-        "$PY" -m budgeted.report "${sweeps[@]}" --csv "$stem.csv" --plot "$stem.png" \
+        "$PY" -m budgeted.experiments.report "${sweeps[@]}" --csv "$stem.csv" --plot "$stem.png" \
             | grep -v '^CSV: \|^plot: '
     } > "$tmp"
     code=${PIPESTATUS[0]}

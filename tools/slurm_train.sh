@@ -4,7 +4,7 @@
 # GPUS (default 4), GPUS_PER_NODE (4), CPUS_PER_TASK (5), SRUN_ARGS; PYTHON selects the interpreter.
 #
 # Preemption: the tasks stop on SIGTERM / SIGUSR1 after the current iteration, write a checkpoint
-# and exit with 75 (budgeted.preemption.PREEMPTED_EXIT_CODE). Inside a batch job (SLURM_JOB_ID
+# and exit with 75 (budgeted.safety.preemption.PREEMPTED_EXIT_CODE). Inside a batch job (SLURM_JOB_ID
 # set; sbatch --requeue --signal=USR1@120) this script then requeues the job
 # (scontrol requeue), and the requeued job (SLURM_RESTART_COUNT > 0) resumes by itself: --resume
 # is added, and a --resume-from PATH of the first start is dropped (the run's own newest

@@ -6,7 +6,7 @@
 #
 # 120 s before the time limit Slurm sends SIGUSR1 (--signal), at a preemption or scancel SIGTERM:
 # tools/train_net.py then finishes the current iteration, writes a checkpoint and exits with 75
-# (budgeted.preemption.PREEMPTED_EXIT_CODE). This script then requeues the job
+# (budgeted.safety.preemption.PREEMPTED_EXIT_CODE). This script then requeues the job
 # (scontrol requeue; --requeue allows it), and the requeued job, finding a run in OUTPUT_DIR,
 # adds --resume: training continues where it stopped, at exactly the LR it would have had.
 # Any other exit status is the job's, never requeued (0: done, or a finished run found by a

@@ -25,11 +25,11 @@ if [ ! -f "$DATA/coco/toy_coco/annotations/instances_val.json" ]; then
 fi
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 BUDGETS=(0.05 0.1 0.25 0.5 1.0)
-"$PY" -m budgeted.branch mmseg --toy --budgets "${BUDGETS[@]}" --lrs 0.1 --seeds 0 1 2 \
+"$PY" -m budgeted.experiments.branch mmseg --toy --budgets "${BUDGETS[@]}" --lrs 0.1 --seeds 0 1 2 \
     --compare --data "$DATA/toy_cityscapes" --out "$OUT/mmseg" --keep-going \
     >> "$OUT/mmseg.log" 2>&1 &
 first=$!
-"$PY" -m budgeted.branch detectron2 --toy --budgets "${BUDGETS[@]}" --lrs 0.03 --seeds 0 1 2 \
+"$PY" -m budgeted.experiments.branch detectron2 --toy --budgets "${BUDGETS[@]}" --lrs 0.03 --seeds 0 1 2 \
     --compare --data "$DATA/coco" --out "$OUT/detectron2" --keep-going \
     >> "$OUT/detectron2.log" 2>&1 &
 second=$!

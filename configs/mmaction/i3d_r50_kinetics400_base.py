@@ -1,8 +1,8 @@
 """I3D ResNet-50, Kinetics-400 raw frames: the model and data of every configs/mmaction/ config.
 
 MMAction2's own I3D recipe (ImageNet-pretrained ResNet-50 inflated 3x1x1, 32x2x1 clips, SGD 0.9
-momentum, weight decay 1e-4, gradient clipping at 40) made iteration-based over the paper's
-full schedule, 300k iterations on 4 GPUs (budgeted.families.I3D), and read from raw frames:
+momentum, weight decay 1e-4, gradient clipping at 40) made iteration-based over the paper's full
+schedule, 300k iterations on 4 GPUs (budgeted.experiments.families.I3D), and read from raw frames:
 ``RawframeDataset`` with ``RawFrameDecode`` instead of videos with decord, laid out as MMAction2's
 Kinetics-400 tools write them under ``data/kinetics400``::
 

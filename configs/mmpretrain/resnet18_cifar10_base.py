@@ -15,7 +15,7 @@ iteration-based:
   ``train``, no augmentation), the same split as ``examples/cifar10_budget.py``; the 10,000
   test images are the test set (``test_dataloader``, MMPretrain's ``tools/test.py``);
 * the full schedule is 200 epochs x ceil(45,000 / 128) = 352 iterations = 70,400 iterations
-  (budgeted.families.RESNET18_CIFAR10.full_iters), with an ``InfiniteSampler`` and one
+  (budgeted.experiments.families.RESNET18_CIFAR10.full_iters), with an ``InfiniteSampler`` and one
   validation at the end of the budget.
 
 Data: the real archive extracted in ``data/cifar10/cifar-10-batches-py/`` (the stock place), read

@@ -1,7 +1,20 @@
 """Budget-aware learning-rate schedules (Li, Yumer, Ramanan, ICLR 2020).
 
-The schedule math lives in :mod:`budgeted.core` and imports no framework. Adapters:
-:class:`budgeted.BudgetLR` (plain PyTorch), :mod:`budgeted.detectron2`, :mod:`budgeted.mmengine`.
+The package, layer by layer:
+
+- :mod:`budgeted.schedules`: the schedule math, torch-free and framework-free: what a budget is
+  (``BudgetSchedule``), the registered schedules, budget units, time budgets;
+- the adapters: :mod:`budgeted.pytorch` (``BudgetLR``), :mod:`budgeted.detectron2`,
+  :mod:`budgeted.mmengine`;
+- :mod:`budgeted.safety`: untrusted files loaded safely, atomic writes, preemption, folder
+  locks, what ranks agree on;
+- :mod:`budgeted.runs`: what each tool's run folder holds, read as data;
+- :mod:`budgeted.experiments`: config families, sweeps, reports, statistics;
+- :mod:`budgeted.toys`: toy and small real datasets in the frameworks' formats;
+- :mod:`budgeted.entry_points`: the console scripts.
+
+Old module paths (``budgeted.core``, ``budgeted.clock``, ``budgeted.sweep``, ...) still import:
+:mod:`budgeted._legacy`.
 """
 
 from __future__ import annotations
@@ -9,8 +22,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from .budget import BUDGET_FRACTIONS, budget_iters
-from .core import (
+from ._legacy import install as _install_legacy_paths
+from .schedules.core import (
     BudgetMismatchError,
     BudgetSchedule,
     lr_multiplier,
@@ -19,7 +32,10 @@ from .core import (
     schedule_info,
     schedule_names,
 )
+from .schedules.units import BUDGET_FRACTIONS, budget_iters
 from .version import __version__
+
+_install_legacy_paths()
 
 SCHEDULES: tuple[str, ...] = schedule_names()
 """The built-in schedule names: linear, cosine, poly, htd, step, exp, constant."""

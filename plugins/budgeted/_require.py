@@ -15,6 +15,9 @@ EXTRAS = {
 }
 """Framework module -> the extra of ``budgeted-training`` that installs it."""
 
+PACKAGES = {"torch": "torch", "yaml": "pyyaml"}
+"""Module -> the PyPI package that installs it, where no extra is the way."""
+
 
 class MissingFrameworkError(ImportError):
     """An adapter (or torch-only class) was used without its framework installed (one line)."""
@@ -25,12 +28,12 @@ def install_hint(module: str) -> str:
 
     >>> install_hint("mmseg")
     'pip install "budgeted-training[mmseg]"'
-    >>> install_hint("torch")
-    'pip install torch'
+    >>> install_hint("yaml")
+    'pip install pyyaml'
     """
     top = module.split(".")[0]
-    if top == "torch":
-        return "pip install torch"
+    if top in PACKAGES:
+        return f"pip install {PACKAGES[top]}"
     hint = f'pip install "budgeted-training[{EXTRAS.get(top, top)}]"'
     if top == "detectron2":
         hint += " (Detectron2 itself is not on PyPI: see the README)"
@@ -41,7 +44,7 @@ def require(adapter: str, *modules: str) -> None:
     """Raise :class:`MissingFrameworkError` in one line naming the missing framework and how to
     install it.
 
-    >>> require("budgeted.core", "math")
+    >>> require("budgeted.schedules.core", "math")
     """
     for module in modules:
         if importlib.util.find_spec(module) is None:

@@ -17,8 +17,12 @@ _MMENGINE_CODEBASES = ("mmseg", "mmdet", "mmpretrain", "mmaction")
 SEARCH_FOLDERS: dict[str, tuple[str, ...]] = {
     "detectron2": ("detectron2", "detectron2/toy", "detectron2/lazy"),
     **{codebase: (codebase, f"{codebase}/toy") for codebase in _MMENGINE_CODEBASES},
+    "mmpretrain": ("mmpretrain", "mmpretrain/toy", "mmpretrain/digits"),
     # every MMEngine codebase: what budgeted-train-seg looks in
-    "mmengine": tuple(f for c in _MMENGINE_CODEBASES for f in (c, f"{c}/toy")),
+    "mmengine": (
+        *(f for c in _MMENGINE_CODEBASES for f in (c, f"{c}/toy")),
+        "mmpretrain/digits",
+    ),
 }
 """Where a bare config name is looked up, per framework, in this order."""
 

@@ -18,7 +18,7 @@ import importlib
 import sys
 
 from ._require import MissingFrameworkError
-from .preemption import PreemptionGuard, ignore_late_signals
+from .safety.preemption import PreemptionGuard, ignore_late_signals
 
 __all__ = ["GUARDED_FROM_THE_START", "SCRIPTS", "TRAINING", "main"]
 
@@ -26,10 +26,10 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "budgeted-train-net": ("budgeted.detectron2.cli", "run"),
     "budgeted-lazy-train-net": ("budgeted.detectron2.lazy_cli", "run"),
     "budgeted-train-seg": ("budgeted.mmengine.cli", "main"),
-    "budgeted-sweep": ("budgeted.sweep", "main"),
-    "budgeted-report": ("budgeted.report", "main"),
-    "budgeted-branch": ("budgeted.branch", "main"),
-    "budgeted-rank": ("budgeted.rank", "main"),
+    "budgeted-sweep": ("budgeted.experiments.sweep", "main"),
+    "budgeted-report": ("budgeted.experiments.report", "main"),
+    "budgeted-branch": ("budgeted.experiments.branch", "main"),
+    "budgeted-rank": ("budgeted.experiments.rank", "main"),
 }
 """Console script -> (module, function): the function takes ``sys.argv[1:]`` and returns the
 exit status."""

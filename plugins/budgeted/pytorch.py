@@ -9,14 +9,14 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
-from .clock import TimeBudget, TrainingClock
-from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule
+from .schedules.clock import TimeBudget, TrainingClock
+from .schedules.core import BudgetMismatchError, BudgetReplanError, BudgetSchedule
 
 __all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError", "BudgetTimeLR"]
 
 
 class BudgetLR(_LRScheduler):
-    """``lr = base_lr * m(t)`` with ``m`` a :class:`~budgeted.core.BudgetSchedule`.
+    """``lr = base_lr * m(t)`` with ``m`` a :class:`~budgeted.schedules.core.BudgetSchedule`.
 
     A ``torch.optim.lr_scheduler.LRScheduler`` (through ``_LRScheduler``, the class that
     Detectron2's ``hooks.LRScheduler`` checkpoints).
@@ -28,8 +28,9 @@ class BudgetLR(_LRScheduler):
     ``on_resume`` says what :meth:`load_state_dict` does with a checkpoint of another
     ``total_iters``: ``"refuse"`` (the default: a one-line :class:`BudgetMismatchError`) or
     ``"replan"``: the multiplier goes on from where the checkpoint left it and reaches the
-    schedule's end at the new ``total_iters`` (:meth:`budgeted.core.BudgetSchedule.replan`; one
-    line is logged, and the re-plan is saved in :meth:`state_dict`, so a later resume is exact).
+    schedule's end at the new ``total_iters``
+    (:meth:`budgeted.schedules.core.BudgetSchedule.replan`; one line is logged, and the re-plan is
+    saved in :meth:`state_dict`, so a later resume is exact).
 
     Example:
         >>> import torch
@@ -79,8 +80,8 @@ class BudgetLR(_LRScheduler):
         last_epoch: int = -1,
         on_resume: str = "refuse",
     ) -> BudgetLR:
-        """The scheduler of an already validated :class:`~budgeted.core.BudgetSchedule`, as it
-        is (a re-planned budget keeps its re-plan)."""
+        """The scheduler of an already validated :class:`~budgeted.schedules.core.BudgetSchedule`,
+        as it is (a re-planned budget keeps its re-plan)."""
         scheduler = cls.__new__(cls)
         BudgetLR._start(scheduler, optimizer, budget, last_epoch, on_resume)
         return scheduler
@@ -132,9 +133,9 @@ class BudgetLR(_LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume (:meth:`budgeted.core.BudgetSchedule.resume`): a checkpoint of another budget
-        raises :class:`BudgetMismatchError`, unless ``on_resume="replan"`` and only the length
-        differs; a re-plan that cannot be made raises :class:`BudgetReplanError`."""
+        """Resume (:meth:`budgeted.schedules.core.BudgetSchedule.resume`): a checkpoint of another
+        budget raises :class:`BudgetMismatchError`, unless ``on_resume="replan"`` and only the
+        length differs; a re-plan that cannot be made raises :class:`BudgetReplanError`."""
         state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
         self.budget, line = self.budget.resume(
             state_dict.get("budget"),
@@ -183,18 +184,19 @@ def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
 
 
 class BudgetTimeLR(_LRScheduler):
-    """``lr = base_lr * m(i, e)`` over a wall-clock budget (:class:`budgeted.clock.TimeBudget`).
+    """``lr = base_lr * m(i, e)`` over a wall-clock budget
+    (:class:`budgeted.schedules.clock.TimeBudget`).
 
     ``i`` is the number of ``step()`` calls so far and ``e`` the training seconds the
-    :class:`~budgeted.clock.TrainingClock` reports after them (the same on every rank): the
-    warmup runs over the first ``warmup_iters`` steps, the decay over the seconds left after it.
+    :class:`~budgeted.schedules.clock.TrainingClock` reports after them (the same on every rank):
+    the warmup runs over the first ``warmup_iters`` steps, the decay over the seconds left after it.
     Call ``step()`` once per iteration, after ``optimizer.step()``; :meth:`done` says when the
     budget is spent (the training loop stops there). The budget and the clock are in
     :meth:`state_dict`: a resumed run goes on with the same clock and refuses another budget.
 
     Example:
         >>> import torch
-        >>> from budgeted.clock import TimeBudget, TrainingClock
+        >>> from budgeted.schedules.clock import TimeBudget, TrainingClock
         >>> now = iter(float(t) for t in range(100))
         >>> clock = TrainingClock(now=lambda: next(now))
         >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
@@ -208,7 +210,7 @@ class BudgetTimeLR(_LRScheduler):
         >>> sched.budget.shortfall(sched.last_epoch - 1, sched.last_trained_elapsed) is None
         True
 
-    :meth:`budgeted.clock.TimeBudget.shortfall` with the last iteration stepped past
+    :meth:`budgeted.schedules.clock.TimeBudget.shortfall` with the last iteration stepped past
     (``last_epoch - 1``) and ``last_trained_elapsed`` says whether the run ended decayed.
     """
 
@@ -261,8 +263,8 @@ class BudgetTimeLR(_LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume the budget and the clock (:meth:`budgeted.clock.TimeBudget.resume`): another
-        budget is refused, or with ``on_resume="replan"`` another ``seconds`` re-planned."""
+        """Resume the budget and the clock (:meth:`budgeted.schedules.clock.TimeBudget.resume`):
+        another budget is refused, or with ``on_resume="replan"`` another ``seconds`` re-planned."""
         state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
         saved = state.pop("time_budget", None)
         elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))

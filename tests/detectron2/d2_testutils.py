@@ -126,7 +126,7 @@ def start_tool(argv: list[str], *, env: dict | None = None, tool: str = "train_n
 def _child_setup() -> None:
     """In the child before exec: default signal dispositions, and SIGTERM when the test process
     dies (the tool then stops as if preempted rather than training on, orphaned)."""
-    from budgeted.preemption import restore_default_signals
+    from budgeted.safety.preemption import restore_default_signals
 
     restore_default_signals()
     with contextlib.suppress(Exception):
@@ -240,7 +240,7 @@ def edited_checkpoint(src: Path, dst: Path, *, last_epoch: int | None = None,
     LR scheduler's ``last_epoch`` or its iteration (top level and trainer) edited."""
     import torch
 
-    from budgeted.checkpoints import load_checkpoint
+    from budgeted.safety.checkpoints import load_checkpoint
 
     checkpoint = load_checkpoint(src)
     if last_epoch is not None:

@@ -24,10 +24,10 @@ from detectron2.config import get_cfg
 from detectron2.engine import DefaultTrainer
 
 import budgeted.detectron2 as bd2
-from budgeted.core import BudgetMismatchError, BudgetSchedule
 from budgeted.detectron2 import BudgetConfigError, BudgetResumeError, BudgetTrainer, load_config
 from budgeted.detectron2.cli import run
-from budgeted.detectron2.runs import final_metrics, max_iter
+from budgeted.runs.detectron2 import final_metrics, max_iter
+from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
 
 CONFIGS = REPO / "configs" / "detectron2"
 

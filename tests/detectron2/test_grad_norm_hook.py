@@ -18,11 +18,11 @@ from detectron2.utils.events import JSONWriter, get_event_storage
 from torch import nn
 
 import budgeted.detectron2.grad_norm as d2gn
-from budgeted.checkpoints import load_checkpoint
 from budgeted.detectron2 import BudgetConfigError, BudgetTrainer, load_config
 from budgeted.detectron2.cli import run
 from budgeted.detectron2.grad_norm import FullGradNormHook, grad_norm_hook_from_cfg
 from budgeted.detectron2.preemption import PreemptionHook
+from budgeted.safety.checkpoints import load_checkpoint
 
 NAME = "full_grad_norm"
 TIMING = {"time", "data_time", "eta_seconds"}

@@ -10,8 +10,8 @@ from d2_testutils import TINY, TOY_CONFIG, logged_lrs
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
-from budgeted.core import BudgetSchedule
 from budgeted.detectron2 import BudgetTrainer, launch, load_config, register_toy_coco
+from budgeted.schedules.core import BudgetSchedule
 
 # 12 iterations at 1 worker (0.03 x 400), warmup 3; REFERENCE_WORLD_SIZE 1 makes 2 workers
 # train 6 iterations of batch 4 at twice the LR, with a warmup of round(3 / 2) = 2

@@ -11,11 +11,11 @@ from d2_testutils import edited_checkpoint, folder_hashes, last_line, logged_lrs
 from detectron2.config import LazyConfig, instantiate
 from detectron2.solver import LRMultiplier
 
-from budgeted.checkpoints import save_weights_subset
-from budgeted.core import BudgetSchedule
 from budgeted.detectron2 import BudgetConfigError, BudgetLRScheduler
 from budgeted.detectron2.lazy import BudgetLRMultiplier, build_lazy_lr_scheduler
 from budgeted.detectron2.lazy_cli import run
+from budgeted.safety.checkpoints import save_weights_subset
+from budgeted.schedules.core import BudgetSchedule
 
 LAZY = "configs/detectron2/lazy/mask_rcnn_R_50_FPN_budget10.py"
 LAZY_TOY = "configs/detectron2/lazy/mask_rcnn_toy_budget10.py"

@@ -36,16 +36,16 @@ from d2_testutils import (
 from detectron2.engine import DefaultTrainer, HookBase, hooks
 
 import budgeted.detectron2 as bd2
-from budgeted.checkpoints import UnsafeCheckpointError, load_checkpoint
-from budgeted.core import BudgetSchedule
 from budgeted.detectron2 import launch, load_config
 from budgeted.detectron2.cli import run
-from budgeted.preemption import (
+from budgeted.safety.checkpoints import UnsafeCheckpointError, load_checkpoint
+from budgeted.safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
     Preempted,
     PreemptionGuard,
 )
+from budgeted.schedules.core import BudgetSchedule
 
 NO_EVAL = ["DATASETS.TEST", "()"]
 LINE = re.compile(

@@ -8,7 +8,6 @@ from detectron2.config import get_cfg
 from detectron2.engine import DefaultTrainer
 from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
 
-from budgeted.core import BudgetMismatchError, BudgetSchedule
 from budgeted.detectron2 import (
     BUDGET_SCHEDULERS,
     LR_SCHEDULER_REGISTRY,
@@ -22,6 +21,7 @@ from budgeted.detectron2 import (
     check_max_iter,
 )
 from budgeted.detectron2.config import param_key
+from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
 
 CORE = {
     "BudgetLinear": ("linear", {}),

@@ -31,7 +31,7 @@ from d2_testutils import (
 
 from budgeted.detectron2 import BudgetConfigError, load_config
 from budgeted.detectron2.cli import run
-from budgeted.preemption import UNDECAYED_EXIT_CODE
+from budgeted.safety.preemption import UNDECAYED_EXIT_CODE
 
 pytestmark = pytest.mark.slow
 # the full toy schedule (400 iterations) as the cap, a 6-second budget, warmup 3 iterations

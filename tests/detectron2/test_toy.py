@@ -47,7 +47,7 @@ def test_make_toy_coco_cli_refuses_to_overwrite(tmp_path: Path) -> None:
 
 
 def test_objects_and_radius_set_the_shapes_and_the_defaults_keep_the_bytes(tmp_path: Path) -> None:
-    from budgeted.toy_coco import write_toy_coco
+    from budgeted.toys.coco import write_toy_coco
 
     write_toy_coco(tmp_path / "default", num_train=4, num_val=2, size=64)
     write_toy_coco(
@@ -96,7 +96,7 @@ def test_make_toy_coco_refuses_bad_shapes_in_one_line(
 def test_write_toy_coco_refuses_malformed_shapes_in_one_line(
     tmp_path: Path, shapes: dict, message: str
 ) -> None:
-    from budgeted.toy_coco import write_toy_coco
+    from budgeted.toys.coco import write_toy_coco
 
     with pytest.raises(ValueError) as err:
         write_toy_coco(tmp_path / "set", num_train=1, num_val=1, size=64, **shapes)

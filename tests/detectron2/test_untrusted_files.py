@@ -32,15 +32,15 @@ from d2_testutils import (
     write_payload,
 )
 
-from budgeted.checkpoints import (
+from budgeted.detectron2 import BudgetTrainer, SafeCheckpointer, load_config
+from budgeted.detectron2.cli import run
+from budgeted.detectron2.lazy_cli import run as lazy_run
+from budgeted.safety.checkpoints import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     load_checkpoint,
     save_weights_subset,
 )
-from budgeted.detectron2 import BudgetTrainer, SafeCheckpointer, load_config
-from budgeted.detectron2.cli import run
-from budgeted.detectron2.lazy_cli import run as lazy_run
 
 NO_EVAL = ["DATASETS.TEST", "()"]
 REFUSED = "it names the global posix.system, outside the allow-list"

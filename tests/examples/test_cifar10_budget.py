@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import budgeted
-from budgeted.toy_cifar import BASE_FOLDER, TOY_MARKER, make_toy_cifar10
+from budgeted.toys.cifar10 import BASE_FOLDER, TOY_MARKER, make_toy_cifar10
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(

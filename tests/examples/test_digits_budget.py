@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import budgeted
-from budgeted.preemption import DIVERGED_EXIT_CODE
+from budgeted.safety.preemption import DIVERGED_EXIT_CODE
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("digits_budget", ROOT / "examples/digits_budget.py")

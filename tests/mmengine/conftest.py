@@ -14,7 +14,7 @@ from mmseg_testutils import HERE, toy_args, toy_config
 @pytest.fixture(scope="session")
 def toy_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small toy Cityscapes set (4 train images per city, 3 val)."""
-    from budgeted.mmengine.toy import make_toy_cityscapes
+    from budgeted.toys.cityscapes import make_toy_cityscapes
 
     return make_toy_cityscapes(
         tmp_path_factory.mktemp("toy") / "toy_cityscapes", train_per_city=4, val_per_city=3

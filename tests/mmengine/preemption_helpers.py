@@ -17,7 +17,7 @@ import torch
 from mmengine.hooks import Hook
 from mmengine.registry import HOOKS
 
-from budgeted.preemption import active_guard
+from budgeted.safety.preemption import active_guard
 
 DEADLINE_S = 600.0
 """How long a paused run waits for the test (a busy machine can be very slow)."""

@@ -22,10 +22,10 @@ from mmseg_testutils import (
 )
 
 from budgeted import lr_multiplier
-from budgeted.families import I3D, I3D_TOY
+from budgeted.experiments.families import I3D, I3D_TOY
 from budgeted.mmengine import mmaction_compat
-from budgeted.mmengine.runs import final_metrics
-from budgeted.mmengine.toy_mmaction import CLASSES, write
+from budgeted.runs.mmengine import final_metrics
+from budgeted.toys.kinetics import CLASSES, write
 
 CONFIGS = REPO / "configs"
 STOCK = "recognition/i3d/i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb.py"

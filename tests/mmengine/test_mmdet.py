@@ -27,10 +27,10 @@ from mmseg_testutils import (
 )
 
 import budgeted
-from budgeted.families import MMDET_MASK_RCNN, MMDET_MASK_RCNN_TOY, ConfigFamily
-from budgeted.mmengine.runs import final_metrics
-from budgeted.mmengine.toy_mmdet import TOY_ROOT, write
-from budgeted.toy_coco import TOY_CATEGORIES, make_toy_coco
+from budgeted.experiments.families import MMDET_MASK_RCNN, MMDET_MASK_RCNN_TOY, ConfigFamily
+from budgeted.runs.mmengine import final_metrics
+from budgeted.toys.coco import TOY_CATEGORIES, make_toy_coco
+from budgeted.toys.mmdet import TOY_ROOT, write
 
 CONFIGS = REPO / "configs"
 MIM = Path(mmdet.__file__).parent / ".mim"
@@ -140,7 +140,7 @@ def test_toy_writer_and_tool_need_no_detectron2(tmp_path: Path) -> None:
         f"    runpy.run_path({str(REPO / 'tools/make_toy_coco.py')!r}, run_name='__main__')\n"
         "except SystemExit as err:\n"
         "    assert err.code == 0, err.code\n"
-        "import budgeted.mmengine.toy_mmdet\n"
+        "import budgeted.toys.mmdet\n"
         "assert 'detectron2' not in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

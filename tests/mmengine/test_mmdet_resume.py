@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from mmseg_testutils import REPO, child_env, snapshot
 
-from budgeted.families import MMDET_MASK_RCNN_TOY, ConfigFamily
-from budgeted.mmengine.runs import final_metrics
-from budgeted.sweep import make_toy_data
+from budgeted.experiments.families import MMDET_MASK_RCNN_TOY, ConfigFamily
+from budgeted.experiments.sweep import make_toy_data
+from budgeted.runs.mmengine import final_metrics
 
 
 def train_seg(family: ConfigFamily, budget: float, work_dir, data, *extra: str):

@@ -20,9 +20,9 @@ from torch import nn
 from torch.utils.data import Dataset
 
 import budgeted.mmengine
-from budgeted.core import BudgetMismatchError, BudgetSchedule
 from budgeted.mmengine import BudgetConfigError
 from budgeted.mmengine.checkpoint import allow_mmengine_checkpoints
+from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
 
 
 class TinyNet(BaseModel):

@@ -14,8 +14,13 @@ from mmengine.optim import OptimWrapper
 from mmengine.registry import PARAM_SCHEDULERS
 
 import budgeted.mmengine as bm
-from budgeted.core import BudgetMismatchError, BudgetSchedule, ScheduleInfo, schedule_names
 from budgeted.mmengine import schedulers
+from budgeted.schedules.core import (
+    BudgetMismatchError,
+    BudgetSchedule,
+    ScheduleInfo,
+    schedule_names,
+)
 
 PARAMS = {  # non-default parameters, so that passing them through is tested too
     "linear": {},

@@ -25,8 +25,12 @@ from mmseg_testutils import (
     toy_config,
 )
 
-from budgeted.clock import parse_duration
-from budgeted.preemption import PREEMPTED_EXIT_CODE, UNDECAYED_EXIT_CODE, restore_default_signals
+from budgeted.safety.preemption import (
+    PREEMPTED_EXIT_CODE,
+    UNDECAYED_EXIT_CODE,
+    restore_default_signals,
+)
+from budgeted.schedules.clock import parse_duration
 
 pytestmark = pytest.mark.slow
 TRAIN_SEG = Path(__file__).resolve().parents[2] / "tools" / "train_seg.py"
@@ -38,7 +42,7 @@ def budget_s(first_run) -> int:
     """A time budget of about 60 toy iterations as this machine runs them now (at least 5 s):
     the tests hold however loaded the machine is (the first run's median iteration time), and
     the last iteration starts well inside the decay's last tenth (a run that ends before
-    budgeted.clock.DECAYED_PROGRESS exits 4) even if a few iterations take several times
+    budgeted.schedules.clock.DECAYED_PROGRESS exits 4) even if a few iterations take several times
     longer."""
     times = sorted(logged(first_run[1], "time").values())
     return max(5, math.ceil(60 * times[len(times) // 2]))

@@ -38,7 +38,7 @@ from mmseg_testutils import (
 )
 
 import budgeted
-from budgeted.families import (
+from budgeted.experiments.families import (
     RESNET18_CIFAR10,
     RESNET18_CIFAR10_TOY,
     RESNET18_IMAGENET,
@@ -47,20 +47,20 @@ from budgeted.families import (
 )
 from budgeted.mmengine import toy_mmpretrain
 from budgeted.mmengine.cli import check_budget_schedulers
-from budgeted.mmengine.runs import final_metrics
-from budgeted.mmengine.toy_mmpretrain import (
+from budgeted.runs.mmengine import final_metrics
+from budgeted.toys.cifar10 import BASE_FOLDER, TOY_MARKER
+from budgeted.toys.mmpretrain import (
     IMAGENET_WNIDS,
     ToyCIFAR10,
     write_cifar10,
     write_imagenet,
 )
-from budgeted.toy_cifar import BASE_FOLDER, TOY_MARKER
 
 CONFIGS = REPO / "configs"
 MIM = Path(mmpretrain.__file__).parent / ".mim"
 STOCK = {"cifar10": "resnet/resnet18_8xb16_cifar10.py", "imagenet": "resnet/resnet18_8xb32_in1k.py"}
 IMPORTS = ["budgeted.mmengine", "budgeted.mmengine.safe_checkpoints"]
-TOY_IMPORTS = [*IMPORTS, "budgeted.mmengine.toy_mmpretrain"]
+TOY_IMPORTS = [*IMPORTS, "budgeted.toys.mmpretrain"]
 SPLITS = ("train", "val", "test")
 FAMILIES = (RESNET18_CIFAR10, RESNET18_CIFAR10_TOY, RESNET18_IMAGENET, RESNET18_IMAGENET_TOY)
 BUDGETS = [(f, x, s) for f in FAMILIES for x in f.fractions for s in f.schedules]

@@ -31,9 +31,9 @@ from mmseg_testutils import (
 )
 
 import budgeted
-from budgeted.families import ConfigFamily, ToyData
+from budgeted.experiments.families import ConfigFamily, ToyData
 from budgeted.mmengine.cli import check_budget_schedulers
-from budgeted.mmengine.runs import final_metrics
+from budgeted.runs.mmengine import final_metrics
 from budgeted.toys.digits import CLASSES, MEAN, STD, digits_split, write_digits
 
 CONFIGS = REPO / "configs"
@@ -77,7 +77,7 @@ def example():
 
 def test_the_committed_configs_are_the_generators_for_the_family() -> None:
     """What tools/gen_mmengine_configs.py writes for :data:`FAMILY`, byte for byte (once the
-    family is in budgeted.families, the generator's own --check covers this)."""
+    family is in budgeted.experiments.families, the generator's own --check covers this)."""
     gen = load_tool("gen_mmengine_configs")
     expected = {
         gen.schedule_base_path(FAMILY, s): gen.schedule_base(FAMILY, s) for s in FAMILY.schedules

@@ -1,13 +1,13 @@
 """Nothing lost, nothing executed (issue 8, MMEngine / MMSegmentation): untrusted and damaged
 checkpoints, refusals that write nothing, atomic checkpoints, preempted runs.
 
-Real parts only: ``tools/train_seg.py`` (in subprocesses, or its ``main`` in this process), the
-real runner on the toy set, pickled payloads that would create a folder if unpickled, truncated
+Real parts only: ``tools/train_seg.py`` (in subprocesses, or its ``main`` in this process), the real
+runner on the toy set, pickled payloads that would create a folder if unpickled, truncated
 checkpoints, real signals (``os.kill``) to real processes, torchrun with 2 gloo processes, and
 ``tools/slurm_train.sh`` with stand-in ``srun`` / ``scontrol`` commands on ``PATH``. Subprocesses
-get default signal dispositions (:func:`budgeted.preemption.restore_default_signals`), whatever
-the test process inherited, except where a test ignores some on purpose. Every wait is for an
-observable event (a file, the process's end) with a deadline of minutes.
+get default signal dispositions (:func:`budgeted.safety.preemption.restore_default_signals`),
+whatever the test process inherited, except where a test ignores some on purpose. Every wait is for
+an observable event (a file, the process's end) with a deadline of minutes.
 """
 
 from __future__ import annotations
@@ -42,17 +42,17 @@ from mmseg_testutils import (
     wait_until,
 )
 
-from budgeted.core import BudgetSchedule
 from budgeted.mmengine.checkpoint import load_mmengine_checkpoint
 from budgeted.mmengine.hooks import Diverged
 from budgeted.mmengine.resume import newest_resumable_checkpoint
-from budgeted.mmengine.runs import LOCK_NAME, WorkDirLock
-from budgeted.preemption import (
+from budgeted.runs.mmengine import LOCK_NAME, WorkDirLock
+from budgeted.safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
     Preempted,
     restore_default_signals,
 )
+from budgeted.schedules.core import BudgetSchedule
 
 pytestmark = pytest.mark.slow
 ITERS, WARMUP, BASE_LR = 12, 4, 0.01

@@ -25,9 +25,9 @@ from mmseg_testutils import (
     toy_config,
 )
 
-from budgeted.core import BudgetMismatchError, BudgetSchedule
 from budgeted.mmengine import BudgetConfigError
-from budgeted.mmengine.runs import final_metrics, holds_run
+from budgeted.runs.mmengine import final_metrics, holds_run
+from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
 
 pytestmark = pytest.mark.slow
 ITERS, WARMUP, BASE_LR = 12, 4, 0.01

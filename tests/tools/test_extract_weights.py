@@ -1,5 +1,5 @@
-"""tools/extract_weights.py (budgeted.checkpoints.save_weights_subset): a toy backbone taken out of
-a real Detectron2 or MMSegmentation model starts another run, through each framework's own
+"""tools/extract_weights.py (budgeted.safety.checkpoints.save_weights_subset): a toy backbone taken
+out of a real Detectron2 or MMSegmentation model starts another run, through each framework's own
 loader (Detectron2's checkpointer for ``MODEL.WEIGHTS``, MMEngine's ``Pretrained`` init)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from budgeted.checkpoints import load_checkpoint, save_weights_subset
+from budgeted.safety.checkpoints import load_checkpoint, save_weights_subset
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = [sys.executable, str(REPO / "tools" / "extract_weights.py")]

@@ -1,4 +1,4 @@
-"""budgeted.mmengine.toy (tools/make_toy_cityscapes.py): a deterministic synthetic set in the
+"""budgeted.toys.cityscapes (tools/make_toy_cityscapes.py): a deterministic synthetic set in the
 real Cityscapes layout."""
 
 from __future__ import annotations

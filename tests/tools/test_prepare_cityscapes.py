@@ -1,4 +1,4 @@
-"""budgeted.mmengine.cityscapes (tools/prepare_cityscapes.py): Cityscapes polygons -> the label
+"""budgeted.toys.cityscapes_labels (tools/prepare_cityscapes.py): Cityscapes polygons -> the label
 PNGs MMSegmentation reads."""
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ Another budget or schedule: ``train.max_iter=22500`` (the scheduler follows ``tr
 from detectron2.config import LazyCall as L
 from detectron2.model_zoo import get_config
 
-from budgeted.budget import budget_iters
 from budgeted.detectron2.lazy import BudgetLRMultiplier
 from budgeted.detectron2.trainer import has_compiled_ops
+from budgeted.schedules.units import budget_iters
 
 _zoo = get_config("COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.py")
 model, dataloader, optimizer, train = _zoo.model, _zoo.dataloader, _zoo.optimizer, _zoo.train

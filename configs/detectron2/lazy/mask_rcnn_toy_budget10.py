@@ -4,7 +4,7 @@ import detectron2.data.transforms as T
 from detectron2.config import LazyCall as L
 from detectron2.layers import ShapeSpec
 
-from budgeted.budget import budget_iters
+from budgeted.schedules.units import budget_iters
 
 from .mask_rcnn_R_50_FPN_budget10 import dataloader, lr_multiplier, model, optimizer, train
 

@@ -1,17 +1,17 @@
 """Toy I3D for CPU runs: the model and data of every configs/mmaction/toy/ config.
 
-MMAction2's I3D Kinetics-400 recipe (the real family's base, ../i3d_r50_kinetics400_base.py)
-scaled down: a ResNet3d-18 at 8 base channels, inflated like I3D's ResNet-50 (3x1x1 kernels in
-alternate blocks, a 5x7x7 stem), no pretrained weights, 8x2x1 clips at 32 px instead of 32x2x1
-at 224 px, 4 classes, batch 8, on the toy raw-frame set (tools/make_toy_kinetics.py writes it to
-datasets/toy_kinetics400). At 8 frames of 32 px, I3D's strides (temporal 2 in the stem's conv
-and pool, spatial 2 in the last stage) would leave 1x1x1 maps with BN over a few values, and the
-toy would not learn in its schedule; the toy drops those three strides. Kept from the real setting:
-the raw-frame format and dataset class, the clip sampling scheme, the augmentation (multi-scale
-crop, resize, flip), the SGD optimizer with gradient clipping, AccMetric, and the
-iteration-based loop; the full schedule is the toy family's 400 iterations
-(budgeted.families.I3D_TOY.full_iters). The budget configs beside it set the schedule and the
-budget (tools/gen_mmengine_configs.py writes them, not this file).
+MMAction2's I3D Kinetics-400 recipe (the real family's base, ../i3d_r50_kinetics400_base.py) scaled
+down: a ResNet3d-18 at 8 base channels, inflated like I3D's ResNet-50 (3x1x1 kernels in alternate
+blocks, a 5x7x7 stem), no pretrained weights, 8x2x1 clips at 32 px instead of 32x2x1 at 224 px, 4
+classes, batch 8, on the toy raw-frame set (tools/make_toy_kinetics.py writes it to
+datasets/toy_kinetics400). At 8 frames of 32 px, I3D's strides (temporal 2 in the stem's conv and
+pool, spatial 2 in the last stage) would leave 1x1x1 maps with BN over a few values, and the toy
+would not learn in its schedule; the toy drops those three strides. Kept from the real setting: the
+raw-frame format and dataset class, the clip sampling scheme, the augmentation (multi-scale crop,
+resize, flip), the SGD optimizer with gradient clipping, AccMetric, and the iteration-based loop;
+the full schedule is the toy family's 400 iterations
+(budgeted.experiments.families.I3D_TOY.full_iters). The budget configs beside it set the schedule
+and the budget (tools/gen_mmengine_configs.py writes them, not this file).
 """
 
 _base_ = "mmaction::recognition/i3d/i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb.py"

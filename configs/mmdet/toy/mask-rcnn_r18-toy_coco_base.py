@@ -2,19 +2,20 @@
 
 MMDetection's Mask R-CNN R50-FPN 1x COCO recipe (the same model type, heads, losses, assigners,
 samplers, SGD with momentum 0.9 and weight decay 1e-4, CocoMetric bbox + segm with pycocotools)
-scaled down for CPUs, as the Detectron2 toy (configs/detectron2/toy/Base-Toy-Mask-RCNN.yaml) is:
-a ResNet-18 at half width (32 base channels) with trainable BN and no pretrained weights (none can
-be downloaded here; nothing frozen), FPN and heads at 64 channels, anchors 16-256 px, few
-proposals (RPN 400/200 in training, 200/100 in testing) and 64 sampled RoIs an image, on the
-synthetic toy COCO set (tools/make_toy_coco.py, budgeted.mmengine.toy_mmdet.write: 64 train / 16
-val images of 128x128 px, 3 shape classes, the set the Detectron2 toy reads) at 128 px, batch 2,
-lr 0.01 with gradient clipping at norm 1 (from random init, unclipped gradients diverge), no
-dataloader workers. The validation metric reads the ground truth from the dataset itself
-(``CocoMetric(ann_file=None)``, the raw ``instances`` packed with each image), so pointing the
-dataloaders at another toy set (``--cfg-options *_dataloader.dataset.data_root=DIR``) evaluates
-against that set. Trained as it is, it runs the full toy schedule, 400 iterations
-(budgeted.families.MMDET_MASK_RCNN_TOY.full_iters), at a constant LR; the budget configs beside
-it set the schedule and the budget (tools/gen_mmengine_configs.py writes them, not this file).
+scaled down for CPUs, as the Detectron2 toy (configs/detectron2/toy/Base-Toy-Mask-RCNN.yaml) is: a
+ResNet-18 at half width (32 base channels) with trainable BN and no pretrained weights (none can be
+downloaded here; nothing frozen), FPN and heads at 64 channels, anchors 16-256 px, few proposals
+(RPN 400/200 in training, 200/100 in testing) and 64 sampled RoIs an image, on the synthetic toy
+COCO set (tools/make_toy_coco.py, budgeted.toys.mmdet.write: 64 train / 16 val images of 128x128
+px, 3 shape classes, the set the Detectron2 toy reads) at 128 px, batch 2, lr 0.01 with gradient
+clipping at norm 1 (from random init, unclipped gradients diverge), no dataloader workers. The
+validation metric reads the ground truth from the dataset itself (``CocoMetric(ann_file=None)``,
+the raw ``instances`` packed with each image), so pointing the dataloaders at another toy set
+(``--cfg-options *_dataloader.dataset.data_root=DIR``) evaluates against that set. Trained as it
+is, it runs the full toy schedule, 400 iterations
+(budgeted.experiments.families.MMDET_MASK_RCNN_TOY.full_iters), at a constant LR; the budget
+configs beside it set the schedule and the budget (tools/gen_mmengine_configs.py writes them, not
+this file).
 """
 
 _base_ = "mmdet::mask_rcnn/mask-rcnn_r50_fpn_1x_coco.py"
@@ -58,7 +59,7 @@ model = dict(
 )
 
 data_root = "datasets/toy_coco/"
-metainfo = dict(classes=("square", "circle", "triangle"))  # budgeted.toy_coco.TOY_CATEGORIES
+metainfo = dict(classes=("square", "circle", "triangle"))  # budgeted.toys.coco.TOY_CATEGORIES
 train_pipeline = [
     dict(type="LoadImageFromFile"),
     dict(type="LoadAnnotations", with_bbox=True, with_mask=True),

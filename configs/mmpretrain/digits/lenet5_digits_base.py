@@ -16,7 +16,7 @@ iteration-based:
   not MNIST's;
 * batch 32, base LR 0.1 (the middle of the digits grid; the stock has batch 128, LR 0.01);
 * the full schedule is 40 epochs x floor(1,400 / 32) = 43 iterations = 1,720 iterations
-  (budgeted.families' digits family ``full_iters``), with an ``InfiniteSampler`` and one
+  (budgeted.experiments.families' digits family ``full_iters``), with an ``InfiniteSampler`` and one
   validation, on the held-out images, at the end of the budget; the validation batch is 100
   (397 images: never a last batch of one, which the stock ``LeNet5.forward``'s ``squeeze()``
   would break).

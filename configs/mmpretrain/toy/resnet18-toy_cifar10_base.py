@@ -3,20 +3,20 @@ configs/mmpretrain/toy/resnet18-toy_cifar10 config.
 
 MMPretrain's ``resnet/resnet18_8xb16_cifar10.py`` recipe as the real family sets it
 (configs/mmpretrain/resnet18_cifar10_base.py): the same ``ResNet_CIFAR``-18 (CIFAR stem, four
-stages of two basic blocks) at a quarter width (16 base channels, head on 128 features), the
-same augmentation and normalisation, SGD lr 0.1, momentum 0.9 and the paper's weight decay 5e-4,
+stages of two basic blocks) at a quarter width (16 base channels, head on 128 features), the same
+augmentation and normalisation, SGD lr 0.1, momentum 0.9 and the paper's weight decay 5e-4,
 ``Accuracy`` top-1, iteration-based with an ``InfiniteSampler``; on the toy CIFAR-10
-(``budgeted.mmengine.toy_mmpretrain.write_cifar10`` = ``tools/make_toy_cifar10.py --root
+(``budgeted.toys.mmpretrain.write_cifar10`` = ``tools/make_toy_cifar10.py --root
 datasets/toy_cifar10``: 1,000 train / 200 test 32x32 images in the real pickle format), batch 32,
-no dataloader workers. Read with ``ToyCIFAR10`` (budgeted.mmengine.toy_mmpretrain, imported by
-the configs' ``custom_imports``): the stock reader without the real archive's checksums, for
-folders marked as toy sets. Validation is on the toy ``test_batch``, not on held-out training
-images as the real family: the holdout is a count of images (``indices``), which would overlap
-the training images of a smaller toy set the configs are pointed at
-(``--cfg-options *_dataloader.dataset.data_root=DIR``). Trained as it is, it runs the full toy
-schedule, 400 iterations (budgeted.families.RESNET18_CIFAR10_TOY.full_iters), at a constant LR;
-the budget configs beside it set the schedule and the budget (tools/gen_mmengine_configs.py
-writes them, not this file).
+no dataloader workers. Read with ``ToyCIFAR10`` (budgeted.toys.mmpretrain, imported by the configs'
+``custom_imports``): the stock reader without the real archive's checksums, for folders marked as
+toy sets. Validation is on the toy ``test_batch``, not on held-out training images as the real
+family: the holdout is a count of images (``indices``), which would overlap the training images of
+a smaller toy set the configs are pointed at (``--cfg-options
+*_dataloader.dataset.data_root=DIR``). Trained as it is, it runs the full toy schedule, 400
+iterations (budgeted.experiments.families.RESNET18_CIFAR10_TOY.full_iters), at a constant LR; the
+budget configs beside it set the schedule and the budget (tools/gen_mmengine_configs.py writes
+them, not this file).
 """
 
 _base_ = "mmpretrain::resnet/resnet18_8xb16_cifar10.py"
@@ -24,7 +24,7 @@ custom_imports = dict(
     imports=[
         "budgeted.mmengine",
         "budgeted.mmengine.safe_checkpoints",
-        "budgeted.mmengine.toy_mmpretrain",
+        "budgeted.toys.mmpretrain",
     ],
     allow_failed_imports=False,
 )

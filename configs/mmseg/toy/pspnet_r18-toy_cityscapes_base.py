@@ -1,10 +1,10 @@
 """Toy PSPNet for CPU runs: the model and data of every configs/mmseg/toy/ config.
 
-MMSegmentation's PSPNet R50-D8 Cityscapes recipe with a ResNetV1c-18 backbone at 16 base
-channels, BN instead of SyncBN, no pretrained weights, 128x128 crops of the 256x128 toy
-Cityscapes set (tools/make_toy_cityscapes.py). Trained as it is, it runs the full toy schedule,
-3200 iterations (budgeted.families.PSPNET_TOY.full_iters), with the stock PolyLR; the budget
-configs beside it replace the schedule (tools/gen_mmseg_configs.py writes them, not this file).
+MMSegmentation's PSPNet R50-D8 Cityscapes recipe with a ResNetV1c-18 backbone at 16 base channels,
+BN instead of SyncBN, no pretrained weights, 128x128 crops of the 256x128 toy Cityscapes set
+(tools/make_toy_cityscapes.py). Trained as it is, it runs the full toy schedule, 3200 iterations
+(budgeted.experiments.families.PSPNET_TOY.full_iters), with the stock PolyLR; the budget configs
+beside it replace the schedule (tools/gen_mmseg_configs.py writes them, not this file).
 """
 
 _base_ = "mmseg::pspnet/pspnet_r50-d8_4xb2-80k_cityscapes-512x1024.py"

@@ -12,13 +12,13 @@ resumed budget is checked once, in the launching process, before anything is wri
 worker starts, and reported in one line.
 
 SIGTERM or SIGUSR1 (a cluster's preemption) end training after the current iteration with a
-checkpoint, one line and exit status 75 (:data:`~budgeted.preemption.PREEMPTED_EXIT_CODE`);
+checkpoint, one line and exit status 75 (:data:`~budgeted.safety.preemption.PREEMPTED_EXIT_CODE`);
 ``--resume`` continues it.
 
 ``--eval-only`` also appends its results to ``OUTPUT_DIR/metrics.json`` as one line at the
 iteration the weights were saved at, as training logs an evaluation, unless that file is a
 training run's log, which stays as it was
-(:func:`~budgeted.detectron2.runs.write_evaluation`): a sweep of evaluations reads like one of
+(:func:`~budgeted.runs.detectron2.write_evaluation`): a sweep of evaluations reads like one of
 runs (``budgeted-sweep --evaluate-from``).
 """
 
@@ -39,15 +39,16 @@ from detectron2.engine import default_argument_parser, default_setup
 from detectron2.evaluation import verify_results
 from detectron2.utils import comm
 
-from ..checkpoints import (
+from ..config_files import find_config
+from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
+from ..safety.checkpoints import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     check_later_checkpoints_kept,
     load_checkpoint,
 )
-from ..clock import TimeBudgetReached, parse_duration
-from ..config_files import find_config
-from ..preemption import Preempted, PreemptionGuard, active_guard
+from ..safety.preemption import Preempted, PreemptionGuard, active_guard
+from ..schedules.clock import TimeBudgetReached, parse_duration
 from .checkpoint import (
     CHECKPOINT_PATTERN,
     SafeCheckpointer,
@@ -59,7 +60,6 @@ from .config import load_config, split_overrides
 from .data import check_config_datasets, check_config_train_set, register_toy_coco
 from .launch import launch
 from .output_dir import OutputDirLock, check_writable, claim, log_removed
-from .runs import check_new_run_folder, run_config_kept, write_evaluation
 from .solver import BudgetConfigError
 from .stops import RunStopped, as_stop, check_finished, check_position, stop_line
 from .time_budget import time_budget_seconds, undecayed_stop

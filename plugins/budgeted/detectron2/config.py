@@ -11,9 +11,9 @@ factor of ``BudgetStep``) keep their Detectron2 meaning. ``SOLVER.BUDGET`` adds 
   it is). With ``FULL_ITERS > 0`` the config states a number of images, and
   ``MAX_ITER = round(round(FRACTION * FULL_ITERS) * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH)``
   (what Detectron2's ``REFERENCE_WORLD_SIZE`` auto-scaling gives too);
-- ``<SCHEDULE>_<PARAM>``: the parameters of every schedule registered in :mod:`budgeted.core`
-  (``COSINE_ETA``, ``POLY_POWER``, ``HTD_LOWER``, ..., defaults from the core; see
-  :func:`param_key`);
+- ``<SCHEDULE>_<PARAM>``: the parameters of every schedule registered in
+ :mod:`budgeted.schedules.core` (``COSINE_ETA``, ``POLY_POWER``, ``HTD_LOWER``, ..., defaults from
+ the core; see :func:`param_key`);
 - ``WRITER_PERIOD``: how often :class:`BudgetTrainer` writes metrics (Detectron2 hard-codes 20);
 - ``GRAD_NORM_PERIOD``: every how many iterations :class:`BudgetTrainer` logs the full-gradient
   norm over a fixed subset of ``GRAD_NORM_BATCHES`` training batches (0: never; see
@@ -31,10 +31,10 @@ from typing import Any
 import yaml
 from detectron2.config import CfgNode, get_cfg
 
-from ..budget import budget_iters
-from ..checkpoints import checkpoint_iterations
 from ..config_files import find_config
-from ..core import schedule_info, schedule_names
+from ..safety.checkpoints import checkpoint_iterations
+from ..schedules.core import schedule_info, schedule_names
+from ..schedules.units import budget_iters
 
 __all__ = [
     "MODEL_ZOO_PREFIX",

@@ -5,7 +5,7 @@ where Detectron2 registers ``coco_2017_train`` etc. as ``coco/...`` and we regis
 ``toy_coco_train`` / ``toy_coco_val`` as ``toy_coco/...`` (written by ``tools/make_toy_coco.py``).
 Importing this module registers nothing: call :func:`register_toy_coco` (our tools do, in every
 worker). The toy set itself (its categories, layout and writer) is the framework-free
-:mod:`budgeted.toy_coco`; its names are re-exported here.
+:mod:`budgeted.toys.coco`; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from detectron2.config import CfgNode
 from detectron2.data import DatasetCatalog, MetadataCatalog
 from detectron2.data.datasets import register_coco_instances
 
-from ..toy_coco import TOY_CATEGORIES, TOY_DATASETS, datasets_root
+from ..toys.coco import TOY_CATEGORIES, TOY_DATASETS, datasets_root
 
 __all__ = [
     "TOY_CATEGORIES",

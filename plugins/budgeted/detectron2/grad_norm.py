@@ -6,7 +6,7 @@ batches, logged as ``full_grad_norm`` beside ``lr`` in metrics.json (and TensorB
 
 over the ``B = SOLVER.BUDGET.GRAD_NORM_BATCHES`` batches, ``L_b`` the training loss (the sum of
 the model's loss dict, as ``SimpleTrainer`` sums it), ``w`` the weights after the iteration
-(:func:`budgeted.grad_norm.full_gradient_norm`).
+(:func:`budgeted.experiments.grad_norm.full_gradient_norm`).
 
 - The subset: the first ``B`` batches of a second train loader, built once before training
   with the trainer's own ``build_train_loader(cfg)`` (``DATALOADER.NUM_WORKERS`` 0, as
@@ -52,7 +52,7 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase, hooks
 from detectron2.utils.events import EventStorage
 
-from ..grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
+from ..experiments.grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
 from .config import check_grad_norm_config
 from .solver import BudgetConfigError
 

@@ -5,10 +5,10 @@ CUDA, :func:`launch` spawns the processes itself, joins them with the gloo backe
 Detectron2's local process group the same way, so ``--num-gpus N`` means N CPU processes.
 
 Preemption, with several workers: each worker catches SIGTERM / SIGUSR1 from its start
-(:class:`~budgeted.preemption.PreemptionGuard`), the launching process forwards the ones it gets
-to its workers, and when the workers stop for a preemption (exit status 75, see
+(:class:`~budgeted.safety.preemption.PreemptionGuard`), the launching process forwards the ones it
+gets to its workers, and when the workers stop for a preemption (exit status 75, see
 :class:`~budgeted.detectron2.PreemptionHook`) :func:`launch` raises
-:class:`~budgeted.preemption.Preempted` (exit status 75) instead of Detectron2's error.
+:class:`~budgeted.safety.preemption.Preempted` (exit status 75) instead of Detectron2's error.
 
 Failures, with several workers: a worker that stops with one line
 (:class:`~budgeted.detectron2.stops.RunStopped`: diverged, undecayed time budget, disk full)
@@ -40,7 +40,7 @@ import torch.multiprocessing as mp
 from detectron2.engine.launch import DEFAULT_TIMEOUT, _distributed_worker, _find_free_port
 from detectron2.utils import comm
 
-from ..preemption import (
+from ..safety.preemption import (
     PREEMPTED_EXIT_CODE,
     Preempted,
     PreemptionGuard,

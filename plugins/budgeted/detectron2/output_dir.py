@@ -5,12 +5,12 @@ written, one run at a time in it, and what a killed write left there.
   that cannot be written (a read-only file system, no permission) is refused in one line before
   anything is written; Detectron2 would fail with an ``OSError`` traceback after its first files.
 - :class:`OutputDirLock`: the launching process holds an exclusive ``flock`` on
-  ``<folder>/.train_net.lock`` while it trains there (:class:`budgeted.locks.FolderLock`: a lock
-  left by a dead process is never in the way), so a second run into the same folder is refused
+  ``<folder>/.train_net.lock`` while it trains there (:class:`budgeted.safety.locks.FolderLock`: a
+  lock left by a dead process is never in the way), so a second run into the same folder is refused
   in one line naming the first one's PID.
 - :func:`claim`: takes that lock and, holding it, removes the temporary files a killed
-  checkpoint write left (:func:`budgeted.checkpoints.remove_stale_temporaries`); the worker logs
-  what was removed (:func:`log_removed`).
+  checkpoint write left (:func:`budgeted.safety.checkpoints.remove_stale_temporaries`); the worker
+  logs what was removed (:func:`log_removed`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import logging
 import os
 from collections.abc import Sequence
 
-from ..checkpoints import remove_stale_temporaries
-from ..locks import FolderLock
+from ..safety.checkpoints import remove_stale_temporaries
+from ..safety.locks import FolderLock
 
 __all__ = ["LOCK_NAME", "OutputDirLock", "check_writable", "claim", "log_removed"]
 

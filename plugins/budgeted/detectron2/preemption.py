@@ -1,5 +1,5 @@
 """``PreemptionHook``: SIGTERM / SIGUSR1 end a Detectron2 run after the current iteration, with a
-checkpoint, and exit status :data:`~budgeted.preemption.PREEMPTED_EXIT_CODE` (75).
+checkpoint, and exit status :data:`~budgeted.safety.preemption.PREEMPTED_EXIT_CODE` (75).
 
 ``BudgetTrainer`` (and so ``tools/train_net.py``) registers it last; your own trainer adds it in
 one line (last, so that the LR scheduler and the writers have done the iteration)::
@@ -10,7 +10,7 @@ After a signal the iteration in progress finishes; then every worker agrees to s
 iteration (the flag is all-reduced after each iteration when there are several workers), the main
 worker writes ``model_{iter:07d}.pth`` atomically and points ``last_checkpoint`` at it (the name
 and contents of a periodic checkpoint), prints one line and every worker raises
-:class:`~budgeted.preemption.Preempted` (a ``SystemExit`` with code 75). ``--resume`` then
+:class:`~budgeted.safety.preemption.Preempted` (a ``SystemExit`` with code 75). ``--resume`` then
 continues from the next iteration at exactly the LR an uninterrupted run would have.
 """
 
@@ -27,7 +27,7 @@ from detectron2.engine import HookBase, hooks
 from detectron2.utils import comm
 from detectron2.utils.events import CommonMetricPrinter
 
-from ..preemption import Preempted, PreemptionGuard, active_guard, signal_name
+from ..safety.preemption import Preempted, PreemptionGuard, active_guard, signal_name
 
 __all__ = ["PreemptionHook"]
 
@@ -41,7 +41,7 @@ class PreemptionHook(HookBase):
         checkpointer: the trainer's checkpointer (a :class:`~budgeted.detectron2.SafeCheckpointer`
             writes atomically; any Detectron2 checkpointer works).
         guard (PreemptionGuard, optional): the flag to watch; default: the guard a tool entered
-            around the run (:func:`~budgeted.preemption.active_guard`), else one this hook
+            around the run (:func:`~budgeted.safety.preemption.active_guard`), else one this hook
             installs for the duration of training.
         prog (str): the name the printed line starts with.
         resume_hint (str): how to continue, for the printed line.

@@ -8,8 +8,8 @@ every other name to Detectron2's own builder unchanged. A user's trainer adopts 
     class Trainer(DefaultTrainer):
         build_lr_scheduler = classmethod(lambda cls, cfg, opt: bd2.build_lr_scheduler(cfg, opt))
 
-Every schedule registered in :mod:`budgeted.core` (the built-ins and any registered later with
-``budgeted.register_schedule``) becomes ``Budget<Label>`` here, its parameters read from
+Every schedule registered in :mod:`budgeted.schedules.core` (the built-ins and any registered later
+with ``budgeted.register_schedule``) becomes ``Budget<Label>`` here, its parameters read from
 ``SOLVER.BUDGET.<NAME>_<PARAM>`` (:func:`~budgeted.detectron2.config.param_key`).
 """
 
@@ -25,7 +25,8 @@ from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
 from detectron2.utils.registry import Registry
 
 from .. import SCHEDULES
-from ..core import (
+from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
+from ..schedules.core import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
@@ -34,7 +35,6 @@ from ..core import (
     on_schedule_registered,
     schedule_info,
 )
-from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
 from .config import budget_max_iter, check_budget_keys, max_iter_agrees, param_key
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
@@ -76,8 +76,8 @@ class BudgetConfigError(ValueError):
 class BudgetResumeError(BudgetMismatchError, BudgetConfigError):
     """A checkpoint's budget differs from the config's: resuming is refused (one line).
 
-    Both the core's :class:`~budgeted.core.BudgetMismatchError` and :class:`BudgetConfigError`,
-    so ``except`` clauses for either catch it.
+    Both the core's :class:`~budgeted.schedules.core.BudgetMismatchError` and
+    :class:`BudgetConfigError`, so ``except`` clauses for either catch it.
     """
 
 
@@ -195,7 +195,7 @@ def check_max_iter(cfg: CfgNode) -> None:
 
 
 def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSchedule:
-    """The core :class:`~budgeted.core.BudgetSchedule` that config ``cfg`` states.
+    """The core :class:`~budgeted.schedules.core.BudgetSchedule` that config ``cfg`` states.
 
     Args:
         cfg (CfgNode): the config (``SOLVER.MAX_ITER`` the budget, ``SOLVER.WARMUP_*``, the
@@ -302,7 +302,7 @@ def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
 
 def on_resume(cfg: CfgNode) -> str:
     """``SOLVER.BUDGET.ON_RESUME``: ``"refuse"`` (the default), ``"replan"`` or ``"branch"``
-    (:meth:`budgeted.core.BudgetSchedule.resume`).
+    (:meth:`budgeted.schedules.core.BudgetSchedule.resume`).
 
     Raises:
         BudgetConfigError: one line for any other value.
@@ -328,7 +328,7 @@ def register_budget_scheduler(name: str, schedule: str, params: ParamReader | No
 
     Args:
         name (str): the ``SOLVER.LR_SCHEDULER_NAME`` to register.
-        schedule (str): a schedule registered in :mod:`budgeted.core`.
+        schedule (str): a schedule registered in :mod:`budgeted.schedules.core`.
         params (callable, optional): ``cfg -> {param: value}``; default: read the schedule's
             ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys.
 

@@ -1,12 +1,12 @@
 """Runs that end with one line and an exit status of their own, never a traceback.
 
-- **Diverged** (exit status :data:`~budgeted.preemption.DIVERGED_EXIT_CODE`, 3): the loss (or the
-  model's predictions) became NaN or infinite. Detectron2 raises ``FloatingPointError`` ("Loss
-  became infinite or NaN", "Training has diverged") from inside an iteration;
-  :class:`StopsInOneLine` turns it into one line naming the iteration and the base LR, and the
-  ``after_train`` hooks that would make it look like a result (the final checkpoint of
-  ``PeriodicCheckpointer``, the final evaluation of ``EvalHook``) do not run.
-- **Undecayed** (:data:`~budgeted.preemption.UNDECAYED_EXIT_CODE`, 4): a time budget ended
+- **Diverged** (exit status :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`, 3): the loss (or
+ the model's predictions) became NaN or infinite. Detectron2 raises ``FloatingPointError`` ("Loss
+ became infinite or NaN", "Training has diverged") from inside an iteration; :class:`StopsInOneLine`
+ turns it into one line naming the iteration and the base LR, and the ``after_train`` hooks that
+ would make it look like a result (the final checkpoint of ``PeriodicCheckpointer``, the final
+ evaluation of ``EvalHook``) do not run.
+- **Undecayed** (:data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE`, 4): a time budget ended
   before its schedule decayed (:mod:`budgeted.detectron2.time_budget`); the model is saved and
   evaluated as usual first.
 - **Disk full** (1): no space left while writing a checkpoint (or any file of the run): one line
@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 import torch
 from detectron2.engine import hooks
 
-from ..checkpoints import newest_intact_checkpoint
-from ..preemption import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
+from ..safety.checkpoints import newest_intact_checkpoint
+from ..safety.preemption import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
 
 __all__ = [
     "DiskFull",
@@ -206,7 +206,8 @@ def mount_point(path: str) -> str:
 
 def disk_full(path: str, folder: str, *, resume: str = "--resume") -> DiskFull:
     """The one line for a write of ``path`` that found no space left, with the newest intact
-    checkpoint of run ``folder`` named (:func:`budgeted.checkpoints.newest_intact_checkpoint`).
+    checkpoint of run ``folder`` named
+    (:func:`budgeted.safety.checkpoints.newest_intact_checkpoint`).
 
     Args:
         path (str): the file being written (or the run folder when unknown).
@@ -319,7 +320,7 @@ def check_finished(
     """Raise :class:`Finished` (exit status 0, nothing written) when ``--resume`` would resume a
     finished run: its checkpoint trained the last of ``max_iter`` iterations, or spent the time
     budget of ``seconds`` (0: none), and its final evaluation is logged (``evaluates``: the
-    config has test sets; :func:`budgeted.detectron2.runs.final_metrics`). A finished run whose
+    config has test sets; :func:`budgeted.runs.detectron2.final_metrics`). A finished run whose
     final evaluation is missing is resumed as before: resuming runs that evaluation.
 
     Args:
@@ -330,7 +331,7 @@ def check_finished(
         evaluates (bool): whether the run ends with an evaluation.
         longer (str): how to train it longer, for the message.
     """
-    from .runs import final_metrics
+    from ..runs.detectron2 import final_metrics
 
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("iteration"), int):
         return

@@ -3,7 +3,7 @@
 With ``SOLVER.BUDGET.SECONDS > 0`` (``tools/train_net.py --budget-time 6h`` sets it),
 :func:`~budgeted.detectron2.build_lr_scheduler` builds a :class:`budgeted.BudgetTimeLR` (the
 schedule named by ``SOLVER.LR_SCHEDULER_NAME``, its warmup ``SOLVER.WARMUP_ITERS`` iterations,
-its decay over the training seconds left after it; :mod:`budgeted.clock`), and
+its decay over the training seconds left after it; :mod:`budgeted.schedules.clock`), and
 ``BudgetTrainer`` registers :class:`TimeBudgetHook` first. ``SOLVER.MAX_ITER`` is then only a cap
 on iterations. The hook:
 
@@ -11,18 +11,18 @@ on iterations. The hook:
   iteration's ``run_step`` to the start of the next (so periodic evaluation, checkpoint writing
   and metric writing are not training time; an iteration's own data loading is, and so is time
   the process spends stopped, SIGSTOP to SIGCONT or a Slurm suspend, inside an iteration: the
-  clock is wall time, see :mod:`budgeted.clock`);
+  clock is wall time, see :mod:`budgeted.schedules.clock`);
 - logs the agreed training seconds at the start of each iteration (``time_budget/elapsed`` in
   metrics.json: what that iteration's LR was computed from);
 - before each iteration, ends training if the budget is spent: the main worker saves
   ``model_final.pth`` (atomically, with the clock), one line is printed, the final evaluation
   runs (``EvalHook.after_train``) and the process ends with status 0
-  (:class:`~budgeted.clock.TimeBudgetReached`).
+  (:class:`~budgeted.schedules.clock.TimeBudgetReached`).
 
 A run that ended before its schedule decayed (the deadline inside the warmup, or with the LR
 still high because the iterations are long for the budget, or ``SOLVER.MAX_ITER`` reached
 first) is saved and evaluated as usual, then ends with one more line and exit status 4
-(:func:`undecayed_stop`, :data:`~budgeted.preemption.UNDECAYED_EXIT_CODE`).
+(:func:`undecayed_stop`, :data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE`).
 
 Every worker uses rank 0's clock (broadcast every ``SOLVER.BUDGET.CLOCK_SYNC_PERIOD``
 iterations, extrapolated in between), so all stop after the same iteration with the same LRs.
@@ -44,9 +44,9 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
-from ..clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
-from ..core import BudgetMismatchError, BudgetReplanError
 from ..pytorch import BudgetTimeLR
+from ..schedules.clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
+from ..schedules.core import BudgetMismatchError, BudgetReplanError
 from .stops import Undecayed
 
 __all__ = [
@@ -210,8 +210,8 @@ class TimeBudgetHook(HookBase):
 
 def undecayed_stop(scheduler: Any, max_iter: int) -> Undecayed | None:
     """The one-line stop of a time-budget run that ended before its schedule decayed
-    (:meth:`budgeted.clock.TimeBudget.shortfall` of its last iteration), with the cause and what
-    to change; None when it decayed (or the scheduler is not a time budget's).
+    (:meth:`budgeted.schedules.clock.TimeBudget.shortfall` of its last iteration), with the cause
+    and what to change; None when it decayed (or the scheduler is not a time budget's).
 
     Args:
         scheduler: the trainer's LR scheduler after training.

@@ -2,7 +2,7 @@
 
 Each image holds 1-3 filled shapes (square, circle, triangle) on a noisy background; each shape is
 one annotation with its polygon mask, box and area. The same arguments give the same bytes.
-The writer lives in the framework-free :mod:`budgeted.toy_coco` (MMDetection's toy configs read
+The writer lives in the framework-free :mod:`budgeted.toys.coco` (MMDetection's toy configs read
 the same set); this module keeps its Detectron2-side name.
 
 Example:
@@ -13,6 +13,6 @@ Example:
 
 from __future__ import annotations
 
-from ..toy_coco import make_toy_coco
+from ..toys.coco import make_toy_coco
 
 __all__ = ["make_toy_coco"]

@@ -17,8 +17,8 @@ from detectron2.evaluation import COCOEvaluator, DatasetEvaluator
 from detectron2.utils import comm
 from detectron2.utils.logger import setup_logger
 
-from ..checkpoints import load_checkpoint
 from ..pytorch import BudgetTimeLR
+from ..safety.checkpoints import load_checkpoint
 from .checkpoint import CheckpointAtHook, SafeCheckpointer, last_checkpoint_file
 from .grad_norm import grad_norm_hook_from_cfg
 from .preemption import PreemptionHook
@@ -199,7 +199,7 @@ def check_resume(
 
     The checkpoint is ``checkpoint`` (already loaded), else the file ``path``, else the one
     ``cfg.OUTPUT_DIR/last_checkpoint`` names (none: nothing to check); files are loaded with
-    :func:`budgeted.checkpoints.load_checkpoint`.
+    :func:`budgeted.safety.checkpoints.load_checkpoint`.
 
     Args:
         cfg (CfgNode): the config to resume with.

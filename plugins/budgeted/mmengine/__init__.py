@@ -42,7 +42,7 @@ require("budgeted.mmengine", "mmengine", "numpy")
 
 from typing import Any  # noqa: E402
 
-from ..core import BudgetMismatchError  # noqa: E402
+from ..schedules.core import BudgetMismatchError  # noqa: E402
 from .checkpoint import (  # noqa: E402
     MMENGINE_CHECKPOINT_GLOBALS,
     DamagedCheckpointError,

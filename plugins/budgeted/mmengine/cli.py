@@ -17,10 +17,11 @@ resume with another budget. Budget schedulers without ``by_epoch`` follow the tr
 Training is preemption-safe: checkpoints and ``last_checkpoint`` are written atomically
 (:class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`), and SIGTERM / SIGUSR1 stop the run after
 the current iteration with a checkpoint, one line and exit status 75
-(:class:`~budgeted.mmengine.hooks.PreemptionHook`, :data:`budgeted.preemption.PREEMPTED_EXIT_CODE`);
-``--resume`` continues it exactly. A non-finite loss ends the run at once with one line and exit
-status 3 (:class:`~budgeted.mmengine.hooks.DivergenceHook`); a time budget that ended before its
-schedule decayed exits 4 after its checkpoint and validation
+(:class:`~budgeted.mmengine.hooks.PreemptionHook`,
+:data:`budgeted.safety.preemption.PREEMPTED_EXIT_CODE`); ``--resume`` continues it exactly. A
+non-finite loss ends the run at once with one line and exit status 3
+(:class:`~budgeted.mmengine.hooks.DivergenceHook`); a time budget that ended before its schedule
+decayed exits 4 after its checkpoint and validation
 (:class:`~budgeted.mmengine.time_budget.TimeBudgetEndHook`).
 """
 
@@ -44,12 +45,13 @@ from mmengine.logging import print_log
 from mmengine.registry import PARAM_SCHEDULERS, Registry
 from mmengine.runner import Runner
 
-from ..budget import budget_iters
-from ..checkpoints import checkpoint_iterations, remove_stale_temporaries
-from ..clock import parse_duration
 from ..config_files import find_config
-from ..core import BudgetMismatchError, BudgetSchedule
-from ..preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
+from ..runs.mmengine import WorkDirBusyError, WorkDirLock, check_new_run_folder
+from ..safety.checkpoints import checkpoint_iterations, remove_stale_temporaries
+from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
+from ..schedules.clock import parse_duration
+from ..schedules.core import BudgetMismatchError, BudgetSchedule
+from ..schedules.units import budget_iters
 from .checkpoint import allow_mmengine_checkpoints
 from .grad_norm import FullGradNormHook
 from .hooks import (  # also registers AtomicCheckpointHook
@@ -76,7 +78,6 @@ from .preflight import (  # check_data_roots: also this module's, as before
     check_writable,
 )
 from .resume import NothingToResume, check_time_budget_resume, plan_load
-from .runs import WorkDirBusyError, WorkDirLock, check_new_run_folder
 from .schedulers import (
     BudgetConfigError,
     BudgetParamScheduler,
@@ -382,9 +383,9 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
     Each iteration-based budget scheduler of the config is built (:func:`build_budget_schedulers`)
     and compares the ``budget`` saved in the checkpoint's state at its position
     (:meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_resume`): the same one-line
-    :class:`~budgeted.core.BudgetMismatchError` the runner would raise, but before anything is
-    written. A budget scheduler in the checkpoint where the config has a stock one is refused
-    too.
+    :class:`~budgeted.schedules.core.BudgetMismatchError` the runner would raise, but before
+    anything is written. A budget scheduler in the checkpoint where the config has a stock one is
+    refused too.
 
     Args:
         cfg (Config): the training config.
@@ -812,12 +813,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0: trained (or nothing left to resume); 2: bad input, refused before anything was written
     (one line ``train_seg: error: ...``), or a budget refused while the runner starts;
-    3 (:data:`budgeted.preemption.DIVERGED_EXIT_CODE`): the loss became NaN or infinite, the
-    run stopped there (not a result); 4 (:data:`budgeted.preemption.UNDECAYED_EXIT_CODE`): a
+    3 (:data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE`): the loss became NaN or infinite, the
+    run stopped there (not a result); 4 (:data:`budgeted.safety.preemption.UNDECAYED_EXIT_CODE`): a
     time budget ended before its schedule decayed (saved and validated); 75
-    (:data:`budgeted.preemption.PREEMPTED_EXIT_CODE`): stopped by SIGTERM / SIGUSR1 after
+    (:data:`budgeted.safety.preemption.PREEMPTED_EXIT_CODE`): stopped by SIGTERM / SIGUSR1 after
     writing a checkpoint, continue with ``--resume``; 1: another rank is gone. SIGTERM and
-    SIGUSR1 only set a flag from the start (:class:`budgeted.preemption.PreemptionGuard`), so
+    SIGUSR1 only set a flag from the start (:class:`budgeted.safety.preemption.PreemptionGuard`), so
     one that arrives while the runner is built is not lost.
 
     Args:

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..preemption import DIVERGED_EXIT_CODE, PREEMPTED_EXIT_CODE, UNDECAYED_EXIT_CODE
+from ..safety.preemption import DIVERGED_EXIT_CODE, PREEMPTED_EXIT_CODE, UNDECAYED_EXIT_CODE
 
 __all__ = ["main"]
 

@@ -7,7 +7,7 @@ the log, and any other visualizer backend). Registered in MMEngine's ``HOOKS``.
 
 over the ``B = num_batches`` batches, ``L_b`` the training loss (``data_preprocessor(data,
 True)``, ``forward(mode="loss")``, ``parse_losses``: what ``BaseModel.train_step`` optimizes),
-``w`` the weights after the iteration (:func:`budgeted.grad_norm.full_gradient_norm`).
+``w`` the weights after the iteration (:func:`budgeted.experiments.grad_norm.full_gradient_norm`).
 
 - The subset: the first ``B`` batches of a second dataloader, built once before training from
   the config's ``train_dataloader`` (``num_workers=0``, no persistent workers) with the sampler
@@ -47,7 +47,7 @@ import torch
 from mmengine.hooks import Hook, IterTimerHook, LoggerHook
 from mmengine.registry import HOOKS
 
-from ..grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
+from ..experiments.grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
 from .schedulers import BudgetConfigError
 
 __all__ = ["SCALAR_NAME", "FullGradNormHook", "mmengine_loss"]

@@ -7,15 +7,15 @@
   ``last_checkpoint`` naming it. Old checkpoints (``max_keep_ckpts``) are removed only after the
   new one is in place.
 - :class:`PreemptionHook`: SIGTERM or SIGUSR1 (Slurm's ``--signal=USR1@<seconds>``) only sets a
-  flag (:class:`budgeted.preemption.PreemptionGuard`); after the current iteration the hook
+  flag (:class:`budgeted.safety.preemption.PreemptionGuard`); after the current iteration the hook
   writes a checkpoint (atomically), prints one line and ends the run with
-  :data:`budgeted.preemption.PREEMPTED_EXIT_CODE` (75). Several processes agree on the stopping
-  iteration: the flag is all-reduced (max) after every iteration (:func:`agree_max`), so every
-  rank stops after the same one and only rank 0 writes. ``--resume`` then continues with exactly
-  the learning rate an uninterrupted run would have had.
+  :data:`budgeted.safety.preemption.PREEMPTED_EXIT_CODE` (75). Several processes agree on the
+  stopping iteration: the flag is all-reduced (max) after every iteration (:func:`agree_max`), so
+  every rank stops after the same one and only rank 0 writes. ``--resume`` then continues with
+  exactly the learning rate an uninterrupted run would have had.
 - :class:`DivergenceHook`: a non-finite training loss (NaN, inf) ends the run at that iteration,
   agreed by every rank, before any checkpoint or validation of it: one line naming the iteration
-  and the base LR, exit status :data:`budgeted.preemption.DIVERGED_EXIT_CODE` (3).
+  and the base LR, exit status :data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE` (3).
 
 ``tools/train_seg.py`` uses both by itself. With MMSegmentation's own tools, a config asks for
 them (``import budgeted.mmengine`` registers them)::
@@ -48,8 +48,8 @@ from mmengine.registry import HOOKS
 from mmengine.runner.base_loop import BaseLoop
 from mmengine.runner.loops import IterBasedTrainLoop
 
-from ..checkpoints import atomic_write_text, checkpoint_iterations
-from ..preemption import (
+from ..safety.checkpoints import atomic_write_text, checkpoint_iterations
+from ..safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
     Preempted,
@@ -127,7 +127,7 @@ def save_checkpoint_atomically(
     The runner's own ``save_checkpoint`` builds the checkpoint (model, optimizer, schedulers,
     message hub, meta, the ``before_save_checkpoint`` hooks) and writes it under a temporary
     name in the same folder; rank 0 then fsyncs and renames it, writes ``last_checkpoint``
-    through :func:`budgeted.checkpoints.atomic_write_text` and only then removes a checkpoint
+    through :func:`budgeted.safety.checkpoints.atomic_write_text` and only then removes a checkpoint
     that ``max_keep_ckpts`` retires. A non-local backend (``s3://``...) is left to MMEngine.
 
     Args:
@@ -245,14 +245,14 @@ class AtomicCheckpointHook(CheckpointHook):
 class PreemptionHook(Hook):
     """Stop after the current iteration on SIGTERM / SIGUSR1, with a checkpoint; exit 75.
 
-    The signals only set a flag (the :class:`~budgeted.preemption.PreemptionGuard` a tool
+    The signals only set a flag (the :class:`~budgeted.safety.preemption.PreemptionGuard` a tool
     installed around the whole run, else one the hook installs for the training). After each
     training iteration (after the scheduler step and the periodic checkpoint: the hook runs
     last) the flag is all-reduced over the ranks; once set, rank 0 writes ``iter_<N>.pth`` and
     ``last_checkpoint`` atomically (skipped when the checkpoint hook just wrote that
     iteration), every rank waits for the write, rank 0 prints one line, a validation due at
     that iteration is not started, the remaining ``after_train``/``after_run`` hooks run, and
-    :class:`~budgeted.preemption.Preempted` (a ``SystemExit`` with code 75) ends the run. A
+    :class:`~budgeted.safety.preemption.Preempted` (a ``SystemExit`` with code 75) ends the run. A
     signal during the last iteration lets the run finish (exit 0); one that arrives before the
     first iteration stops it at once, with nothing new to save. Iteration-based loops only
     (``IterBasedTrainLoop``: a resumed epoch would restart from its beginning).
@@ -395,7 +395,7 @@ class PreemptionHook(Hook):
 
 class Diverged(SystemExit):
     """Raised on every rank when the training loss became non-finite: a ``SystemExit`` with
-    :data:`budgeted.preemption.DIVERGED_EXIT_CODE` (3), so the process ends with that status
+    :data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE` (3), so the process ends with that status
     (MMEngine's runner and ``except Exception`` blocks let it through).
 
     Args:
@@ -459,7 +459,7 @@ class DivergenceHook(Hook):
     (:func:`agree_max`: one all-reduce of one number, as :class:`PreemptionHook` does), so all
     stop after the same iteration even when only one rank's loss blew up. Rank 0 prints one
     line naming the iteration (1-based, as the log counts) and the base LR, and every rank
-    raises :class:`Diverged` (exit status :data:`budgeted.preemption.DIVERGED_EXIT_CODE`): no
+    raises :class:`Diverged` (exit status :data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE`): no
     checkpoint of that iteration, no final validation, nothing that could pass for a result.
     Checkpoints written earlier, at finite losses, stay.
 

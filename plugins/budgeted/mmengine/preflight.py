@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from mmengine.config import Config
 
-from ..locks import unwritable
+from ..safety.locks import unwritable
 from .checkpoint import load_mmengine_checkpoint
 
 __all__ = [

@@ -32,13 +32,13 @@ from typing import Any
 import torch
 from mmengine.config import Config
 
-from ..checkpoints import (
+from ..safety.checkpoints import (
     DamagedCheckpointError,
     check_later_checkpoints_kept,
     newest_intact_checkpoint,
 )
-from ..clock import TimeBudget, parse_duration
-from ..core import BudgetMismatchError, BudgetReplanError
+from ..schedules.clock import TimeBudget, parse_duration
+from ..schedules.core import BudgetMismatchError, BudgetReplanError
 from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
 
 __all__ = [
@@ -404,7 +404,7 @@ def _time_seconds(cfg: Config) -> float | None:
 
 def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None, path: str) -> None:
     """Compare a time budget with the checkpoint's before the runner exists, as the scheduler
-    does when the runner resumes it (:meth:`budgeted.clock.TimeBudget.resume`): another
+    does when the runner resumes it (:meth:`budgeted.schedules.clock.TimeBudget.resume`): another
     ``seconds`` (unless ``budget_on_resume="replan"``), a re-plan that cannot be made (a
     deadline already passed), a time budget resumed as an iteration budget or the reverse are
     one line; a time budget already spent is :class:`NothingToResume`.

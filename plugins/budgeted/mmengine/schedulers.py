@@ -1,4 +1,4 @@
-"""MMEngine parameter schedulers computed by :class:`budgeted.core.BudgetSchedule`.
+"""MMEngine parameter schedulers computed by :class:`budgeted.schedules.core.BudgetSchedule`.
 
 One entry does warmup and decay: ``value = base_value * m(t)`` with ``t`` the scheduler's step
 count since ``begin`` (MMEngine's ``last_step``), a budget of ``end - begin`` steps, a warmup of
@@ -9,7 +9,7 @@ scheduler of the same parameter.
 Every schedule registered in the core (:func:`budgeted.register_schedule`, built-in or later)
 becomes ``Budget<Label>LR`` here, in MMEngine's ``PARAM_SCHEDULERS`` and as an attribute of this
 module (``linear`` -> ``BudgetLinearLR``, ``htd`` -> ``BudgetHTDLR``, a later ``sqrt`` ->
-``BudgetSqrtLR``), through :func:`budgeted.core.on_schedule_registered`.
+``BudgetSqrtLR``), through :func:`budgeted.schedules.core.on_schedule_registered`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamS
 from mmengine.registry import PARAM_SCHEDULERS
 from mmengine.runner.loops import EpochBasedTrainLoop
 
-from ..clock import TimeBudget, TrainingClock
-from ..core import (
+from ..schedules.clock import TimeBudget, TrainingClock
+from ..schedules.core import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
@@ -207,9 +207,9 @@ class BudgetParamScheduler(_ParamScheduler):
     """Budget-aware schedule of any optimizer parameter ``param_name`` (``lr``, ``momentum``...).
 
     The value at step ``begin + t`` is ``initial_value * m(t)`` with ``m`` the core's
-    :class:`~budgeted.core.BudgetSchedule` over ``end - begin`` steps. Built by MMEngine's runner
-    from a config, ``end`` must be the train loop's ``max_iters`` (leave it out and the runner
-    fills it); a resumed checkpoint must hold the same budget (:meth:`check_resume`).
+    :class:`~budgeted.schedules.core.BudgetSchedule` over ``end - begin`` steps. Built by MMEngine's
+    runner from a config, ``end`` must be the train loop's ``max_iters`` (leave it out and the
+    runner fills it); a resumed checkpoint must hold the same budget (:meth:`check_resume`).
 
     Args:
         optimizer (OptimWrapper or Optimizer): the (wrapped) optimizer.
@@ -229,12 +229,12 @@ class BudgetParamScheduler(_ParamScheduler):
             is planned in iterations). Defaults to True, as in MMEngine.
         verbose (bool): as in MMEngine. Defaults to False.
         on_resume (str, optional): what a resume does with a checkpoint of another
-            ``train_cfg.max_iters``: ``"refuse"`` (one line) or ``"replan"``: the value goes on
-            from where the checkpoint left it to the schedule's end at the new ``max_iters``
-            (:meth:`budgeted.core.BudgetSchedule.replan`; one line logged, the re-plan saved in
-            later checkpoints). Default: the config's top-level ``budget_on_resume``, else
-            ``"refuse"``.
-        **params: the schedule's parameters (``power``, ``eta``, ``milestones``, ``gamma``...).
+            ``train_cfg.max_iters``: ``"refuse"`` (one line) or ``"replan"``: the value goes on from
+            where the checkpoint left it to the schedule's end at the new ``max_iters``
+            (:meth:`budgeted.schedules.core.BudgetSchedule.replan`; one line logged, the re-plan
+            saved in later checkpoints). Default: the config's top-level ``budget_on_resume``, else
+            ``"refuse"``. **params: the schedule's parameters (``power``, ``eta``, ``milestones``,
+            ``gamma``...).
 
     Example:
         >>> import torch
@@ -481,7 +481,8 @@ class BudgetParamScheduler(_ParamScheduler):
 
         Raises:
             BudgetConfigError: an overlapping scheduler (one line).
-            budgeted.core.BudgetMismatchError: a resume that skipped this scheduler (one line).
+            budgeted.schedules.core.BudgetMismatchError: a resume that skipped this scheduler (one
+            line).
         """
         name = type(self).__name__
         loop = self._loop
@@ -547,8 +548,8 @@ class BudgetParamScheduler(_ParamScheduler):
             at (int, optional): the checkpoint's ``last_step`` (where a re-plan starts).
 
         Raises:
-            budgeted.core.BudgetMismatchError: one line naming what differs and what to do.
-            budgeted.core.BudgetReplanError: a re-plan that cannot be made (one line).
+            budgeted.schedules.core.BudgetMismatchError: one line naming what differs and what to
+            do. budgeted.schedules.core.BudgetReplanError: a re-plan that cannot be made (one line).
 
         Example:
             >>> import torch
@@ -600,7 +601,7 @@ class BudgetParamScheduler(_ParamScheduler):
         return state
 
     def _resume_time(self, state_dict: Mapping[str, Any]) -> str | None:
-        """Go on with a checkpoint's clock (:meth:`budgeted.clock.TimeBudget.resume`)."""
+        """Go on with a checkpoint's clock (:meth:`budgeted.schedules.clock.TimeBudget.resume`)."""
         assert self._time is not None and self._clock is not None
         elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
         try:

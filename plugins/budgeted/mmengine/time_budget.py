@@ -7,7 +7,7 @@
 
 (``tools/train_seg.py --budget-time 6h`` makes the loop so.) An ``IterBasedTrainLoop`` whose
 ``max_iters`` only caps the iterations; the budget is ``seconds`` of training time
-(:mod:`budgeted.clock`), counted from the first training iteration: each iteration's
+(:mod:`budgeted.schedules.clock`), counted from the first training iteration: each iteration's
 ``train_step`` (its data loading included), not the hooks around it, validation, checkpoint
 writing, start-up or the final validation. The loop registers :class:`TimeBudgetClockHook`
 (priority ``HIGHEST``): it starts the clock before ``train_step`` and, after it, pauses it,
@@ -18,12 +18,12 @@ iteration the last (``max_iters`` becomes it): the ``CheckpointHook`` saves the 
 and the loop runs the final validation, as at the end of any budget. Resuming goes on with the
 checkpoint's clock (in the schedulers' state).
 
-A run that ends before its schedule decayed (the deadline inside the warmup; the deadline reached
-in few, long iterations with the LR still high; ``max_iters`` reached before the deadline) is
-saved and validated as usual; then :class:`TimeBudgetEndHook` (priority ``LOWEST``, registered
-by the loop too) prints one line saying why (:meth:`budgeted.clock.TimeBudget.shortfall`: the
-rule both adapters share, :data:`budgeted.clock.DECAYED_PROGRESS`) and raises
-:class:`Undecayed`: exit status :data:`budgeted.preemption.UNDECAYED_EXIT_CODE` (4).
+A run that ends before its schedule decayed (the deadline inside the warmup; the deadline reached in
+few, long iterations with the LR still high; ``max_iters`` reached before the deadline) is saved and
+validated as usual; then :class:`TimeBudgetEndHook` (priority ``LOWEST``, registered by the loop
+too) prints one line saying why (:meth:`budgeted.schedules.clock.TimeBudget.shortfall`: the rule
+both adapters share, :data:`budgeted.schedules.clock.DECAYED_PROGRESS`) and raises
+:class:`Undecayed`: exit status :data:`budgeted.safety.preemption.UNDECAYED_EXIT_CODE` (4).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from mmengine.logging import print_log
 from mmengine.registry import HOOKS, LOOPS
 from mmengine.runner.loops import IterBasedTrainLoop
 
-from ..clock import TimeBudget, TrainingClock, parse_duration
-from ..preemption import UNDECAYED_EXIT_CODE
+from ..safety.preemption import UNDECAYED_EXIT_CODE
+from ..schedules.clock import TimeBudget, TrainingClock, parse_duration
 
 __all__ = [
     "TimeBudgetClockHook",
@@ -52,7 +52,7 @@ __all__ = [
 
 class Undecayed(SystemExit):
     """Raised once a time-budget run that ended before its schedule decayed is saved and
-    validated: a ``SystemExit`` with :data:`budgeted.preemption.UNDECAYED_EXIT_CODE` (4).
+    validated: a ``SystemExit`` with :data:`budgeted.safety.preemption.UNDECAYED_EXIT_CODE` (4).
 
     Args:
         message (str): the one-line account (``time budget of 30 s ended before ...``).
@@ -187,9 +187,9 @@ def undecayed_line(loop: TimeBudgetTrainLoop, runner: Any) -> str | None:
     """Why the run ended before its schedule decayed, with the cause and what to change; None
     when it decayed (or nothing was trained, or no budget scheduler follows the clock).
 
-    The last iteration trained is judged as :meth:`budgeted.clock.TimeBudget.shortfall` judges
-    it (the LR it was trained at: inside the warmup, or short of
-    :data:`budgeted.clock.DECAYED_PROGRESS` of the decay).
+    The last iteration trained is judged as :meth:`budgeted.schedules.clock.TimeBudget.shortfall`
+    judges it (the LR it was trained at: inside the warmup, or short of
+    :data:`budgeted.schedules.clock.DECAYED_PROGRESS` of the decay).
     """
     if loop.last_start is None:
         return None

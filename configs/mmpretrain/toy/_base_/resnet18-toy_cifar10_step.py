@@ -8,7 +8,7 @@ custom_imports = dict(
     imports=[
         "budgeted.mmengine",
         "budgeted.mmengine.safe_checkpoints",
-        "budgeted.mmengine.toy_mmpretrain",
+        "budgeted.toys.mmpretrain",
     ],
     allow_failed_imports=False,
 )

@@ -1,0 +1,82 @@
+"""Old import paths keep working: ``budgeted.core`` is ``budgeted.schedules.core``, and so on.
+
+The package was a flat set of modules before it was laid out in layers (``schedules/``,
+``safety/``, ``runs/``, ``experiments/``, ``toys/``). Configs, scripts and notebooks in the wild
+name the old modules (``from budgeted.core import BudgetSchedule``,
+``budgeted.mmengine.toy_mmdet:write``), so each old name is an alias of the module that now holds
+its contents: importing it imports the new module and registers that same module object under the
+old name too (a finder on ``sys.meta_path``, the import system's documented hook). Nothing is
+copied: ``budgeted.core.BudgetSchedule is budgeted.schedules.BudgetSchedule``.
+
+>>> import importlib
+>>> importlib.import_module("budgeted.clock") is importlib.import_module("budgeted.schedules.clock")
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
+
+__all__ = ["MOVED", "install"]
+
+MOVED: dict[str, str] = {
+    "budgeted.core": "budgeted.schedules.core",
+    "budgeted.budget": "budgeted.schedules.units",
+    "budgeted.clock": "budgeted.schedules.clock",
+    "budgeted.checkpoints": "budgeted.safety.checkpoints",
+    "budgeted.preemption": "budgeted.safety.preemption",
+    "budgeted.locks": "budgeted.safety.locks",
+    "budgeted.records": "budgeted.runs.records",
+    "budgeted.detectron2.runs": "budgeted.runs.detectron2",
+    "budgeted.mmengine.runs": "budgeted.runs.mmengine",
+    "budgeted.families": "budgeted.experiments.families",
+    "budgeted.sweep": "budgeted.experiments.sweep",
+    "budgeted.report": "budgeted.experiments.report",
+    "budgeted.sweep_plots": "budgeted.experiments.report.plots",
+    "budgeted.stats": "budgeted.experiments.stats",
+    "budgeted.rank": "budgeted.experiments.rank",
+    "budgeted.branch": "budgeted.experiments.branch",
+    "budgeted.grad_norm": "budgeted.experiments.grad_norm",
+    "budgeted.toy_coco": "budgeted.toys.coco",
+    "budgeted.toy_cifar": "budgeted.toys.cifar10",
+    "budgeted.detectron2.toy": "budgeted.toys.coco",
+    "budgeted.mmengine.toy": "budgeted.toys.cityscapes",
+    "budgeted.mmengine.cityscapes": "budgeted.toys.cityscapes_labels",
+    "budgeted.mmengine.toy_mmdet": "budgeted.toys.mmdet",
+    "budgeted.mmengine.toy_mmpretrain": "budgeted.toys.mmpretrain",
+    "budgeted.mmengine.toy_mmaction": "budgeted.toys.kinetics",
+}
+"""Old module name -> the module that holds its contents now."""
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old name of :data:`MOVED` and loads it as the new module itself."""
+
+    def __init__(self) -> None:
+        self._own_specs: dict[str, importlib.machinery.ModuleSpec] = {}
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None):
+        if fullname not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(MOVED[spec.name])
+        self._own_specs[spec.name] = module.__spec__  # the import system sets the old name's next
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run (the new module ran when it was imported): give the module back its
+        own ``__spec__``."""
+        module.__spec__ = self._own_specs.pop(module.__spec__.name)
+
+
+def install() -> None:
+    """Put the alias finder on ``sys.meta_path`` once (``import budgeted`` does it)."""
+    if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_AliasFinder())

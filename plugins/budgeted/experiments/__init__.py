@@ -1,0 +1,2 @@
+"""Experiments: the config families, sweeps, reports, statistics, ranking, branching, gradient
+norms."""

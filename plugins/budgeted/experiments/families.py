@@ -1,0 +1,397 @@
+"""The shipped config families, described once: used by the config generators, the sweep and the
+report (no framework imports).
+
+A family is one model and dataset setting whose budgets are shipped as config files: its
+framework, where its files live, the full schedule they are fractions of, the warmup, and which
+schedules are shipped beside the budget-aware linear one. A budget's file name is
+``<folder>/<prefix><tag><suffix><ext>``, with :func:`budget_tag` the one rule that turns a
+fraction into the tag.
+
+>>> budget_tag(0.1), budget_tag(0.005), budget_tag(1.0)
+('10', '0p5', '100')
+>>> MASK_RCNN.filename(0.1, "step")
+'detectron2/mask_rcnn_budget10_step.yaml'
+>>> PSPNET_TOY.filename(0.05, "linear")
+'mmseg/toy/pspnet_r18-toy_cityscapes_budget5.py'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from ..schedules.units import BUDGET_FRACTIONS, budget_iters
+
+__all__ = [
+    "FAMILIES",
+    "FRAMEWORKS",
+    "I3D",
+    "I3D_TOY",
+    "MASK_RCNN",
+    "MASK_RCNN_TOY",
+    "MMDET_MASK_RCNN",
+    "MMDET_MASK_RCNN_TOY",
+    "PSPNET",
+    "PSPNET_TOY",
+    "RESNET18_CIFAR10",
+    "RESNET18_CIFAR10_TOY",
+    "RESNET18_IMAGENET",
+    "RESNET18_IMAGENET_TOY",
+    "ConfigFamily",
+    "ToyData",
+    "budget_tag",
+    "family",
+    "parse_budget_tag",
+]
+
+
+def budget_tag(fraction: float) -> str:
+    """The file-name form of a budget fraction: its percentage, ``.`` written ``p``.
+
+    ``0.1 -> "10"``, ``0.005 -> "0p5"``, ``1.0 -> "100"``, ``0.125 -> "12p5"``.
+    """
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise ValueError(f"budget fraction {fraction!r} is invalid; allowed: a number in (0, 1]")
+    if not (math.isfinite(fraction) and 0.0 < fraction <= 1.0):
+        raise ValueError(f"budget fraction {fraction!r} is invalid; allowed: a number in (0, 1]")
+    value = round(fraction * 100, 9)
+    return str(int(value)) if float(value).is_integer() else f"{value:g}".replace(".", "p")
+
+
+def parse_budget_tag(tag: str) -> float:
+    """The fraction a :func:`budget_tag` stands for: ``"10" -> 0.1``, ``"0p5" -> 0.005``."""
+    if not re.fullmatch(r"\d+(p\d+)?", tag):
+        raise ValueError(f"budget tag {tag!r} is invalid; allowed: digits, e.g. 10 or 0p5")
+    return round(float(tag.replace("p", ".")) / 100, 12)
+
+
+@dataclass(frozen=True)
+class ToyData:
+    """Where a toy family's data lives and how it is written.
+
+    Args:
+        root: the toy configs' ``data_root``, relative to the current folder.
+        marker: a path under ``root`` that exists once the set is written.
+        writer: ``"module:function"``; ``function(root)`` writes the set (imported when needed).
+    """
+
+    root: str
+    marker: str
+    writer: str
+
+
+@dataclass(frozen=True)
+class ConfigFamily:
+    """One model/dataset setting whose budget configs are shipped.
+
+    Args:
+        name: short name (``mask_rcnn``, ``pspnet_toy``, ...).
+        framework: ``"detectron2"`` or ``"mmseg"``.
+        folder: folder of the budget files, relative to the config root (``configs/``).
+        prefix: file name before the budget tag.
+        ext: ``".yaml"`` or ``".py"``.
+        full_iters: the full schedule the budgets are fractions of.
+        warmup: warmup iterations, the same for every budget.
+        schedules: shipped schedule -> file-name suffix (``"linear": ""``, ``"step": "_step"``).
+        step_milestones: where the step-BAC baseline drops, as fractions of the decay.
+        title: what the family trains, for file headers and reports.
+        paper: where the full schedule and baseline come from.
+        fractions: the shipped budget fractions.
+        toy_data: for a toy family of an MMEngine codebase, its data (:class:`ToyData`).
+        task: the short name ``budgeted-sweep --task`` picks the family by, where a framework
+            has several (``cifar10``, ``imagenet``).
+    """
+
+    name: str
+    framework: str
+    folder: str
+    prefix: str
+    ext: str
+    full_iters: int
+    warmup: int
+    schedules: dict[str, str]
+    step_milestones: tuple[float, ...]
+    title: str
+    paper: str
+    fractions: tuple[float, ...] = field(default=BUDGET_FRACTIONS)
+    toy_data: ToyData | None = None
+    task: str = ""
+
+    def filename(self, fraction: float, schedule: str = "linear") -> str:
+        """The config of ``schedule`` at ``fraction``, relative to the config root."""
+        if schedule not in self.schedules:
+            raise ValueError(
+                f"family {self.name!r} ships no {schedule!r} configs; "
+                f"shipped schedules: {', '.join(self.schedules)}"
+            )
+        tag = budget_tag(fraction)
+        return f"{self.folder}/{self.prefix}{tag}{self.schedules[schedule]}{self.ext}"
+
+    def iters(self, fraction: float) -> int:
+        """Training iterations at ``fraction``: ``round(fraction * full_iters)``."""
+        return budget_iters(fraction=fraction, full_iters=self.full_iters)
+
+    def parse(self, filename: str) -> tuple[float, str] | None:
+        """``(fraction, schedule)`` of a file of this family, or None for another file."""
+        base = filename.rsplit("/", 1)[-1]
+        for schedule, suffix in sorted(self.schedules.items(), key=lambda kv: -len(kv[1])):
+            pattern = re.escape(self.prefix) + r"(\d+(?:p\d+)?)" + re.escape(suffix + self.ext)
+            match = re.fullmatch(pattern, base)
+            if match:
+                return parse_budget_tag(match.group(1)), schedule
+        return None
+
+
+MASK_RCNN = ConfigFamily(
+    name="mask_rcnn",
+    framework="detectron2",
+    folder="detectron2",
+    prefix="mask_rcnn_budget",
+    ext=".yaml",
+    full_iters=90000,
+    warmup=500,
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(2 / 3, 8 / 9),
+    title="Mask R-CNN R50-FPN, COCO (model zoo 1x)",
+    paper="1x schedule, 90k iterations at batch 16; step x0.1 at 2/3 and 8/9 (paper, Sec. 4)",
+)
+MASK_RCNN_TOY = ConfigFamily(
+    name="mask_rcnn_toy",
+    framework="detectron2",
+    folder="detectron2/toy",
+    prefix="mask_rcnn_toy_budget",
+    ext=".yaml",
+    full_iters=400,
+    warmup=max(3, math.ceil(500 * 400 / 90000)),  # 500/90000 of it, at least 3
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(2 / 3, 8 / 9),
+    title="toy Mask R-CNN R18-BN, synthetic toy COCO, 128 px",
+    paper="the Mask R-CNN family scaled to a 400-iteration full schedule",
+)
+PSPNET = ConfigFamily(
+    name="pspnet",
+    framework="mmseg",
+    folder="mmseg",
+    prefix="pspnet_r50-d8_cityscapes_budget",
+    ext=".py",
+    full_iters=80000,
+    warmup=500,
+    schedules={"linear": "", "poly": "_poly", "step": "_step"},
+    step_milestones=(1 / 3, 2 / 3),
+    title="PSPNet R50-D8, Cityscapes 512x1024",
+    paper="MMSeg schedule_80k; step x0.1 at 1/3 and 2/3, as the paper's ImageNet setting",
+)
+PSPNET_TOY = ConfigFamily(
+    name="pspnet_toy",
+    framework="mmseg",
+    folder="mmseg/toy",
+    prefix="pspnet_r18-toy_cityscapes_budget",
+    ext=".py",
+    full_iters=3200,
+    warmup=500 * 3200 // 80000,  # the same share of the full schedule: 20
+    schedules={"linear": "", "poly": "_poly", "step": "_step"},
+    step_milestones=(1 / 3, 2 / 3),
+    title="toy PSPNet R18 (16 channels, BN), toy Cityscapes 128x128 crops",
+    paper="the PSPNet family scaled to a 3200-iteration full schedule",
+    toy_data=ToyData(
+        "datasets/toy_cityscapes", "gtFine", "budgeted.toys.cityscapes:make_toy_cityscapes"
+    ),
+)
+
+
+def _toy_warmup(warmup: int, full_iters: int, toy_full_iters: int) -> int:
+    """A toy's warmup: the real family's share of its full schedule, at least 3 iterations."""
+    return max(3, math.ceil(warmup * toy_full_iters / full_iters))
+
+
+MMDET_MASK_RCNN = ConfigFamily(
+    name="mmdet_mask_rcnn",
+    framework="mmdet",
+    folder="mmdet",
+    prefix="mask-rcnn_r50_fpn_coco_budget",
+    ext=".py",
+    full_iters=90000,
+    warmup=500,
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(2 / 3, 8 / 9),
+    title="MMDetection Mask R-CNN R50-FPN, COCO (mmdet's 1x as 90k iterations at batch 16)",
+    paper="1x schedule, 90k iterations at batch 16; step x0.1 at 2/3 and 8/9 (paper, Sec. 4)",
+)
+MMDET_MASK_RCNN_TOY = ConfigFamily(
+    name="mmdet_mask_rcnn_toy",
+    framework="mmdet",
+    folder="mmdet/toy",
+    prefix="mask-rcnn_r18-toy_coco_budget",
+    ext=".py",
+    full_iters=400,
+    warmup=_toy_warmup(500, 90000, 400),
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(2 / 3, 8 / 9),
+    title="toy MMDetection Mask R-CNN R18, synthetic toy COCO, 128 px",
+    paper="the MMDetection Mask R-CNN family scaled to a 400-iteration full schedule",
+    toy_data=ToyData(
+        "datasets/toy_coco", "annotations/instances_val.json", "budgeted.toys.mmdet:write"
+    ),
+)
+RESNET18_CIFAR10 = ConfigFamily(
+    name="resnet18_cifar10",
+    framework="mmpretrain",
+    folder="mmpretrain",
+    prefix="resnet18_cifar10_budget",
+    ext=".py",
+    full_iters=70400,  # 200 epochs x ceil(45000 / 128) = 352 iterations (5,000 held out)
+    warmup=50,  # as examples/cifar10_budget.py: 500 would be 71 % of the 1 % budget
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 2, 3 / 4),
+    title="MMPretrain ResNet-18 (CIFAR stem), CIFAR-10, batch 128",
+    paper="200 epochs at batch 128, SGD 0.1 / 0.9 / 5e-4 (paper, Sec. 3); step x0.1 at 1/2 "
+    "and 3/4 (MMPretrain's cifar10_bs128 schedule, epochs 100 and 150)",
+    task="cifar10",
+)
+RESNET18_CIFAR10_TOY = ConfigFamily(
+    name="resnet18_cifar10_toy",
+    framework="mmpretrain",
+    folder="mmpretrain/toy",
+    prefix="resnet18-toy_cifar10_budget",
+    ext=".py",
+    full_iters=400,
+    warmup=_toy_warmup(50, 70400, 400),
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 2, 3 / 4),
+    title="toy MMPretrain ResNet-18 (narrow), toy CIFAR-10 (the real pickle format)",
+    paper="the CIFAR-10 family scaled to a 400-iteration full schedule",
+    toy_data=ToyData(
+        "datasets/toy_cifar10",
+        "cifar-10-batches-py/batches.meta",
+        "budgeted.toys.mmpretrain:write_cifar10",
+    ),
+    task="cifar10",
+)
+RESNET18_IMAGENET = ConfigFamily(
+    name="resnet18_imagenet",
+    framework="mmpretrain",
+    folder="mmpretrain",
+    prefix="resnet18_imagenet_budget",
+    ext=".py",
+    full_iters=500500,  # 100 epochs x ceil(1,281,167 / 256) = 5005 iterations
+    warmup=500,
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 3, 2 / 3),
+    title="MMPretrain ResNet-18, ImageNet-1k, batch 256",
+    paper="100 epochs at batch 256; step x0.1 at 1/3 and 2/3 (paper, Sec. 4, ImageNet)",
+    task="imagenet",
+)
+RESNET18_IMAGENET_TOY = ConfigFamily(
+    name="resnet18_imagenet_toy",
+    framework="mmpretrain",
+    folder="mmpretrain/toy",
+    prefix="resnet18-toy_imagenet_budget",
+    ext=".py",
+    full_iters=400,
+    warmup=_toy_warmup(500, 500500, 400),
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 3, 2 / 3),
+    title="toy MMPretrain ResNet-18 (narrow), toy ImageNet folder, 64 px",
+    paper="the ImageNet family scaled to a 400-iteration full schedule",
+    toy_data=ToyData(
+        "datasets/toy_imagenet", "meta/val.txt", "budgeted.toys.mmpretrain:write_imagenet"
+    ),
+    task="imagenet",
+)
+I3D = ConfigFamily(
+    name="i3d",
+    framework="mmaction",
+    folder="mmaction",
+    prefix="i3d_r50_kinetics400_budget",
+    ext=".py",
+    full_iters=300000,
+    warmup=500,
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 2, 5 / 6),
+    title="MMAction2 I3D ResNet-50, Kinetics-400 raw frames, 4 GPUs",
+    paper="300k iterations on 4 GPUs; step x0.1 at 1/2 and 5/6 (paper, Sec. 4, Kinetics)",
+)
+I3D_TOY = ConfigFamily(
+    name="i3d_toy",
+    framework="mmaction",
+    folder="mmaction/toy",
+    prefix="i3d-toy_kinetics400_budget",
+    ext=".py",
+    full_iters=400,
+    warmup=_toy_warmup(500, 300000, 400),
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 2, 5 / 6),
+    title="toy MMAction2 I3D (narrow 3D ResNet), toy Kinetics-400 raw frames, 32 px",
+    paper="the I3D family scaled to a 400-iteration full schedule",
+    toy_data=ToyData(
+        "datasets/toy_kinetics400",
+        "kinetics400_val_list_rawframes.txt",
+        "budgeted.toys.kinetics:write",
+    ),
+)
+
+LENET5_DIGITS = ConfigFamily(
+    name="lenet5_digits",
+    framework="mmpretrain",
+    folder="mmpretrain/digits",
+    prefix="lenet5_digits_budget",
+    ext=".py",
+    full_iters=1720,  # 40 epochs x floor(1400 / 32) = 43 iterations (397 images held out)
+    warmup=0,
+    schedules={"linear": "", "step": "_step"},
+    step_milestones=(1 / 2, 3 / 4),
+    title="MMPretrain LeNet-5, UCI digits (scikit-learn) at 32x32, batch 32",
+    paper="40 epochs at batch 32, SGD 0.9 / 1e-4 (MMPretrain's lenet5_mnist); step x0.1 at 1/2 "
+    "and 3/4 (the paper's CIFAR-10 setting)",
+    fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    toy_data=ToyData("datasets/digits", "meta/val.txt", "budgeted.toys.digits:write_digits"),
+    task="digits",
+)
+"""Real data, small: the UCI handwritten digits bundled with scikit-learn (docs/digits.md)."""
+
+FAMILIES: dict[str, ConfigFamily] = {
+    f.name: f
+    for f in (
+        MASK_RCNN,
+        MASK_RCNN_TOY,
+        PSPNET,
+        PSPNET_TOY,
+        MMDET_MASK_RCNN,
+        MMDET_MASK_RCNN_TOY,
+        RESNET18_CIFAR10,
+        RESNET18_CIFAR10_TOY,
+        RESNET18_IMAGENET,
+        RESNET18_IMAGENET_TOY,
+        I3D,
+        I3D_TOY,
+        LENET5_DIGITS,
+    )
+}
+"""Every shipped family, by name."""
+
+FRAMEWORKS: tuple[str, ...] = tuple(dict.fromkeys(f.framework for f in FAMILIES.values()))
+"""Every framework a family is shipped for: ``detectron2`` and the MMEngine codebases."""
+
+
+def family(framework: str, toy: bool = False, task: str | None = None) -> ConfigFamily:
+    """The shipped family of ``framework``, real or toy; ``task`` picks one where there are
+    several (MMPretrain: ``cifar10`` or ``imagenet``).
+
+    >>> family("mmpretrain", toy=True, task="imagenet").name
+    'resnet18_imagenet_toy'
+    """
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
+    found = [
+        f for f in FAMILIES.values() if f.framework == framework and f.name.endswith("_toy") == toy
+    ]
+    tasks = [f.task for f in found]
+    if task:
+        found = [f for f in found if f.task == task]
+        if not found:
+            allowed = ", ".join(t for t in tasks if t) or "none (leave it out)"
+            raise ValueError(f"{framework} has no task {task!r}; allowed: {allowed}")
+    if len(found) > 1:
+        raise ValueError(f"{framework} has several tasks; pick one: {', '.join(tasks)}")
+    return found[0]

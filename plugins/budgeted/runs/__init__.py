@@ -1,0 +1,1 @@
+"""Run folders: what each training tool's output folder holds, read as data (never run)."""

@@ -1,0 +1,363 @@
+"""What a work dir of an MMEngine / MMSegmentation run holds: started, finished, its metrics.
+
+The one "already holds a run" rule of ``tools/train_seg.py`` (:func:`check_new_run_folder`), and
+the final validation metrics of a finished run (:func:`final_metrics`) for sweeps and reports.
+MMEngine writes, in a work dir: checkpoints (``iter_<N>.pth``, ``epoch_<N>.pth``) and
+``last_checkpoint``, the config it ran (``<config name>.py``) and, per launch,
+``<timestamp>/vis_data/scalars.json`` (one JSON record a line: training iterations and
+validations).
+
+A work dir is untrusted (it may come from anyone): everything here reads it as data. The JSON
+logs are parsed as JSON, and the config dump is parsed as Python without being run
+(:func:`dumped_max_iters`); nothing imports MMEngine or executes a file of the folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any
+
+from ..safety.locks import FolderBusyError, FolderLock
+from .records import RecordError, curve, number, read_json_lines
+
+__all__ = [
+    "CURVE_NAMES",
+    "LOCK_NAME",
+    "WorkDirBusyError",
+    "WorkDirLock",
+    "check_new_run_folder",
+    "dumped_max_iters",
+    "dumped_train_cfg",
+    "evaluations",
+    "final_metrics",
+    "holds_run",
+    "run_files",
+    "train_curve",
+]
+
+LOCK_NAME = ".train_seg.lock"
+"""The lock file ``tools/train_seg.py`` holds (``flock``) in its work dir while it trains."""
+
+
+WorkDirBusyError = FolderBusyError
+"""Another process trains in the work dir (one line naming it)."""
+
+
+class WorkDirLock(FolderLock):
+    """An exclusive ``flock`` on ``<folder>/.train_seg.lock`` while a run trains there
+    (:class:`budgeted.safety.locks.FolderLock`: a lock left by a dead process is never in the way;
+    :meth:`check` writes nothing).
+
+    Args:
+        folder (str or PathLike): the work dir.
+
+    Example:
+        >>> import tempfile
+        >>> lock = WorkDirLock(tempfile.mkdtemp())
+        >>> lock.check(); lock.acquire(); lock.release()
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        super().__init__(
+            folder,
+            LOCK_NAME,
+            "work dir {folder} is in use: {holder} is training there (it holds {lock}); wait "
+            "for it to end, stop it, or choose another --work-dir (nothing was written)",
+        )
+
+
+_NOT_METRICS = frozenset({"step", "iter", "epoch", "time", "data_time"})
+"""Keys of a validation record in ``scalars.json`` that are bookkeeping, not metrics."""
+
+
+def run_files(folder: str | os.PathLike[str]) -> list[str]:
+    """The files in ``folder`` that show a run was started there, sorted (relative names).
+
+    Args:
+        folder (str or PathLike): an MMEngine work dir.
+
+    Returns:
+        list[str]: checkpoints, ``last_checkpoint`` and training logs (``*/vis_data/scalars.json``).
+
+    Example:
+        >>> import tempfile
+        >>> run_files(tempfile.mkdtemp())
+        []
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.glob("*.pth") if p.is_file()]
+    found += [root / "last_checkpoint"] if (root / "last_checkpoint").exists() else []
+    found += list(root.glob("*/vis_data/scalars.json"))
+    return sorted(p.relative_to(root).as_posix() for p in found)
+
+
+def holds_run(folder: str | os.PathLike[str]) -> bool:
+    """Whether an MMEngine run was started in ``folder`` (checkpoints or training logs).
+
+    Args:
+        folder (str or PathLike): an MMEngine work dir (need not exist).
+
+    Example:
+        >>> import tempfile
+        >>> holds_run(tempfile.mkdtemp())
+        False
+    """
+    return bool(run_files(folder))
+
+
+def check_new_run_folder(folder: str | os.PathLike[str], resume: bool) -> None:
+    """Refuse to start a new run in a work dir that already holds one (nothing is overwritten).
+
+    Args:
+        folder (str or PathLike): the run's work dir.
+        resume (bool): the run continues the one in ``folder`` (``--resume``): always allowed.
+
+    Raises:
+        ValueError: one line naming the folder, what it holds and the two ways on.
+
+    Example:
+        >>> import tempfile
+        >>> check_new_run_folder(tempfile.mkdtemp(), resume=False)  # empty: a new run may start
+    """
+    held = run_files(folder)
+    if resume or not held:
+        return
+    shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+    raise ValueError(
+        f"work dir {os.fspath(folder)} already holds a run ({shown}); pass --resume to continue "
+        "it, or choose another --work-dir (nothing is overwritten)"
+    )
+
+
+def _config_dump(folder: Path) -> Path | None:
+    """The config of the last launch in ``folder`` that logged training: the one that launch
+    saved (``<timestamp>/vis_data/config.py``), else the one MMEngine last dumped into
+    ``folder``. A later launch that logged nothing (a resume refused before training, which
+    MMEngine lets rewrite the dump first) does not change a run's length."""
+    logged = sorted(p.parent for p in folder.glob("*/vis_data/scalars.json"))
+    saved = logged[-1] / "config.py" if logged else None
+    if saved is not None and saved.is_file():
+        return saved
+    dumps = sorted(folder.glob("*.py"), key=lambda p: p.stat().st_mtime)
+    return dumps[-1] if dumps else None
+
+
+_DUMP_ALLOWED = (
+    "allowed: the config MMEngine dumped (plain assignments such as train_cfg = "
+    "dict(max_iters=3200, ...)); a run folder's files are read as data, never run"
+)
+
+
+def _top_level_value(tree: ast.Module, name: str) -> ast.expr | None:
+    """The expression last assigned to ``name`` at the top level of ``tree`` (None: never)."""
+    value = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            value = node.value
+    return value
+
+
+def _dict_fields(node: ast.expr) -> dict[str, ast.expr] | None:
+    """The named fields of ``dict(key=...)`` or ``{"key": ...}`` (unevaluated); None for any
+    other expression."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return {kw.arg: kw.value for kw in node.keywords if kw.arg is not None}
+    if isinstance(node, ast.Dict):
+        return {
+            k.value: v
+            for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        }
+    return None
+
+
+def dumped_train_cfg(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The literal fields of ``train_cfg`` in a config MMEngine dumped, read without running the
+    file (:func:`dumped_max_iters`): ``{"type": "IterBasedTrainLoop", "max_iters": 32, ...}``;
+    ``{}`` without a ``train_cfg``. A field that is not a literal is left out, but for
+    ``max_iters``, which must be one (else :class:`RecordError`).
+    """
+    path = Path(path)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as err:
+        raise RecordError(
+            f"config dump {path} is not Python ({err.msg}, line {err.lineno}); {_DUMP_ALLOWED}"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as err:
+        raise RecordError(
+            f"config dump {path} cannot be read ({type(err).__name__}: {err}); {_DUMP_ALLOWED}"
+        ) from None
+    train_cfg = _top_level_value(tree, "train_cfg")
+    if train_cfg is None or (isinstance(train_cfg, ast.Constant) and train_cfg.value is None):
+        return {}
+    fields = _dict_fields(train_cfg)
+    if fields is None:
+        raise RecordError(
+            f"config dump {path}: train_cfg is an expression, not dict(...) "
+            f"(line {train_cfg.lineno}); {_DUMP_ALLOWED}"
+        )
+    found = {}
+    for key, node in fields.items():
+        try:
+            found[key] = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            if key == "max_iters":
+                raise RecordError(
+                    f"config dump {path}: train_cfg.max_iters is an expression, not a number "
+                    f"(line {node.lineno}); {_DUMP_ALLOWED}"
+                ) from None
+    return found
+
+
+def dumped_max_iters(path: str | os.PathLike[str]) -> int | None:
+    """``train_cfg.max_iters`` of a config MMEngine dumped, read without running the file.
+
+    The file is parsed (``ast``), never executed nor imported, and only a literal is read: a
+    run folder may come from anyone, and ``Config.fromfile`` would run whatever code it holds.
+    MMEngine dumps the merged config as plain assignments (``train_cfg = dict(max_iters=32,
+    ...)``), which is all this reads; anything else in the file is ignored.
+
+    Args:
+        path (str or PathLike): ``<work_dir>/<config>.py`` or ``<timestamp>/vis_data/config.py``.
+
+    Returns:
+        int or None: the iterations; None where the file sets no ``train_cfg.max_iters`` or a
+        value that is not an integer (an epoch-based loop).
+
+    Raises:
+        RecordError: one line, where the file is not Python, or ``train_cfg`` or its
+            ``max_iters`` is an expression rather than a literal.
+
+    Example:
+        >>> import tempfile
+        >>> dump = Path(tempfile.mkdtemp()) / "cfg.py"
+        >>> text = "train_cfg = dict(max_iters=32)\\n_x = __import__('os').getpid()\\n"
+        >>> _ = dump.write_text(text)
+        >>> dumped_max_iters(dump)
+        32
+    """
+    max_iters = dumped_train_cfg(path).get("max_iters")
+    return max_iters if isinstance(max_iters, int) and not isinstance(max_iters, bool) else None
+
+
+def final_metrics(folder: str | os.PathLike[str]) -> dict[str, float] | None:
+    """The validation metrics at the end of a finished run, or None if it did not get there.
+
+    The end is ``train_cfg.max_iters`` of the last launch that logged training (its saved
+    config; else the config MMEngine dumped into the work dir; parsed, never run); for a
+    ``TimeBudgetTrainLoop`` (a time budget, ``max_iters`` a cap) the iteration of its last
+    validation, where its last checkpoint was saved and nothing was trained after it. The
+    metrics are those of the last validation logged at that iteration in
+    ``<folder>/<timestamp>/vis_data/scalars.json`` (for MMSegmentation's ``IoUMetric``:
+    ``aAcc``, ``mIoU``, ``mAcc``, in percent).
+
+    Args:
+        folder (str or PathLike): an MMEngine work dir.
+
+    Returns:
+        dict[str, float] or None: metric name -> value; ``{}`` for a run whose final validation
+        logged no metric (MMDetection's ``CocoMetric`` when the model predicted nothing); None
+        for a run that is missing, still running, stopped early or epoch-based.
+
+    Raises:
+        RecordError: the config dump cannot be read as data (:func:`dumped_max_iters`).
+
+    Example:
+        >>> import tempfile
+        >>> final_metrics(tempfile.mkdtemp()) is None
+        True
+    """
+    root = Path(folder)
+    dump = _config_dump(root) if root.is_dir() else None
+    train_cfg = dumped_train_cfg(dump) if dump is not None else {}
+    end = train_cfg.get("max_iters")
+    if not isinstance(end, int) or isinstance(end, bool):
+        return None
+    records = _scalars(root)
+    if train_cfg.get("type") == "TimeBudgetTrainLoop":
+        end = _time_budget_end(root, records, end)
+    finals = [r for r in records if r.get("step") == end and "lr" not in r and "loss" not in r]
+    return _metrics(finals[-1]) if finals else None
+
+
+def _time_budget_end(root: Path, records: list[dict], max_iters: int) -> int | None:
+    """Where a ``TimeBudgetTrainLoop`` run ended (its ``max_iters`` only caps it): the step of
+    its last validation, if that is also its last checkpoint (the loop saves, then validates,
+    when the deadline comes) and nothing was trained after it; else None (still running,
+    stopped early)."""
+    validated = [r["step"] for r in records if _validation_step(r) is not None]
+    trained = [r["step"] for r in records if "lr" in r and isinstance(r.get("step"), int)]
+    if not validated or validated[-1] > max_iters or max(trained, default=0) > validated[-1]:
+        return None
+    return validated[-1] if (root / f"iter_{validated[-1]}.pth").is_file() else None
+
+
+def _validation_step(record: dict) -> int | None:
+    """The step of a validation record of ``scalars.json`` (None: a training record)."""
+    if "lr" in record or "loss" in record:
+        return None
+    step = record.get("step")
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def _metrics(record: dict) -> dict[str, float]:
+    """The metrics of a validation record of ``scalars.json``: its numbers, bookkeeping left
+    out."""
+    found = {k: number(v) for k, v in record.items() if k not in _NOT_METRICS}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "full_grad_norm"}
+""":data:`budgeted.runs.records.CURVE_KEYS` -> the key in ``scalars.json``."""
+
+
+def _scalars(folder: str | os.PathLike[str]) -> list[dict]:
+    """The records of every launch's ``scalars.json`` in ``folder``, oldest launch first."""
+    return [
+        record
+        for path in sorted(Path(folder).glob("*/vis_data/scalars.json"))
+        for record in read_json_lines(path)
+    ]
+
+
+def train_curve(folder: str | os.PathLike[str]) -> list[dict[str, float]]:
+    """The LR, training loss and full-gradient norm (where logged) per logged iteration, from
+    every launch's ``scalars.json`` (MMEngine logs every ``LoggerHook`` interval); ``[]``
+    without one.
+
+    Example:
+        >>> import tempfile
+        >>> train_curve(tempfile.mkdtemp())
+        []
+    """
+    return curve(_scalars(folder), "step", CURVE_NAMES)
+
+
+def evaluations(folder: str | os.PathLike[str]) -> list[tuple[int, dict[str, float]]]:
+    """Every validation logged in the work dir: (iteration, its metrics), in order; ``[]``
+    without one. With ``train_cfg.val_interval`` below ``max_iters`` there is one per interval.
+
+    Example:
+        >>> import tempfile
+        >>> evaluations(tempfile.mkdtemp())
+        []
+    """
+    found = []
+    for record in _scalars(folder):
+        if "lr" in record or "loss" in record or not isinstance(record.get("step"), int):
+            continue
+        metrics = _metrics(record)
+        if metrics:
+            found.append((record["step"], metrics))
+    return found

@@ -1,0 +1,152 @@
+"""One process at a time in a folder: an exclusive ``flock`` on a lock file inside it.
+
+Framework-free (standard library only). ``tools/train_seg.py`` holds one in its work dir
+(:class:`budgeted.runs.mmengine.WorkDirLock`) and ``budgeted-sweep`` one in its ``--out``
+folder, so a second run or sweep on the same folder is refused in one line naming the holder's
+PID instead of writing into the same files.
+
+The kernel drops an ``flock`` when its process ends, however it ends (exit, crash, SIGKILL), so
+a lock file left by a dead process is never in the way: the next process simply takes it over.
+The file holds the holder's PID only for the message. Checking (:meth:`FolderLock.check`) writes
+nothing; only :meth:`FolderLock.acquire` creates the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+__all__ = ["FolderBusyError", "FolderLock", "unwritable"]
+
+
+def unwritable(folder: str | os.PathLike[str]) -> str | None:
+    """Why nothing can be created in ``folder`` (where it does not exist yet: in the nearest
+    folder above it that does), as ``"<folder>: Read-only file system"``; None where it can.
+
+    A tool about to write asks first, so that a read-only output folder is refused in one line
+    with nothing written, rather than failing halfway with an ``OSError`` traceback.
+
+    Example:
+        >>> import tempfile
+        >>> unwritable(Path(tempfile.mkdtemp()) / "new" / "folder") is None
+        True
+    """
+    path = Path(os.path.abspath(folder))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        return None  # a file in the way: the caller's own checks name it
+    effective = os.access in os.supports_effective_ids
+    if os.access(path, os.W_OK | os.X_OK, effective_ids=effective):
+        return None
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return f"{path}: {os.strerror(errno.EROFS if read_only else errno.EACCES)}"
+
+
+class FolderBusyError(ValueError):
+    """Another live process holds the folder's lock (one line naming it)."""
+
+
+class FolderLock:
+    """An exclusive ``flock`` on ``<folder>/<name>`` while this process works in ``folder``.
+
+    Args:
+        folder (str or PathLike): the folder.
+        name (str): the lock file's name in it (a dot file, e.g. ``".sweep.lock"``).
+        busy (str): the refusal, formatted with ``holder`` (``"pid 4242"``), ``lock`` (the lock
+            file) and ``folder``.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> lock = FolderLock(folder, ".demo.lock", "{folder} is in use by {holder}")
+        >>> lock.check(); lock.acquire()
+        >>> other = FolderLock(folder, ".demo.lock", "{folder} is in use by {holder}")
+        >>> try:
+        ...     other.acquire()
+        ... except FolderBusyError as err:
+        ...     str(err) == f"{folder} is in use by pid {os.getpid()}"
+        True
+        >>> lock.release(); other.acquire(); other.release()
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], name: str, busy: str) -> None:
+        self.path = Path(folder) / name
+        self.busy = busy
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._fd is not None
+
+    def holder(self) -> str:
+        """``"pid 4242"`` as the lock file records it, else ``"a process"``."""
+        try:
+            pid = self.path.read_text().strip()
+        except OSError:
+            pid = ""
+        return f"pid {pid}" if pid.isdigit() else "a process"
+
+    def _busy(self) -> FolderBusyError:
+        return FolderBusyError(
+            self.busy.format(holder=self.holder(), lock=self.path, folder=self.path.parent)
+        )
+
+    def check(self) -> None:
+        """Raise :class:`FolderBusyError` if a live process holds the lock (writes nothing)."""
+        if self._fd is not None:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return  # no lock file (or unreadable): nobody works here through our tools
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._busy() from None
+        except OSError:
+            pass  # a file system without flock: nothing to check
+        finally:
+            os.close(fd)
+
+    def acquire(self) -> None:
+        """Create the lock file (and the folder), take the lock, record this PID.
+
+        Raises:
+            FolderBusyError: another process holds it.
+        """
+        if self._fd is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise self._busy() from None
+        except OSError:
+            pass  # a file system without flock (some network file systems): run unlocked
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        """Drop the lock (the file stays: it is only a name to lock)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FolderLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

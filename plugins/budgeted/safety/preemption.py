@@ -1,0 +1,233 @@
+"""Preemption: turn SIGTERM / SIGUSR1 into a request to stop at the next safe point.
+
+Framework-free (standard library only), shared by the Detectron2 and MMEngine adapters and the
+sweep tools. A cluster scheduler stops a job with SIGTERM (Slurm: at preemption, ``scancel``,
+and the time limit) and can warn it ahead of time with another signal (``sbatch
+--signal=USR1@120``: SIGUSR1 120 s before the end). With :class:`PreemptionGuard` installed,
+those signals only set a flag; the training loop looks at it after each iteration, writes a
+checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`, which a job script answers by requeueing
+the job (``tools/slurm_train_net.sh``), and ``--resume`` continues where it stopped.
+
+The handler does nothing but record the signal, so a second signal (during the checkpoint's write,
+say) changes nothing; the checkpoint itself is written atomically
+(:func:`budgeted.safety.checkpoints.atomic_save`).
+
+Example::
+
+    with PreemptionGuard() as guard:
+        for it in range(start, max_iter):
+            train_one_iteration()
+            if guard.requested:
+                save_checkpoint(it)
+                raise Preempted(f"preempted by {guard.signal_name} at iteration {it + 1}")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any
+
+__all__ = [
+    "DIVERGED_EXIT_CODE",
+    "PREEMPTED_EXIT_CODE",
+    "PREEMPTION_SIGNALS",
+    "UNDECAYED_EXIT_CODE",
+    "Preempted",
+    "PreemptionGuard",
+    "active_guard",
+    "ignore_late_signals",
+    "restore_default_signals",
+    "signal_name",
+]
+
+PREEMPTED_EXIT_CODE = 75
+"""The exit status of a run stopped by a preemption signal after saving its state: 75 is
+``EX_TEMPFAIL`` of ``sysexits.h`` ("temporary failure; retry later"): the job did not fail and
+is not done, run it again with ``--resume``. Distinct from a crash (1), a usage error (2), and a
+death by signal (128 + N: 143 for SIGTERM, 137 for SIGKILL)."""
+
+DIVERGED_EXIT_CODE = 3
+"""The exit status of a run stopped because its loss became non-finite (NaN or infinite): one
+line names the iteration and the base LR; the weights are not a result. A sweep records the cell
+as diverged and the report never picks its LR as the best."""
+
+UNDECAYED_EXIT_CODE = 4
+"""The exit status of a time-budget run that ended before its schedule decayed (the deadline came
+inside the warmup, or with the LR still high because the iterations are long for the budget, or
+the iteration cap came first): the model is saved and evaluated, one line says why the LR did
+not reach the end of its decay (:meth:`budgeted.schedules.clock.TimeBudget.shortfall`). A sweep
+records the cell as undecayed."""
+
+PREEMPTION_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGUSR1)
+"""SIGTERM (what Slurm, Kubernetes and ``kill`` send) and SIGUSR1 (Slurm's advance warning with
+``--signal=USR1@<seconds>``)."""
+
+_ACTIVE: list[PreemptionGuard] = []
+
+
+def signal_name(signum: int) -> str:
+    """``"SIGTERM"`` for 15, ...
+
+    Example:
+        >>> signal_name(signal.SIGUSR1)
+        'SIGUSR1'
+    """
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+class Preempted(SystemExit):
+    """Raised to stop a run after a preemption signal, once its state is saved.
+
+    A ``SystemExit`` (so ``except Exception`` blocks, Detectron2's training loop among them,
+    let it through untouched) whose ``code`` is :data:`PREEMPTED_EXIT_CODE`: uncaught, the
+    interpreter exits with 75 and prints nothing (the trainer printed its line already).
+
+    Args:
+        message (str): the one-line account (``train_net: preempted by SIGTERM at ...``).
+        signum (int, optional): the signal.
+    """
+
+    def __init__(self, message: str = "preempted", signum: int | None = None) -> None:
+        super().__init__(PREEMPTED_EXIT_CODE)
+        self.message = message
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PreemptionGuard:
+    """A context manager that makes ``signals`` set a flag instead of ending the process.
+
+    On entry it installs a handler for each signal (remembering the old ones); on exit it puts
+    the old handlers back. The handler records the first signal (:attr:`signum`), counts them
+    (:attr:`count`) and calls ``on_signal(signum)`` if given (a launcher forwarding the signal
+    to its workers); it raises nothing, so whatever the process is doing (an iteration, the
+    write of a checkpoint) finishes. Only the main thread can install signal handlers: entered
+    from another thread, the guard installs nothing and only :meth:`request` sets it.
+
+    Args:
+        signals (Iterable[int]): the signals to catch. Defaults to :data:`PREEMPTION_SIGNALS`.
+        on_signal (callable, optional): called with the signal number from the handler.
+
+    Example:
+        >>> import os
+        >>> with PreemptionGuard() as guard:
+        ...     os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs at once (main thread)
+        ...     (guard.requested, guard.signal_name)
+        (True, 'SIGUSR1')
+    """
+
+    def __init__(
+        self,
+        signals: Iterable[int] = PREEMPTION_SIGNALS,
+        on_signal: Callable[[int], Any] | None = None,
+    ) -> None:
+        self.signals = tuple(signals)
+        self.on_signal = on_signal
+        self.signum: int | None = None
+        self.count = 0
+        self._old: dict[int, Any] = {}
+        self.installed = False
+
+    @property
+    def requested(self) -> bool:
+        """Whether a preemption signal (or :meth:`request`) arrived."""
+        return self.signum is not None
+
+    @property
+    def signal_name(self) -> str | None:
+        """The first signal's name (``"SIGTERM"``), None before any."""
+        return None if self.signum is None else signal_name(self.signum)
+
+    def request(self, signum: int = signal.SIGTERM) -> None:
+        """Set the flag as the signal ``signum`` would (e.g. when another worker got it)."""
+        if self.signum is None:
+            self.signum = int(signum)
+        self.count += 1
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.request(signum)
+        if self.on_signal is not None:
+            self.on_signal(signum)
+
+    def __enter__(self) -> PreemptionGuard:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.signals:
+                self._old[signum] = signal.signal(signum, self._handle)
+            self.installed = True
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(ValueError):
+            _ACTIVE.remove(self)
+        if self.installed:
+            for signum, old in self._old.items():
+                signal.signal(signum, old if old is not None else signal.SIG_DFL)
+            self._old.clear()
+            self.installed = False
+
+
+def active_guard() -> PreemptionGuard | None:
+    """The innermost :class:`PreemptionGuard` entered in this process, None if none is.
+
+    A trainer's hook uses the one a tool installed around the whole run (so a signal that
+    arrives while the model is built is not lost) or installs its own.
+
+    Example:
+        >>> active_guard() is None
+        True
+    """
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def restore_default_signals(
+    signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1),
+    *,
+    python: bool = False,
+) -> None:
+    """Give ``signals`` their default disposition in this process (and in what it execs).
+
+    A command started in the background by a non-interactive shell inherits SIGINT as
+    *ignored*, and Python and ``subprocess`` pass that on: Ctrl-C (or ``kill -INT``) then does
+    nothing. ``subprocess.Popen(..., preexec_fn=restore_default_signals)`` gives a child the
+    default dispositions (``SIG_DFL``; a Python child then installs its own SIGINT handler at
+    startup, as in a terminal); ``restore_default_signals(python=True)`` does it for the
+    running Python process, SIGINT raising ``KeyboardInterrupt``.
+
+    Args:
+        signals (Iterable[int]): the signals. Defaults to SIGINT, SIGTERM, SIGUSR1.
+        python (bool): SIGINT gets Python's ``default_int_handler`` rather than ``SIG_DFL``.
+
+    Example:
+        >>> restore_default_signals([signal.SIGUSR2])
+        >>> signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL
+        True
+    """
+    for signum in signals:
+        python_int = python and signum == signal.SIGINT
+        signal.signal(signum, signal.default_int_handler if python_int else signal.SIG_DFL)
+
+
+def ignore_late_signals() -> None:
+    """Ignore SIGTERM and SIGUSR1 from now on: call it when a run is over, before the process
+    exits. Python gives signals their default disposition back before it tears its modules down
+    (seconds, with torch), and a preemption signal then would turn a finished run's exit status
+    into a death by signal (143).
+
+    Example:
+        >>> ignore_late_signals()
+        >>> signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        True
+        >>> restore_default_signals()
+    """
+    for signum in PREEMPTION_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)

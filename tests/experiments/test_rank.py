@@ -1,0 +1,158 @@
+"""budgeted.experiments.rank (``budgeted-rank``, tools/rank.py): Kendall's tau between the
+architecture ranking at small budgets and at the full budget, from real toy sweeps."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from run_folders import toy_data, write_sweep
+from toy_pspnet import width_overrides
+
+from budgeted.experiments.rank import Architectures, kendall_tau, markdown
+from budgeted.experiments.report import Cell, CellKey, Final, Group
+
+REPO = Path(__file__).resolve().parents[2]
+SWEEP = [sys.executable, "-m", "budgeted.experiments.sweep"]
+RANK = [sys.executable, "-m", "budgeted.experiments.rank"]
+FAMILY = "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget"
+
+
+def cli(cmd: list[str], *args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*cmd, *map(str, args)], capture_output=True, text=True, cwd=REPO, check=False
+    )
+
+
+def group(values: dict[tuple[str, float, int], float]) -> Group:
+    """A report group of finished toy MMSeg runs, (schedule, budget, seed) -> mIoU, one LR."""
+    found = Group("mmseg", FAMILY)
+    for (schedule, budget, seed), miou in values.items():
+        key = CellKey(schedule, budget, None, seed)
+        final = Final(int(budget * 3200), {"mIoU": miou})
+        found.cells[key] = Cell(key, Path(f"/runs/{schedule}{budget}{seed}"), final, 1.0)
+    return found
+
+
+def test_kendall_tau_counts_concordant_and_discordant_pairs():
+    assert kendall_tau([1, 2, 3], [4, 5, 6])[0] == pytest.approx(1.0)
+    assert kendall_tau([1, 2, 3], [6, 5, 4])[0] == pytest.approx(-1.0)
+    # 6 pairs, one discordant (3, 4): (5 - 1) / 6
+    assert kendall_tau([1, 2, 3, 4], [1, 2, 4, 3])[0] == pytest.approx(4 / 6)
+
+
+def test_tables_rank_each_budget_against_the_full_budget():
+    """Linear at 0.05 orders the three architectures as at 0.25 (tau 1); step swaps the top
+    two (tau 1/3); scores are means over seeds; normalized by the same row's full budget."""
+    full = {"a": 50.0, "b": 40.0, "c": 30.0}
+    small = {"linear": {"a": 30.0, "b": 20.0, "c": 10.0}, "step": {"a": 20.0, "b": 25.0, "c": 5.0}}
+    groups = {}
+    for name in full:
+        values = {}
+        for schedule in ("linear", "step"):
+            for seed, noise in enumerate((-1.0, 1.0)):
+                values[schedule, 0.05, seed] = small[schedule][name] + noise
+                values[schedule, 0.25, seed] = full[name] + noise
+        groups[name] = group(values)
+    text = markdown(Architectures("mmseg", groups), "mIoU", 0.25)
+    tau = text.split("each budget and at 0.25\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert tau[2].startswith("| 0.05 | +1.00 (p 0.33, n 3) | +0.33 (p 1.00, n 3) |"), tau
+    assert len(tau) == 3  # no row for the full budget against itself
+    assert "| b | 20.00 ± 1.41 (2) | 40.00 ± 1.41 (2) | 25.00 ± 1.41 (2) |" in text
+    assert "| b | 0.500 | 1.000 | 0.625 | 1.000 |" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["a=x", "b=y"], "2 architectures given; allowed: three or more (NAME=SWEEP)"),
+        (["a=x", "a=y", "c=z"], "architecture 'a' is given twice; allowed: one sweep per name"),
+        (["a=x", "b", "c=z"], "'b' is invalid; allowed: NAME=SWEEP_FOLDER"),
+        (["a=x", "b=y", "c=z"], "is not a sweep folder (no sweep.json)"),
+        (
+            ["a=x", "b=x", "c=x"],
+            "architectures a, b, c are the same sweep folder {tmp}/x; allowed: one sweep folder "
+            "per architecture",
+        ),
+    ],
+)
+def test_bad_input_is_one_line(args, message, tmp_path):
+    run = cli(RANK, *[a.replace("=", f"={tmp_path}/", 1) if "=" in a else a for a in args])
+    err = run.stderr.strip()
+    assert run.returncode == 2 and err.startswith("rank: error: ") and "\n" not in err, err
+    assert message.format(tmp=tmp_path) in err
+
+
+def test_sweeps_of_different_base_lr_grids_are_refused(tmp_path):
+    """Each architecture's score is its best LR's: chosen from different grids, the ranking
+    compares different protocols (a narrower grid cannot find the others' best LR)."""
+    data = toy_data("mmseg", tmp_path / "data")
+    grids = {"a": (0.01, 0.1), "b": (0.01, 0.1), "c": (0.1,)}
+    for name, lrs in grids.items():
+        cells = {("linear", b, lr): 40.0 + 10 * b for b in (0.01, 0.05) for lr in lrs}
+        write_sweep(tmp_path / name, "mmseg", cells, data)
+    run = cli(RANK, *(f"{name}={tmp_path / name}" for name in grids))
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == (
+        "rank: error: the sweeps searched different base-LR grids (a: 0.01 0.1; b: 0.01 0.1; "
+        "c: 0.1); allowed: sweeps of the same --lrs, so that every architecture's best LR is "
+        "chosen from the same grid\n"
+    )
+    same = cli(RANK, f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", f"c={tmp_path / 'a'}")
+    assert same.returncode == 2 and same.stderr.count("\n") == 1
+    assert f"architectures a, c are the same sweep folder {tmp_path / 'a'}" in same.stderr
+
+
+WIDTHS = {"w4": 4, "w6": 6, "w8": 8}
+"""Toy PSPNet R18 backbones of three widths (base and stem channels; the shipped toy has 16)."""
+
+
+@pytest.fixture(scope="module")
+def arch_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three real toy MMSeg sweeps, one per backbone width: linear at 1 % and 5 %."""
+    tmp = tmp_path_factory.mktemp("rank")
+    sweeps = {}
+    for name, width in WIDTHS.items():
+        out = tmp / name
+        run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01", "0.05",
+                  "--data", tmp / "toy_cityscapes", "--out", out, "--",
+                  *width_overrides(width))  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+        sweeps[name] = out
+    return sweeps
+
+
+@pytest.mark.slow
+def test_rank_reads_real_sweeps_and_refuses_a_budget_not_run(arch_sweeps, tmp_path):
+    from budgeted.experiments.report import load_sweep
+
+    named = [f"{name}={path}" for name, path in arch_sweeps.items()]
+    run = cli(RANK, *named)
+    assert run.returncode == 0, run.stderr
+    assert "against the full budget 0.05 (3 architectures: w4, w6, w8)" in run.stdout
+    lines = run.stdout.split("per architecture", 1)[1].split("####", 1)[0].splitlines()
+    for name, path in arch_sweeps.items():  # the table shows each sweep's logged mIoU
+        cells = {c.key.budget: c.final.metrics["mIoU"] for c in load_sweep(path).cells}
+        assert f"| {name} | {cells[0.01]:.2f} | {cells[0.05]:.2f} |" in lines
+    scores = {n: load_sweep(p).cells for n, p in arch_sweeps.items()}
+    small = [
+        next(c for c in cs if c.key.budget == 0.01).final.metrics["mIoU"] for cs in scores.values()
+    ]
+    large = [
+        next(c for c in cs if c.key.budget == 0.05).final.metrics["mIoU"] for cs in scores.values()
+    ]
+    tau = kendall_tau(small, large)[0]
+    assert f"| 0.01 | {'nan' if math.isnan(tau) else f'{tau:+.2f}'}" in run.stdout
+    bad = cli(RANK, *named, "--full", "0.5")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        "rank: error: --full 0.5 is not a budget every architecture and schedule finished; "
+        "allowed: 0.01, 0.05"
+    )
+    bad = cli(RANK, *named, "--metric", "box AP")
+    assert (
+        bad.stderr.strip() == "rank: error: --metric 'box AP' is not a mmseg metric; allowed: mIoU"
+    )
