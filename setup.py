@@ -6,8 +6,8 @@ finds them there when there is no checkout), ``LICENSE``, and the console script
 install (``pip install -e .``, what ``tools/setup_env.sh`` does) copies no configs: it keeps
 reading the checkout's ``configs/``.
 
-The core (``budgeted``, ``budgeted.schedules.core``, ``budgeted.experiments.families``, ``budgeted.experiments.sweep``,
-``budgeted.experiments.report``) imports no framework and not even torch; ``torch`` is required for
+The core (``budgeted``, ``budgeted.schedules``, ``budgeted.safety``, ``budgeted.runs``,
+``budgeted.experiments``) imports no framework and not even torch; ``torch`` is required for
 ``budgeted.BudgetLR`` and the adapters. The frameworks come with the extras:
 ``pip install "budgeted-training[detectron2]"`` (Detectron2 itself is not on PyPI: install it
 first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``,
