@@ -10,7 +10,12 @@ from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
 from .schedules.clock import TimeBudget, TrainingClock
-from .schedules.core import BudgetMismatchError, BudgetReplanError, BudgetSchedule
+from .schedules.core import (
+    BudgetMismatchError,
+    BudgetReplanError,
+    BudgetSchedule,
+    check_on_resume,
+)
 
 __all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError", "BudgetTimeLR"]
 
@@ -65,9 +70,7 @@ class BudgetLR(_LRScheduler):
     def _start(
         self, optimizer: Optimizer, budget: BudgetSchedule, last_epoch: int, on_resume: str
     ) -> None:
-        if on_resume not in BudgetSchedule.RESUME_POLICIES:
-            allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
-            raise ValueError(f"on_resume={on_resume!r} is invalid; allowed: {allowed}")
+        check_on_resume(on_resume)
         self.budget = budget
         self.on_resume = on_resume
         super().__init__(optimizer, last_epoch)

@@ -319,7 +319,6 @@ def test_docstring_examples_of_the_package_run():
         checkpoint,
         cli,
         dist_run,
-        hooks,
         launch,
         preflight,
         resume,
@@ -328,7 +327,7 @@ def test_docstring_examples_of_the_package_run():
         toy,
     )
 
-    modules = (schedulers, checkpoint, cli, dist_run, hooks, launch, preflight, resume, runs)
+    modules = (schedulers, checkpoint, cli, dist_run, launch, preflight, resume, runs)
     for module in (*modules, time_budget, toy):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

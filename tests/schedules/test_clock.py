@@ -303,7 +303,7 @@ def test_time_budget_resume_refusals_and_lines_in_whole():
     with pytest.raises(ValueError) as err:
         TimeBudget("linear", 100, warmup_iters=2).resume(old.state(), 40.0, on_resume="branch")
     assert str(err.value) == (
-        "on_resume='branch' is invalid for a time budget; allowed: refuse, replan"
+        "on_resume (a time budget)='branch' is invalid; allowed: refuse, replan"
     )
     for on_resume in ("refuse", "replan"):  # more than the length differs: never re-planned
         with pytest.raises(budgeted.schedules.core.BudgetMismatchError) as err:

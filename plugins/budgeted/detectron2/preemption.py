@@ -21,13 +21,12 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
 from detectron2.engine import HookBase, hooks
 from detectron2.utils import comm
 from detectron2.utils.events import CommonMetricPrinter
 
 from ..safety.preemption import Preempted, PreemptionGuard, active_guard, signal_name
+from ..safety.ranks import agree_max, world_size
 
 __all__ = ["PreemptionHook"]
 
@@ -133,14 +132,10 @@ class PreemptionHook(HookBase):
         """The preemption signal any worker got (0: none); the same on every worker."""
         assert self._guard is not None
         local = self._guard.signum or 0
-        if comm.get_world_size() == 1:
+        if world_size() == 1:
             return local
-        on_gpu = dist.get_backend() == "nccl"
-        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else "cpu"
-        flag = torch.tensor([local], dtype=torch.int64, device=device)
         start = time.perf_counter()
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        agreed = int(flag.item())
+        agreed = agree_max(local)
         self.sync_seconds += time.perf_counter() - start
         self.syncs += 1
         if agreed and not local:

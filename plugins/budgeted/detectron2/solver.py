@@ -25,12 +25,14 @@ from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
 from detectron2.utils.registry import Registry
 
 from .. import SCHEDULES
+from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
 from ..schedules.core import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
+    check_on_resume,
     name_keys,
     on_schedule_registered,
     schedule_info,
@@ -67,18 +69,6 @@ STOCK_SCHEDULERS = ("WarmupMultiStepLR", "WarmupCosineLR")
 ParamReader = Callable[[CfgNode], dict[str, Any]]
 # Detectron2 scheduler name -> (core schedule, cfg -> its parameters, or None: the derived keys)
 _SCHEDULERS: dict[str, tuple[str, ParamReader | None]] = {}
-
-
-class BudgetConfigError(ValueError):
-    """A budget that cannot be trained as configured (one line: what is wrong, what to do)."""
-
-
-class BudgetResumeError(BudgetMismatchError, BudgetConfigError):
-    """A checkpoint's budget differs from the config's: resuming is refused (one line).
-
-    Both the core's :class:`~budgeted.schedules.core.BudgetMismatchError` and
-    :class:`BudgetConfigError`, so ``except`` clauses for either catch it.
-    """
 
 
 def budget_scheduler_names() -> tuple[str, ...]:
@@ -314,10 +304,7 @@ def on_resume(cfg: CfgNode) -> str:
         'refuse'
     """
     value = cfg.SOLVER.get("BUDGET", CfgNode()).get("ON_RESUME", "refuse")
-    if value not in BudgetSchedule.RESUME_POLICIES:
-        allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
-        raise BudgetConfigError(f"SOLVER.BUDGET.ON_RESUME={value!r} is invalid; allowed: {allowed}")
-    return value
+    return check_on_resume(value, "SOLVER.BUDGET.ON_RESUME")
 
 
 def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 import torch
 from detectron2.engine import hooks
 
+from ..errors import Diverged, RunStopped, Undecayed
 from ..safety.checkpoints import newest_intact_checkpoint
-from ..safety.preemption import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
 
 __all__ = [
     "DiskFull",
@@ -52,37 +52,6 @@ __all__ = [
 logger = logging.getLogger("detectron2.budgeted")
 
 CHECKPOINTS = "model_*.pth"
-
-
-class RunStopped(SystemExit):
-    """A run that ends with one line (``message``, without the tool's name) and exit ``code``.
-
-    Args:
-        message (str): the line, e.g. ``"diverged: the loss is nan at iteration 3 (...)"``.
-        code (int): the exit status.
-    """
-
-    CODE: ClassVar[int] = 1
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(self.CODE if code is None else code)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class Diverged(RunStopped):
-    """The loss became non-finite: not a result (exit status 3)."""
-
-    CODE = DIVERGED_EXIT_CODE
-
-
-class Undecayed(RunStopped):
-    """A time budget ended before its schedule decayed (exit status 4, after saving and
-    evaluating)."""
-
-    CODE = UNDECAYED_EXIT_CODE
 
 
 class DiskFull(RunStopped):

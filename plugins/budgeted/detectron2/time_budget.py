@@ -39,14 +39,19 @@ import sys
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from detectron2.config import CfgNode
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
 from ..pytorch import BudgetTimeLR
+from ..safety.ranks import broadcast_from_rank0
 from ..schedules.clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
-from ..schedules.core import BudgetMismatchError, BudgetReplanError
+from ..schedules.core import (
+    TIME_RESUME_POLICIES,
+    BudgetMismatchError,
+    BudgetReplanError,
+    check_on_resume,
+)
 from .stops import Undecayed
 
 __all__ = [
@@ -59,17 +64,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("detectron2.budgeted")
-
-
-def broadcast_from_rank0(values: list[float]) -> list[float]:
-    """Rank 0's ``values`` on every worker (itself with one worker)."""
-    if comm.get_world_size() == 1:
-        return values
-    on_gpu = dist.get_backend() == "nccl"
-    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else "cpu"
-    tensor = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.broadcast(tensor, src=0)
-    return tensor.tolist()
 
 
 def time_budget_seconds(cfg: CfgNode) -> float:
@@ -110,14 +104,7 @@ def time_budget_from_cfg(
 
     period = s.BUDGET.get("CLOCK_SYNC_PERIOD", 1)
     clock = TrainingClock(sync_period=period, share=broadcast_from_rank0)
-    policy = on_resume(cfg)
-    if policy == "branch":
-        from .solver import BudgetConfigError
-
-        raise BudgetConfigError(
-            "SOLVER.BUDGET.ON_RESUME='branch' is for iteration budgets; a time budget allows: "
-            "refuse, replan"
-        )
+    policy = check_on_resume(on_resume(cfg), "SOLVER.BUDGET.ON_RESUME", TIME_RESUME_POLICIES)
     return TimeBudgetLRScheduler(optimizer, budget, clock, on_resume=policy)
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
+from ..errors import ReportError
 from ..runs.records import RecordError, cell_record_problem, non_finite_loss
 from ..safety.checkpoints import atomic_write
 from ..safety.locks import unwritable
@@ -107,10 +108,6 @@ NOTHING_PREDICTED = {"detectron2": "logged as NaN", "mmdet": "not logged"}
 """framework -> how its COCO evaluation logs a metric when the model predicted nothing: the
 report counts such a metric as 0, the COCO AP of no detections, and names the run. Other
 frameworks' metrics are never missing from a finished run's final evaluation."""
-
-
-class ReportError(ValueError):
-    """Bad input: reported as one line."""
 
 
 @dataclass

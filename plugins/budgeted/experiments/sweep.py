@@ -45,6 +45,7 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from ..config_files import config_root
+from ..errors import SweepError
 from ..safety.checkpoints import atomic_write_text
 from ..safety.locks import FolderBusyError, FolderLock, unwritable
 from ..safety.preemption import (
@@ -97,10 +98,6 @@ SEED_KEYS = _per_framework("SEED", "randomness.seed")
 """framework -> the config key ``--seeds`` sets."""
 SWEEP_LOCK = ".sweep.lock"
 """The lock file a running sweep holds (``flock``) in its ``--out`` folder."""
-
-
-class SweepError(ValueError):
-    """Bad input: reported as one line, exit 2, before anything runs."""
 
 
 @dataclass

@@ -50,7 +50,7 @@ from ..runs.mmengine import WorkDirBusyError, WorkDirLock, check_new_run_folder
 from ..safety.checkpoints import checkpoint_iterations, remove_stale_temporaries
 from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
 from ..schedules.clock import parse_duration
-from ..schedules.core import BudgetMismatchError, BudgetSchedule
+from ..schedules.core import BudgetMismatchError, check_on_resume
 from ..schedules.units import budget_iters
 from .checkpoint import allow_mmengine_checkpoints
 from .grad_norm import FullGradNormHook
@@ -332,9 +332,8 @@ def build_budget_schedulers(
     """
     max_iters = (cfg.get("train_cfg") or {}).get("max_iters")
     policy = cfg.get("budget_on_resume")
-    if policy is not None and policy not in BudgetSchedule.RESUME_POLICIES:
-        allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
-        raise BudgetConfigError(f"budget_on_resume={policy!r} is invalid; allowed: {allowed}")
+    if policy is not None:
+        check_on_resume(policy, "budget_on_resume")
     registry = _scope_registry(cfg)
     built = []
     for group, entries in _scheduler_groups(cfg):
@@ -795,11 +794,9 @@ def _lock_work_dir(cfg: Config) -> WorkDirLock | None:
         except WorkDirBusyError as err:
             error, lock = err, None
     if distributed:
-        from mmengine.dist import all_reduce
+        from ..safety.ranks import agree_max
 
-        flag = torch.tensor([1 if error is not None else 0], dtype=torch.int64)
-        all_reduce(flag, op="max")
-        if flag.item() and error is None:
+        if agree_max(error is not None) and error is None:
             if lock is not None:
                 lock.release()
             error = WorkDirBusyError(f"work dir {cfg.work_dir} is in use (rank 0 found it locked)")

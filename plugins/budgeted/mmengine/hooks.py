@@ -41,13 +41,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from mmengine.dist import all_reduce, barrier, get_world_size, is_main_process
+from mmengine.dist import barrier, get_world_size, is_main_process
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.registry import HOOKS
 from mmengine.runner.base_loop import BaseLoop
 from mmengine.runner.loops import IterBasedTrainLoop
 
+from ..errors import Diverged
 from ..safety.checkpoints import atomic_write_text, checkpoint_iterations
 from ..safety.preemption import (
     DIVERGED_EXIT_CODE,
@@ -57,6 +58,7 @@ from ..safety.preemption import (
     active_guard,
     signal_name,
 )
+from ..safety.ranks import agree_max
 
 __all__ = [
     "AtomicCheckpointHook",
@@ -71,22 +73,6 @@ __all__ = [
 
 _NO_VALIDATION = sys.maxsize
 """``val_begin`` of a loop stopped by a preemption: a validation due now is not started."""
-
-
-def agree_max(value: int) -> int:
-    """The largest ``value`` any rank passes: one all-reduce (max) of a one-element tensor, on the
-    backend's device; ``value`` itself with one process. Every rank must call it at the same
-    point (after the same iteration), as :class:`PreemptionHook` and :class:`DivergenceHook` do.
-
-    Example:
-        >>> agree_max(3)  # one process
-        3
-    """
-    if get_world_size() == 1:
-        return int(value)
-    flag = torch.tensor([int(value)], dtype=torch.int64)
-    all_reduce(flag, op="max")
-    return int(flag.item())
 
 
 def _say(prog: str, runner: Any, text: str) -> None:
@@ -391,23 +377,6 @@ class PreemptionHook(Hook):
 
     def _save(self, runner: Any, step: int) -> str:
         return save_checkpoint_now(runner, step, "PreemptionHook")
-
-
-class Diverged(SystemExit):
-    """Raised on every rank when the training loss became non-finite: a ``SystemExit`` with
-    :data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE` (3), so the process ends with that status
-    (MMEngine's runner and ``except Exception`` blocks let it through).
-
-    Args:
-        message (str): the one-line account (``diverged: the loss is nan at iteration 4 ...``).
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(DIVERGED_EXIT_CODE)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 _NON_FINITE = {0: None, 1: "inf", 2: "nan"}

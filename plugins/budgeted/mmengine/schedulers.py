@@ -27,12 +27,14 @@ from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamS
 from mmengine.registry import PARAM_SCHEDULERS
 from mmengine.runner.loops import EpochBasedTrainLoop
 
+from ..errors import BudgetConfigError
 from ..schedules.clock import TimeBudget, TrainingClock
 from ..schedules.core import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
+    check_on_resume,
     on_schedule_registered,
     schedule_params,
 )
@@ -48,10 +50,6 @@ __all__ = [
     "check_loop_end",
     "scheduler_types",
 ]
-
-
-class BudgetConfigError(ValueError):
-    """A budget scheduler's arguments are invalid or disagree with the train loop (one line)."""
 
 
 RESUME_NAMES = {"total": "train_cfg.max_iters (end - begin)", "warmup": "warmup_iters"}
@@ -271,9 +269,10 @@ class BudgetParamScheduler(_ParamScheduler):
             on_resume = _building_runner_option("budget_on_resume")
             key = "budget_on_resume"
         on_resume = "refuse" if on_resume is None else on_resume
-        if on_resume not in BudgetSchedule.RESUME_POLICIES:
-            allowed = ", ".join(BudgetSchedule.RESUME_POLICIES)
-            raise BudgetConfigError(f"{name}: {key}={on_resume!r} is invalid; allowed: {allowed}")
+        try:
+            check_on_resume(on_resume, key)
+        except BudgetConfigError as err:
+            raise BudgetConfigError(f"{name}: {err}") from None
         self.on_resume = on_resume
         if self.fixed_schedule is not None:
             if schedule not in (None, self.fixed_schedule):

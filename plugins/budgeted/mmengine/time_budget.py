@@ -31,14 +31,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import torch
-from mmengine.dist import broadcast, get_world_size, is_main_process
+from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.registry import HOOKS, LOOPS
 from mmengine.runner.loops import IterBasedTrainLoop
 
-from ..safety.preemption import UNDECAYED_EXIT_CODE
+from ..errors import UNDECAYED_EXIT_CODE, Undecayed
+from ..safety.ranks import broadcast_from_rank0
 from ..schedules.clock import TimeBudget, TrainingClock, parse_duration
 
 __all__ = [
@@ -48,32 +48,6 @@ __all__ = [
     "Undecayed",
     "broadcast_from_rank0",
 ]
-
-
-class Undecayed(SystemExit):
-    """Raised once a time-budget run that ended before its schedule decayed is saved and
-    validated: a ``SystemExit`` with :data:`budgeted.safety.preemption.UNDECAYED_EXIT_CODE` (4).
-
-    Args:
-        message (str): the one-line account (``time budget of 30 s ended before ...``).
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(UNDECAYED_EXIT_CODE)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def broadcast_from_rank0(values: list[float]) -> list[float]:
-    """Rank 0's ``values`` on every rank (itself with one process)."""
-    if get_world_size() == 1:
-        return values
-    device = "cuda" if torch.cuda.is_available() and torch.cuda.is_initialized() else "cpu"
-    tensor = torch.tensor(values, dtype=torch.float64, device=device)
-    broadcast(tensor, src=0)
-    return tensor.tolist()
 
 
 @LOOPS.register_module()

@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import RecordError
+
 __all__ = [
     "CELL_STATUSES",
     "CURVE_KEYS",
@@ -25,11 +27,6 @@ __all__ = [
     "number",
     "read_json_lines",
 ]
-
-
-class RecordError(ValueError):
-    """A file in a run folder that cannot be read as data alone (one line naming it and what is
-    allowed): the readers of run folders never execute what they read."""
 
 
 CURVE_KEYS = ("lr", "loss", "grad_norm")

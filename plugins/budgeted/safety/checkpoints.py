@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import DamagedCheckpointError, UnsafeCheckpointError
+
 __all__ = [
     "NUMPY_GLOBALS",
     "PICKLE_ALLOWED",
@@ -56,14 +58,6 @@ __all__ = [
     "remove_stale_temporaries",
     "save_weights_subset",
 ]
-
-
-class UnsafeCheckpointError(ValueError):
-    """A checkpoint names a global outside the allow-list: it is not loaded (one line)."""
-
-
-class DamagedCheckpointError(ValueError):
-    """A checkpoint that cannot be read: missing, truncated, not a checkpoint (one line)."""
 
 
 # --- what a checkpoint may name ------------------------------------------------------------------

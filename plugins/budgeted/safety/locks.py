@@ -19,6 +19,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from ..errors import FolderBusyError
+
 __all__ = ["FolderBusyError", "FolderLock", "unwritable"]
 
 
@@ -47,10 +49,6 @@ def unwritable(folder: str | os.PathLike[str]) -> str | None:
     except OSError:
         read_only = False
     return f"{path}: {os.strerror(errno.EROFS if read_only else errno.EACCES)}"
-
-
-class FolderBusyError(ValueError):
-    """Another live process holds the folder's lock (one line naming it)."""
 
 
 class FolderLock:

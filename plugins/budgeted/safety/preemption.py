@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
+from ..errors import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
+
 __all__ = [
     "DIVERGED_EXIT_CODE",
     "PREEMPTED_EXIT_CODE",
@@ -50,17 +52,7 @@ PREEMPTED_EXIT_CODE = 75
 is not done, run it again with ``--resume``. Distinct from a crash (1), a usage error (2), and a
 death by signal (128 + N: 143 for SIGTERM, 137 for SIGKILL)."""
 
-DIVERGED_EXIT_CODE = 3
-"""The exit status of a run stopped because its loss became non-finite (NaN or infinite): one
-line names the iteration and the base LR; the weights are not a result. A sweep records the cell
-as diverged and the report never picks its LR as the best."""
-
-UNDECAYED_EXIT_CODE = 4
-"""The exit status of a time-budget run that ended before its schedule decayed (the deadline came
-inside the warmup, or with the LR still high because the iterations are long for the budget, or
-the iteration cap came first): the model is saved and evaluated, one line says why the LR did
-not reach the end of its decay (:meth:`budgeted.schedules.clock.TimeBudget.shortfall`). A sweep
-records the cell as undecayed."""
+# DIVERGED_EXIT_CODE (3) and UNDECAYED_EXIT_CODE (4): budgeted.errors, with the stops that use them.
 
 PREEMPTION_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGUSR1)
 """SIGTERM (what Slurm, Kubernetes and ``kill`` send) and SIGUSR1 (Slurm's advance warning with

@@ -39,7 +39,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import BudgetMismatchError, BudgetReplanError, BudgetSchedule, same_params
+from .core import (
+    TIME_RESUME_POLICIES,
+    BudgetMismatchError,
+    BudgetReplanError,
+    BudgetSchedule,
+    check_on_resume,
+    same_params,
+)
 
 __all__ = [
     "DECAYED_PROGRESS",
@@ -345,9 +352,7 @@ class TimeBudget:
         >>> longer.multiplier(10, 175.0)
         0.25
         """
-        if on_resume not in BudgetSchedule.RESUME_POLICIES[:2]:
-            raise ValueError(f"on_resume={on_resume!r} is invalid for a time budget; allowed: "
-                             "refuse, replan")  # fmt: skip
+        check_on_resume(on_resume, "on_resume (a time budget)", TIME_RESUME_POLICIES)
         fix = "resume with the checkpoint's time budget, or start a new run from its weights"
         if saved is None or "seconds" not in saved:
             raise BudgetMismatchError(

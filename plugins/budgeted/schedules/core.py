@@ -34,17 +34,40 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar
 
+from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
+
 ScheduleFn = Callable[..., float]
 Rule = tuple[Callable[[Any], bool], str]
 """A parameter rule: (test of a value, description of what is allowed)."""
 
 
-class BudgetMismatchError(ValueError):
-    """A checkpoint's budget differs from the configured one: resuming is refused (one line)."""
+RESUME_POLICIES = ("refuse", "replan", "branch")
+"""What a resume does when the checkpoint's budget differs from the configured one
+(:meth:`BudgetSchedule.resume`): refuse (the default), re-plan the rest, or branch off."""
+TIME_RESUME_POLICIES = RESUME_POLICIES[:2]
+"""A time budget can refuse or re-plan; a branch is for iteration budgets."""
 
 
-class BudgetReplanError(ValueError):
-    """A budget change that cannot be made (one line: the value, what is allowed)."""
+def check_on_resume(
+    value: Any, key: str = "on_resume", allowed: tuple[str, ...] = RESUME_POLICIES
+) -> str:
+    """``value`` if it is one of the ``allowed`` on-resume policies: the one check every adapter
+    makes (a scheduler's argument, ``SOLVER.BUDGET.ON_RESUME``, ``budget_on_resume``).
+
+    Raises:
+        BudgetConfigError: ``<key>=<value> is invalid; allowed: refuse, replan, branch``.
+
+    Example:
+        >>> check_on_resume("replan")
+        'replan'
+        >>> check_on_resume("branch", "SOLVER.BUDGET.ON_RESUME", TIME_RESUME_POLICIES)
+        Traceback (most recent call last):
+        budgeted.errors.BudgetConfigError: SOLVER.BUDGET.ON_RESUME='branch' is invalid; allowed: \
+refuse, replan
+    """
+    if value not in allowed:
+        raise BudgetConfigError(f"{key}={value!r} is invalid; allowed: {', '.join(allowed)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -563,7 +586,7 @@ class BudgetSchedule:
             f"cannot resume: the checkpoint's budget {old}, the config's {new}; {fix}"
         )
 
-    RESUME_POLICIES: ClassVar[tuple[str, ...]] = ("refuse", "replan", "branch")
+    RESUME_POLICIES: ClassVar[tuple[str, ...]] = RESUME_POLICIES
     """What a resume does with a checkpoint of another budget length: refuse it (the default);
     :meth:`replan` the checkpoint's budget to this one; or ``branch``: go on with this budget as
     it is, allowed only where it gives every iteration already trained the multiplier the
@@ -600,10 +623,7 @@ class BudgetSchedule:
         budget re-planned at 500: total 1000 -> 2000; the multiplier goes on from 0.5 to 0
         over the remaining 1500
         """
-        if on_resume not in self.RESUME_POLICIES:
-            raise ValueError(
-                f"on_resume={on_resume!r} is invalid; allowed: {', '.join(self.RESUME_POLICIES)}"
-            )
+        check_on_resume(on_resume)
         diff = self.differences(saved)
         if not diff:
             return BudgetSchedule.from_state(saved), None  # type: ignore[arg-type]
