@@ -7,7 +7,7 @@ SETUP_INPUTS := tools/setup_env.sh setup.py pyproject.toml $(wildcard requiremen
 # Bytecode caching makes importing mmcv/mmseg/detectron2 several seconds faster per process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test lint demo bench evidence clean image image-smoke
+.PHONY: setup test test-fast lint demo bench evidence digits clean image image-smoke slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -22,12 +22,16 @@ lint: setup
 	$(VENV)/bin/hadolint docker/Dockerfile
 
 # Two pytest-xdist workers, one compute thread each, whole test files each (module fixtures are
-# built once), the long files handed out first (tests/tools/, then by number of slow tests;
+# built once), the long files handed out first (by number of e2e, then integration tests;
 # tests/conftest.py): the workers end together. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 
 test: lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The unit tier only (tests/tiers.py: in-process, no subprocess, no framework trainer).
+test-fast: setup
+	$(PY) -m pytest -m unit -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 demo: setup
 	$(PY) tools/demo.py
@@ -41,6 +45,11 @@ evidence: setup
 	nohup env PYTHON=$(PY) bash tools/evidence.sh >> output/evidence/evidence.log 2>&1 &
 	@echo "[evidence] running in the background; follow: tail -f output/evidence/evidence.log"
 
+# The real-data grid (docs/digits.md): 5 schedules x 6 budgets x 6+ base LRs x 5 seeds of LeNet-5 on
+# the UCI digits, two runs at a time, then the report; resumable: run it again to go on.
+digits: setup
+	PYTHON=$(PY) bash tools/digits_grid.sh
+
 # The cluster image (docs/docker.md). `make image`: the real one, with docker, podman or buildah
 # (IMAGE, IMAGE_BUILDER, IMAGE_ARCHIVE, IMAGE_DRY_RUN=1 and the Dockerfile's build arguments
 # from the environment: tools/image/build.sh). `make image-smoke`: the CPU build here, without a
@@ -50,6 +59,15 @@ image:
 
 image-smoke:
 	bash tools/image/smoke.sh
+
+# A real one-node Slurm cluster on this machine for tests/slurm/ (docs/slurm.md; root: installs
+# Debian's slurmctld, slurmd, slurm-client and munge if missing). Clients need the SLURM_CONF
+# line that slurm-up prints exported (the tests find the cluster without it).
+slurm-up:
+	bash tools/slurm/local_cluster.sh start
+
+slurm-down:
+	bash tools/slurm/local_cluster.sh stop
 
 clean:
 	rm -rf $(VENV) output

@@ -11,7 +11,8 @@ The core (``budgeted``, ``budgeted.schedules``, ``budgeted.safety``, ``budgeted.
 ``budgeted.BudgetLR`` and the adapters. The frameworks come with the extras:
 ``pip install "budgeted-training[detectron2]"`` (Detectron2 itself is not on PyPI: install it
 first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``,
-``"budgeted-training[digits]"`` (scikit-learn, for the UCI digits of docs/digits.md).
+``"budgeted-training[digits]"`` (scikit-learn, for the UCI digits of docs/digits.md),
+``"budgeted-training[slurm]"`` (submitit, for sweeps on a Slurm cluster: docs/slurm.md).
 """
 
 import os
@@ -82,7 +83,7 @@ setup(
     packages=find_packages("plugins"),
     cmdclass={"build_py": BuildPyWithConfigs},
     zip_safe=False,  # the configs are read as files
-    install_requires=["torch>=1.10"],
+    install_requires=["torch>=1.10", "scipy"],  # scipy: the report's t-intervals (scipy.stats.t)
     extras_require={
         # Detectron2 is not on PyPI: install it first (its own instructions, or the README's
         # `make setup`); the line below then only checks its version.
@@ -106,6 +107,8 @@ setup(
         # the UCI digits (budgeted.toys.digits): scikit-learn 1.8 and later need numpy 2, which
         # Detectron2 0.6 does not run with (requirements/constraints.txt pins the tested 1.5.2)
         "digits": ["scikit-learn>=1.0,<1.8"],
+        # budgeted-sweep --executor slurm: the cells as Slurm jobs (docs/slurm.md)
+        "slurm": ["submitit>=1.5"],
     },
     entry_points={
         "console_scripts": [

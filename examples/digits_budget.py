@@ -60,7 +60,7 @@ from torch import nn
 
 import budgeted
 from budgeted._require import MissingFrameworkError
-from budgeted.safety.checkpoints import atomic_write_text
+from budgeted.safety import atomic_write_text
 from budgeted.safety.preemption import DIVERGED_EXIT_CODE
 from budgeted.toys.digits import MEAN, STD, digits_split
 

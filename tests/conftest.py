@@ -7,9 +7,10 @@ import os
 from collections import Counter
 
 import pytest
+import tiers
 
 import budgeted
-from budgeted.schedules.core import schedule_names
+from budgeted.schedules import schedule_names
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -27,19 +28,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadfile``: a worker takes the next whole file when it is
     nearly done): the longest files first and the quick ones last, so that the two workers end
-    together, not one of them on a long file alone. tests/tools/ first (whole sweeps: the
-    longest files, with few tests), then files by their number of ``slow`` tests (real
-    trainers), most first; file order among equals.
-
-    Measured (2026-11-27, 812 tests, this 2-core machine): with tests/tools/ first and the rest
-    in file order the workers were busy 1043 s and 894 s (test_snippets.py, 165 s, ran last,
-    alone); this order, replayed on the same per-file times, gives 962 s and 975 s.
+    together, not one of them on a long file alone: files by their number of ``e2e`` tests
+    (subprocesses: seconds to minutes each), then of ``integration`` tests, most first; file
+    order among equals.
     """
     if "PYTEST_XDIST_WORKER" in os.environ:
-        slow_tests = Counter(item.path for item in items if item.get_closest_marker("slow"))
-        items.sort(
-            key=lambda item: (not item.nodeid.startswith("tests/tools/"), -slow_tests[item.path])
-        )  # stable: file order among equals, and each file's tests stay in order
+        e2e = Counter(item.path for item in items if item.get_closest_marker("e2e"))
+        integration = Counter(item.path for item in items if item.get_closest_marker("integration"))
+        items.sort(key=lambda item: (-e2e[item.path], -integration[item.path]))
+        # stable: file order among equals, and each file's tests stay in order
 
 
 @pytest.fixture(autouse=True)
@@ -75,3 +72,31 @@ def sqrt_schedule() -> str:
             rules={"floor": (lambda v: isinstance(v, float) and 0 <= v < 1, "a number in [0, 1)")},
         )(_sqrt_decay)
     return TEST_SCHEDULE
+
+
+# --- the test tiers (tests/tiers.py): one marker per test, checked while it runs -------------
+
+tiers.install()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every test carries exactly one tier marker (unit, integration, e2e)."""
+    for item in session.items:
+        tiers.tier_of(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """Count from the start of the setup: fixtures built for this test count as its own."""
+    tiers.STARTED.clear()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Fail a test that did what its tier rules out (a process from a unit test, ...)."""
+    result = yield
+    problem = tiers.problem(tiers.tier_of(item))
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    return result

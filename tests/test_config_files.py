@@ -9,6 +9,8 @@ import pytest
 from budgeted.config_files import config_root, find_config
 from budgeted.experiments.families import FAMILIES
 
+pytestmark = pytest.mark.unit
+
 
 def test_every_family_file_is_found_by_its_bare_name():
     for fam in FAMILIES.values():

@@ -50,6 +50,7 @@ def global_args() -> dict[str, str]:
     return dict(re.findall(r"^ARG (\w+)=(\S*)$", head, flags=re.M))
 
 
+@pytest.mark.unit
 def test_two_stages_the_image_from_the_runtime_base_with_only_the_venv() -> None:
     (build_from, build), (image_from, image) = stages()
     assert build_from == "FROM ${CUDA_IMAGE} AS build"
@@ -74,6 +75,7 @@ def test_two_stages_the_image_from_the_runtime_base_with_only_the_venv() -> None
     assert "WORKDIR /workspace/budgeted-training" in image
 
 
+@pytest.mark.unit
 def test_build_arguments_select_the_cuda_or_the_cpu_smoke_build() -> None:
     (_, build), (_, image) = stages()
     declared = dict(re.findall(r"^ARG (\w+)=(.*)$", build, flags=re.M))
@@ -90,6 +92,7 @@ def test_build_arguments_select_the_cuda_or_the_cpu_smoke_build() -> None:
     assert "SETUP_PART=self" in self_setup
 
 
+@pytest.mark.unit
 def test_build_arguments_are_the_ones_documented_and_passed_on() -> None:
     docs = DOCS.read_text()
     table = set(re.findall(r"^\| `(\w+)` \|", docs, flags=re.M))
@@ -107,6 +110,7 @@ def run_build_sh(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("builder", "build", "save"),
     [
@@ -139,6 +143,7 @@ def test_make_image_commands_per_builder(tmp_path: Path, builder: str, build: st
     assert not archive.exists()
 
 
+@pytest.mark.e2e
 def test_make_image_make_target_and_the_makefile_variables() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^image:\n\tbash tools/image/build.sh$", makefile, flags=re.M)
@@ -153,6 +158,7 @@ def test_make_image_make_target_and_the_makefile_variables() -> None:
     assert result.stdout.strip().endswith("-t me/budgeted:v1 .)")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -180,6 +186,7 @@ def test_make_image_refuses_bad_settings_in_one_line(tmp_path: Path, env: dict, 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.e2e
 def test_make_image_never_overwrites_an_archive(tmp_path: Path) -> None:
     archive = tmp_path / "budgeted.oci.tar"
     archive.write_bytes(b"an image someone copied here")
@@ -197,6 +204,7 @@ def run_smoke_sh(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SMOKE)], env=env, capture_output=True, text=True)
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(os.geteuid() != 0, reason="make image-smoke refuses non-root first")
 @pytest.mark.parametrize(
     ("env", "message"),
@@ -218,6 +226,7 @@ def test_make_image_smoke_refuses_before_storing_anything(tmp_path: Path, env: d
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.e2e
 def test_the_image_scripts_pass_shellcheck() -> None:
     shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent))
     shellcheck = shellcheck or shutil.which("shellcheck")
@@ -228,12 +237,14 @@ def test_the_image_scripts_pass_shellcheck() -> None:
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.unit
 def test_ci_builds_the_image_after_the_tests() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.index("\nmake test\n") < ci.index("\nmake image-smoke\n")
     assert 'echo "[ci] make image-smoke took $(( $(date +%s) - start )) s"' in ci
 
 
+@pytest.mark.unit
 def test_the_checks_cover_every_console_script_setup_py_declares() -> None:
     import importlib.util
     from importlib.metadata import distribution
@@ -250,6 +261,7 @@ def test_the_checks_cover_every_console_script_setup_py_declares() -> None:
     assert checks.D2_CONFIG.is_file() and checks.SEG_CONFIG.is_file()
 
 
+@pytest.mark.unit
 def test_docs_name_what_exists() -> None:
     docs = DOCS.read_text()
     makefile = (ROOT / "Makefile").read_text()

@@ -28,6 +28,7 @@ def pins() -> dict[str, str]:
     return found
 
 
+@pytest.mark.unit
 def test_every_package_the_setup_script_installs_is_pinned():
     script = SETUP_SCRIPT.read_text()
     installed = set()
@@ -38,6 +39,7 @@ def test_every_package_the_setup_script_installs_is_pinned():
     assert installed - set(pins()) == set(), "installed without a pin in requirements/"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "package",
     [
@@ -57,6 +59,7 @@ def test_the_environment_has_the_pinned_versions(package):
     assert version(package).split("+")[0] == pins()[package.lower()]
 
 
+@pytest.mark.unit
 def test_dockerfile_runs_the_same_script_from_the_same_pins():
     text = DOCKERFILE.read_text()
     assert "COPY requirements/ requirements/" in text
@@ -83,6 +86,7 @@ def test_dockerfile_runs_the_same_script_from_the_same_pins():
     assert pins()["numpy"] == "1.23.5" and "python3.11 -m venv" in text
 
 
+@pytest.mark.e2e
 def test_dockerfile_passes_hadolint():
     hadolint = shutil.which("hadolint") or str(Path(__file__).parents[1] / ".venv/bin/hadolint")
     result = subprocess.run(
@@ -93,6 +97,7 @@ def test_dockerfile_passes_hadolint():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.e2e
 def test_setup_script_refuses_an_unknown_part_in_one_line_before_installing() -> None:
     env = {**os.environ, "PYTHON": sys.executable, "SETUP_PART": "everything"}
     result = subprocess.run(

@@ -137,6 +137,7 @@ def in_venv(venv: Path, code: str, check: bool = True) -> subprocess.CompletedPr
     return run([str(venv / "bin" / "python"), "-c", code], cwd=venv.parent, check=check)
 
 
+@pytest.mark.e2e
 def test_wheel_holds_the_package_the_configs_license_and_scripts(built):
     with zipfile.ZipFile(built["wheel"]) as whl:
         names = whl.namelist()
@@ -172,6 +173,7 @@ def test_wheel_holds_the_package_the_configs_license_and_scripts(built):
         assert f"Requires-Dist: {requirement}\n" in metadata
 
 
+@pytest.mark.e2e
 def test_sdist_holds_the_license_and_configs_and_builds_the_same_wheel(built):
     with tarfile.open(built["sdist"]) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
@@ -182,6 +184,7 @@ def test_sdist_holds_the_license_and_configs_and_builds_the_same_wheel(built):
         assert sorted(a.namelist()) == sorted(b.namelist())
 
 
+@pytest.mark.e2e
 def test_editable_wheel_copies_no_configs(built):
     """``pip install -e .`` (tools/setup_env.sh) keeps reading the checkout's configs/."""
     with zipfile.ZipFile(built["editable"]) as whl:
@@ -191,6 +194,7 @@ def test_editable_wheel_copies_no_configs(built):
     assert not [n for n in names if "configs" in n]
 
 
+@pytest.mark.e2e
 def test_this_checkout_uses_its_own_configs():
     code = (
         "import json, budgeted, budgeted.config_files as c; "
@@ -202,6 +206,7 @@ def test_this_checkout_uses_its_own_configs():
     assert Path(root) == REPO / "configs"
 
 
+@pytest.mark.e2e
 def test_fresh_venv_core_works_and_finds_the_installed_configs(venv):
     code = """
 import json, sys
@@ -244,6 +249,7 @@ print(json.dumps({
         )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("adapter", "extra", "frameworks"), ADAPTERS)
 def test_fresh_venv_adapter_without_its_framework_fails_in_one_line(venv, adapter, extra,
                                                                     frameworks):  # fmt: skip
@@ -263,6 +269,7 @@ else:
     assert f'pip install "budgeted-training[{extra}]"' in message
 
 
+@pytest.mark.e2e
 def test_fresh_venv_console_scripts(venv, tmp_path):
     bin_dir = venv / "bin"
     for script in SCRIPTS:
@@ -296,6 +303,7 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
         assert f'pip install "budgeted-training[{extra}]"' in failed.stderr
 
 
+@pytest.mark.e2e
 def test_fresh_venv_report_of_a_sweep_needs_no_framework(venv, tmp_path):
     """Reading results is reading files: a Detectron2 sweep's report needs no Detectron2 (or
     torch; budgeted.runs reads run folders as data), only PyYAML for its config.yaml: without
@@ -333,6 +341,7 @@ def test_fresh_venv_report_of_a_sweep_needs_no_framework(venv, tmp_path):
         pth.unlink()
 
 
+@pytest.mark.e2e
 def test_installed_configs_load_by_name_with_the_frameworks(built, tmp_path):
     """The wheel's configs, installed (``pip install --target``) beside this environment's
     frameworks, load by bare name: their ``_BASE_`` / ``_base_`` paths survived the move."""

@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budgeted import SCHEDULES, BudgetLR, BudgetMismatchError, lr_multiplier
-from budgeted.schedules.core import BudgetSchedule
+from budgeted.schedules import BudgetSchedule
+
+pytestmark = pytest.mark.unit
 
 
 def make_optimizer(lrs=(0.1,)):
@@ -157,7 +159,7 @@ def test_a_time_budget_resumes_its_clock_and_goes_on_with_the_same_lrs(tmp_path)
     """Issue 35: a resumed time budget must go on from the checkpoint's training seconds (a
     fresh clock reading 0 would send the LR back up to the start of the decay)."""
     from budgeted import BudgetTimeLR
-    from budgeted.safety.checkpoints import atomic_save, load_checkpoint
+    from budgeted.safety import atomic_save, load_checkpoint
     from budgeted.schedules.clock import TimeBudget, TrainingClock
 
     def fresh():

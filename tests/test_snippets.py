@@ -56,8 +56,6 @@ NOT_MIRRORED = {"output", "work_dirs", "datasets", "data"}
 """Top-level folders of the checkout a script's working folder does not link (written there)."""
 TIMEOUT_S = 900
 
-pytestmark = pytest.mark.slow
-
 
 def python_blocks(path: Path) -> list[tuple[int, str]]:
     """``(line number, code)`` of each fenced ```python block of a Markdown file, in order."""
@@ -104,6 +102,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "tmp": tmp}  # fmt: skip
 
 
+@pytest.mark.unit
 def test_the_docs_have_python_blocks():
     """The extraction finds the blocks (a broken parser must not pass as "nothing to run")."""
     assert len(SNIPPETS) >= 4
@@ -111,6 +110,7 @@ def test_the_docs_have_python_blocks():
     assert readme and all(code.strip() for _, code in readme)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("doc", "line", "code"), SNIPPETS)
 def test_snippet_runs(doc: Path, line: int, code: str, workspace: dict[str, Path]):
     where = f"{doc.relative_to(REPO)}:{line}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from budgeted.safety.checkpoints import save_weights_subset
+from budgeted.safety import save_weights_subset
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from budgeted.experiments.families import MASK_RCNN, MASK_RCNN_TOY, ConfigFamily
-from budgeted.schedules.core import schedule_info
+from budgeted.schedules import schedule_info
 
 ROOT = Path(__file__).resolve().parent.parent / "configs" / "detectron2"
 ZOO_CONFIG = "COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml"

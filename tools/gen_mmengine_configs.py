@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from budgeted.experiments.families import FAMILIES as ALL_FAMILIES
 from budgeted.experiments.families import PSPNET, ConfigFamily, budget_tag
-from budgeted.schedules.core import schedule_info, schedule_params
+from budgeted.schedules import schedule_info, schedule_params
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "configs"

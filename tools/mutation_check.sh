@@ -17,16 +17,17 @@ WORK=${MUTATION_DIR:-$ROOT/output/mutation}
 MUTMUT=mutmut==3.8.1
 MODULES=("$@")
 # the schedule math and budget arithmetic (schedules/), the resume checks (schedules/, pytorch.py)
-# and the safe loaders (safety/checkpoints*.py), against their fast tests
+# and the safe loaders and writers (safety/loading.py, writing.py, checkpoint_files.py), against
+# their fast tests
 cd "$ROOT/plugins/budgeted"
-[ ${#MODULES[@]} -gt 0 ] || MODULES=(schedules/*.py pytorch.py safety/checkpoints*.py)
+[ ${#MODULES[@]} -gt 0 ] || MODULES=(schedules/*.py pytorch.py safety/{loading,writing,checkpoint_files}.py)
 cd "$ROOT"
 TESTS=(tests/schedules/test_*.py tests/test_pytorch.py tests/safety/test_checkpoints.py)
 
 [ -x "$PY" ] || { echo "mutation check: no Python at $PY; run make setup first" >&2; exit 2; }
 for m in "${MODULES[@]}"; do
   [ -f "$ROOT/plugins/budgeted/$m" ] || {
-    echo "mutation check: no module plugins/budgeted/$m; allowed: a file such as schedules/core.py" >&2
+    echo "mutation check: no module plugins/budgeted/$m; allowed: a file such as schedules/budget.py" >&2
     exit 2
   }
 done

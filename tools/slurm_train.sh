@@ -20,6 +20,11 @@ CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-""}
 PYTHON=${PYTHON:-python}
 PREEMPTED=75
+# sbatch runs a copy of this script from its spool folder: there SLURM_SUBMIT_DIR holds the checkout
+TOOLS=$(dirname "$0")
+if [ ! -f "$TOOLS/train_seg.py" ] && [ -f "${SLURM_SUBMIT_DIR:-}/tools/train_seg.py" ]; then
+    TOOLS=$SLURM_SUBMIT_DIR/tools
+fi
 
 ARGS=()
 if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
@@ -47,7 +52,7 @@ fi
 
 status=0
 # shellcheck disable=SC2086
-PYTHONPATH="$(dirname "$0")/..${PYTHONPATH:+:$PYTHONPATH}" \
+PYTHONPATH="$TOOLS/..${PYTHONPATH:+:$PYTHONPATH}" \
 srun -p "$PARTITION" \
     --job-name="$JOB_NAME" \
     --gres=gpu:"$GPUS_PER_NODE" \
@@ -56,7 +61,7 @@ srun -p "$PARTITION" \
     --cpus-per-task="$CPUS_PER_TASK" \
     --kill-on-bad-exit=1 \
     ${SRUN_ARGS} \
-    "$PYTHON" -u "$(dirname "$0")/train_seg.py" "$CONFIG" --launcher="slurm" ${ARGS[@]+"${ARGS[@]}"} \
+    "$PYTHON" -u "$TOOLS/train_seg.py" "$CONFIG" --launcher="slurm" ${ARGS[@]+"${ARGS[@]}"} \
     || status=$?
 
 if [ "$status" -eq "$PREEMPTED" ]; then

@@ -23,16 +23,17 @@ import importlib.util
 from typing import Any
 
 from ._legacy import install as _install_legacy_paths
-from .schedules.core import (
+from .schedules import (
+    BUDGET_FRACTIONS,
     BudgetMismatchError,
     BudgetSchedule,
+    budget_iters,
     lr_multiplier,
     on_schedule_registered,
     register_schedule,
     schedule_info,
     schedule_names,
 )
-from .schedules.units import BUDGET_FRACTIONS, budget_iters
 from .version import __version__
 
 _install_legacy_paths()

@@ -1,12 +1,13 @@
-"""Old import paths keep working: ``budgeted.core`` is ``budgeted.schedules.core``, and so on.
+"""Old import paths keep working: ``budgeted.core`` is ``budgeted.schedules``, and so on.
 
 The package was a flat set of modules before it was laid out in layers (``schedules/``,
 ``safety/``, ``runs/``, ``experiments/``, ``toys/``). Configs, scripts and notebooks in the wild
 name the old modules (``from budgeted.core import BudgetSchedule``,
 ``budgeted.mmengine.toy_mmdet:write``), so each old name is an alias of the module that now holds
-its contents: importing it imports the new module and registers that same module object under the
-old name too (a finder on ``sys.meta_path``, the import system's documented hook). Nothing is
-copied: ``budgeted.core.BudgetSchedule is budgeted.schedules.BudgetSchedule``.
+its contents, or of the layer's package that re-exports them (``budgeted.core`` ->
+``budgeted.schedules``): importing it imports the new module and registers that same module object
+under the old name too (a finder on ``sys.meta_path``, the import system's documented hook).
+Nothing is copied: ``budgeted.core.BudgetSchedule is budgeted.schedules.BudgetSchedule``.
 
 >>> import importlib
 >>> importlib.import_module("budgeted.clock") is importlib.import_module("budgeted.schedules.clock")
@@ -25,19 +26,23 @@ from types import ModuleType
 __all__ = ["MOVED", "install"]
 
 MOVED: dict[str, str] = {
-    "budgeted.core": "budgeted.schedules.core",
+    "budgeted.core": "budgeted.schedules",
+    "budgeted.schedules.core": "budgeted.schedules",
     "budgeted.budget": "budgeted.schedules.units",
     "budgeted.clock": "budgeted.schedules.clock",
-    "budgeted.checkpoints": "budgeted.safety.checkpoints",
+    "budgeted.checkpoints": "budgeted.safety",
+    "budgeted.safety.checkpoints": "budgeted.safety",
     "budgeted.preemption": "budgeted.safety.preemption",
     "budgeted.locks": "budgeted.safety.locks",
     "budgeted.records": "budgeted.runs.records",
+    "budgeted.detectron2.launch": "budgeted.detectron2.launcher",
     "budgeted.detectron2.runs": "budgeted.runs.detectron2",
     "budgeted.mmengine.runs": "budgeted.runs.mmengine",
     "budgeted.families": "budgeted.experiments.families",
     "budgeted.sweep": "budgeted.experiments.sweep",
     "budgeted.report": "budgeted.experiments.report",
     "budgeted.sweep_plots": "budgeted.experiments.report.plots",
+    "budgeted.experiments.sweep_plots": "budgeted.experiments.report.plots",
     "budgeted.stats": "budgeted.experiments.stats",
     "budgeted.rank": "budgeted.experiments.rank",
     "budgeted.branch": "budgeted.experiments.branch",

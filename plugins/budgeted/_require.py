@@ -44,7 +44,7 @@ def require(adapter: str, *modules: str) -> None:
     """Raise :class:`MissingFrameworkError` in one line naming the missing framework and how to
     install it.
 
-    >>> require("budgeted.schedules.core", "math")
+    >>> require("budgeted.schedules", "math")
     """
     for module in modules:
         if importlib.util.find_spec(module) is None:

@@ -9,11 +9,12 @@ from torch import Tensor
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
-from .schedules.clock import TimeBudget, TrainingClock
-from .schedules.core import (
+from .schedules import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
+    TimeBudget,
+    TrainingClock,
     check_on_resume,
 )
 
@@ -21,7 +22,7 @@ __all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError", "BudgetTimeLR
 
 
 class BudgetLR(_LRScheduler):
-    """``lr = base_lr * m(t)`` with ``m`` a :class:`~budgeted.schedules.core.BudgetSchedule`.
+    """``lr = base_lr * m(t)`` with ``m`` a :class:`~budgeted.schedules.BudgetSchedule`.
 
     A ``torch.optim.lr_scheduler.LRScheduler`` (through ``_LRScheduler``, the class that
     Detectron2's ``hooks.LRScheduler`` checkpoints).
@@ -34,7 +35,7 @@ class BudgetLR(_LRScheduler):
     ``total_iters``: ``"refuse"`` (the default: a one-line :class:`BudgetMismatchError`) or
     ``"replan"``: the multiplier goes on from where the checkpoint left it and reaches the
     schedule's end at the new ``total_iters``
-    (:meth:`budgeted.schedules.core.BudgetSchedule.replan`; one line is logged, and the re-plan is
+    (:meth:`budgeted.schedules.BudgetSchedule.replan`; one line is logged, and the re-plan is
     saved in :meth:`state_dict`, so a later resume is exact).
 
     Example:
@@ -83,7 +84,7 @@ class BudgetLR(_LRScheduler):
         last_epoch: int = -1,
         on_resume: str = "refuse",
     ) -> BudgetLR:
-        """The scheduler of an already validated :class:`~budgeted.schedules.core.BudgetSchedule`,
+        """The scheduler of an already validated :class:`~budgeted.schedules.BudgetSchedule`,
         as it is (a re-planned budget keeps its re-plan)."""
         scheduler = cls.__new__(cls)
         BudgetLR._start(scheduler, optimizer, budget, last_epoch, on_resume)
@@ -136,7 +137,7 @@ class BudgetLR(_LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume (:meth:`budgeted.schedules.core.BudgetSchedule.resume`): a checkpoint of another
+        """Resume (:meth:`budgeted.schedules.BudgetSchedule.resume`): a checkpoint of another
         budget raises :class:`BudgetMismatchError`, unless ``on_resume="replan"`` and only the
         length differs; a re-plan that cannot be made raises :class:`BudgetReplanError`."""
         state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}

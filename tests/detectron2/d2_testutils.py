@@ -240,7 +240,7 @@ def edited_checkpoint(src: Path, dst: Path, *, last_epoch: int | None = None,
     LR scheduler's ``last_epoch`` or its iteration (top level and trainer) edited."""
     import torch
 
-    from budgeted.safety.checkpoints import load_checkpoint
+    from budgeted.safety import load_checkpoint
 
     checkpoint = load_checkpoint(src)
     if last_epoch is not None:

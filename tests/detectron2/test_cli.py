@@ -27,12 +27,12 @@ import budgeted.detectron2 as bd2
 from budgeted.detectron2 import BudgetConfigError, BudgetResumeError, BudgetTrainer, load_config
 from budgeted.detectron2.cli import run
 from budgeted.runs.detectron2 import final_metrics, max_iter
-from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
+from budgeted.schedules import BudgetMismatchError, BudgetSchedule
 
 CONFIGS = REPO / "configs" / "detectron2"
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_logged_lr_equals_the_core_and_ap_is_computed(toy_run: Path) -> None:
     cfg = load_config(TOY_CONFIG, [*TINY, *EIGHT])
     core = BudgetSchedule("linear", 8, cfg.SOLVER.WARMUP_ITERS, cfg.SOLVER.WARMUP_FACTOR)
@@ -51,7 +51,7 @@ def test_logged_lr_equals_the_core_and_ap_is_computed(toy_run: Path) -> None:
     assert found["segm/AP50"] == final["segm/AP50"] and "lr" not in found
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_resume_continues_the_schedule_exactly(toy_run: Path, tmp_path: Path) -> None:
     stopped = tmp_path / "stopped"
     shutil.copytree(toy_run, stopped)
@@ -67,7 +67,7 @@ def test_resume_continues_the_schedule_exactly(toy_run: Path, tmp_path: Path) ->
     assert final_metrics(stopped) is None  # finished, but never evaluated (DATASETS.TEST empty)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_resume_with_another_budget_is_refused(toy_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     shutil.copytree(toy_run, out)
@@ -94,7 +94,7 @@ def _stopped_at(toy_run: Path, tmp_path: Path, checkpoint: str) -> Path:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_replan_on_resume_goes_on_from_the_current_lr_and_is_saved(toy_run, tmp_path) -> None:
     out = _stopped_at(toy_run, tmp_path, "model_0000003.pth")  # 4 of 8 iterations done
     twelve = [*TINY, "SOLVER.BUDGET.FRACTION", "0.03", "SOLVER.CHECKPOINT_PERIOD", "4",
@@ -121,7 +121,7 @@ def test_replan_on_resume_goes_on_from_the_current_lr_and_is_saved(toy_run, tmp_
     assert [again[i] for i in range(8, 12)] == [lrs[i] for i in range(8, 12)]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("checkpoint", "fraction", "expected"),
     [
@@ -143,6 +143,7 @@ def test_a_replan_that_cannot_be_made_is_refused_in_one_line(
     assert sorted(p.name for p in out.iterdir()) == before  # nothing written
 
 
+@pytest.mark.unit
 def test_an_unknown_on_resume_policy_is_refused_in_one_line() -> None:
     cfg = load_config(TOY_CONFIG, ["SOLVER.BUDGET.ON_RESUME", "extend"])
     with pytest.raises(BudgetConfigError) as err:
@@ -173,7 +174,7 @@ def stock_cfg(path: str | Path, opts: list[str]):
     return cfg
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_plain_default_trainer_refuses_another_budget_on_resume(toy_run, tmp_path) -> None:
     out = tmp_path / "run"
     shutil.copytree(toy_run, out)
@@ -193,6 +194,7 @@ def test_a_plain_default_trainer_refuses_another_budget_on_resume(toy_run, tmp_p
     )
 
 
+@pytest.mark.integration
 def test_the_docs_own_trainer_route_refuses_a_budget_it_would_not_train(toy_root, tmp_path):
     # FULL_ITERS 400, FRACTION 0.1, no MAX_ITER: before, the zoo's MAX_ITER was silently trained
     mine = tmp_path / "mine.yaml"
@@ -211,7 +213,7 @@ def test_the_docs_own_trainer_route_refuses_a_budget_it_would_not_train(toy_root
     assert bd2.load_config(str(mine)).SOLVER.MAX_ITER == 40  # what our loader makes of it
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_cli_trains_a_bare_name_with_key_equals_value_overrides_and_a_new_schedule(
     toy_root, tmp_path, sqrt_schedule
 ) -> None:
@@ -231,6 +233,7 @@ def test_the_cli_trains_a_bare_name_with_key_equals_value_overrides_and_a_new_sc
     assert lrs[3] == pytest.approx(0.01 * (0.2 + 0.8 * (1 / 3) ** 0.5))  # p = 2/3, floor 0.2
 
 
+@pytest.mark.e2e
 def test_an_unknown_or_ambiguous_name_lists_the_candidates(tmp_path) -> None:
     with pytest.raises(SystemExit) as err:
         run(["--config", "mask_rcnn_toy_budget10", "OUTPUT_DIR", str(tmp_path / "o")])
@@ -248,7 +251,7 @@ def test_an_unknown_or_ambiguous_name_lists_the_candidates(tmp_path) -> None:
     assert "candidates: " in last and "mask_rcnn_budget1.yaml" in last
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_an_existing_run_is_never_overwritten(toy_run: Path) -> None:
     before = (toy_run / "metrics.json").read_text()
     with pytest.raises(SystemExit, match="already holds a run; pass --resume"):
@@ -256,7 +259,7 @@ def test_an_existing_run_is_never_overwritten(toy_run: Path) -> None:
     assert (toy_run / "metrics.json").read_text() == before
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_resume_of_a_finished_run_says_so_and_writes_nothing(toy_run, tmp_path, capsys) -> None:
     out = copy_run(toy_run, tmp_path / "run", ("model_0000003.pth", "model_final.pth"))
     before = folder_hashes(out)
@@ -270,6 +273,7 @@ def test_resume_of_a_finished_run_says_so_and_writes_nothing(toy_run, tmp_path, 
     )
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "opts,message",
     [
@@ -286,6 +290,7 @@ def test_bad_input_fails_in_one_line_before_training(toy_root, tmp_path, opts, m
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.unit
 def test_missing_dataset_files_name_detectron2_datasets(tmp_path, monkeypatch) -> None:
     from budgeted.detectron2 import register_toy_coco
 
@@ -297,6 +302,7 @@ def test_missing_dataset_files_name_detectron2_datasets(tmp_path, monkeypatch) -
         register_toy_coco(replace=True)
 
 
+@pytest.mark.unit
 def test_warmup_after_auto_scaling_is_checked_before_launch(toy_root, tmp_path) -> None:
     # toy 1 %: MAX_ITER 4, warmup 3; on 4 workers instead of 1: MAX_ITER 1, warmup 1
     with pytest.raises(SystemExit, match="after REFERENCE_WORLD_SIZE scaling to 4 workers"):
@@ -305,7 +311,7 @@ def test_warmup_after_auto_scaling_is_checked_before_launch(toy_root, tmp_path) 
              "OUTPUT_DIR", str(tmp_path / "o")])  # fmt: skip
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_eval_only_in_a_runs_folder_keeps_the_runs_config(toy_run, tmp_path) -> None:
     out = tmp_path / "run"
     shutil.copytree(toy_run, out)

@@ -15,8 +15,9 @@ from detectron2.config import get_cfg
 from budgeted.detectron2 import add_budget_config, build_lr_scheduler, check_max_iter, load_config
 from budgeted.detectron2.config import split_overrides
 from budgeted.experiments.families import MASK_RCNN, MASK_RCNN_TOY
-from budgeted.schedules.core import schedule_params
-from budgeted.schedules.units import BUDGET_FRACTIONS
+from budgeted.schedules import BUDGET_FRACTIONS, schedule_params
+
+pytestmark = pytest.mark.unit
 
 CONFIGS = REPO / "configs" / "detectron2"
 SHIPPED = sorted(p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml"))

@@ -22,7 +22,7 @@ from budgeted.detectron2 import BudgetConfigError, BudgetTrainer, load_config
 from budgeted.detectron2.cli import run
 from budgeted.detectron2.grad_norm import FullGradNormHook, grad_norm_hook_from_cfg
 from budgeted.detectron2.preemption import PreemptionHook
-from budgeted.safety.checkpoints import load_checkpoint
+from budgeted.safety import load_checkpoint
 
 NAME = "full_grad_norm"
 TIMING = {"time", "data_time", "eta_seconds"}
@@ -92,6 +92,7 @@ def rows_with(rows: list[dict], key: str) -> dict[int, list[dict]]:
     return found
 
 
+@pytest.mark.integration
 def test_tiny_model_trains_bit_for_bit_and_every_value_is_written_beside_lr(tmp_path):
     model_off, rows_off = train_tiny(tmp_path / "off", None)
     hook = FullGradNormHook(period=3, num_batches=2, data_loader=stream(5))
@@ -116,6 +117,7 @@ def test_tiny_model_trains_bit_for_bit_and_every_value_is_written_beside_lr(tmp_
     assert again.evaluate() == values[6][0][NAME]
 
 
+@pytest.mark.integration
 def test_a_period_that_is_not_a_multiple_of_the_writers_still_writes_every_value(tmp_path):
     hook = FullGradNormHook(period=3, num_batches=1, data_loader=stream())
     _, rows = train_tiny(tmp_path / "on", hook, iters=8, writer_period=2)
@@ -138,17 +140,20 @@ def warnings_of(**kwargs) -> tuple[list[str], list[dict]]:
     return seen, rows
 
 
+@pytest.mark.integration
 def test_a_period_shorter_than_the_writers_warns(tmp_path):
     seen, _ = warnings_of(out=tmp_path, iters=4, writer_period=4)
     assert any("period 2 < the writers' period 4" in line for line in seen), seen
 
 
+@pytest.mark.integration
 def test_a_hook_after_the_writer_warns_its_values_are_not_written(tmp_path):
     seen, rows = warnings_of(out=tmp_path, iters=4, after_writer=True)
     assert any("registered after a PeriodicWriter" in line for line in seen), seen
     assert not rows_with(rows, NAME)  # what the warning is about
 
 
+@pytest.mark.unit
 def test_bad_values_are_one_line_naming_the_value(toy_root, tmp_path) -> None:
     with pytest.raises(BudgetConfigError, match=r"^FullGradNormHook: period=0 is invalid; allo"):
         FullGradNormHook(period=0)
@@ -173,6 +178,7 @@ def test_bad_values_are_one_line_naming_the_value(toy_root, tmp_path) -> None:
         assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.unit
 def test_docstring_examples_run():
     result = doctest.testmod(d2gn, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
@@ -214,6 +220,7 @@ def _ddp_worker(rank: int, init: str, out: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.e2e
 def test_ddp_two_ranks_train_bit_for_bit_and_agree_on_the_value(tmp_path):
     import torch.multiprocessing as mp
 
@@ -234,7 +241,7 @@ def test_ddp_two_ranks_train_bit_for_bit_and_agree_on_the_value(tmp_path):
 FOUR = ["SOLVER.BUDGET.FRACTION", "0.01", "DATASETS.TEST", "()"]  # 4 iterations, no evaluation
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_budget_trainer_registers_the_hook_before_the_writers(toy_root, tmp_path) -> None:
     cfg = load_config(TOY_CONFIG, [*TINY, *FOUR, "SOLVER.BUDGET.GRAD_NORM_PERIOD", "2",
                                    "OUTPUT_DIR", str(tmp_path)])  # fmt: skip
@@ -245,7 +252,7 @@ def test_budget_trainer_registers_the_hook_before_the_writers(toy_root, tmp_path
     assert FullGradNormHook not in [type(h) for h in BudgetTrainer(cfg)._hooks]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_toy_mask_rcnn_trains_bit_for_bit_with_the_hook_and_logs_it_beside_lr(toy_root, tmp_path):
     outs = {}
     for tag, extra in (("off", []), ("on", ["SOLVER.BUDGET.GRAD_NORM_PERIOD", "2"])):

@@ -11,7 +11,7 @@ from detectron2.engine import HookBase
 from detectron2.utils import comm
 
 from budgeted.detectron2 import BudgetTrainer, launch, load_config, register_toy_coco
-from budgeted.schedules.core import BudgetSchedule
+from budgeted.schedules import BudgetSchedule
 
 # 12 iterations at 1 worker (0.03 x 400), warmup 3; REFERENCE_WORLD_SIZE 1 makes 2 workers
 # train 6 iterations of batch 4 at twice the LR, with a warmup of round(3 / 2) = 2
@@ -44,7 +44,7 @@ def train_and_record(out: str) -> None:
     Path(out, f"lrs_rank{comm.get_rank()}.json").write_text(json.dumps(info))
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_two_cpu_processes_see_the_same_lr_at_every_iteration(toy_root, tmp_path: Path) -> None:
     launch(train_and_record, 2, dist_url="auto", args=(str(tmp_path),))
     ranks = [json.loads((tmp_path / f"lrs_rank{r}.json").read_text()) for r in (0, 1)]
@@ -59,6 +59,7 @@ def test_two_cpu_processes_see_the_same_lr_at_every_iteration(toy_root, tmp_path
     assert [logged[t] for t in range(6)] == pytest.approx(info["lrs"], rel=1e-12)
 
 
+@pytest.mark.unit
 def test_launch_refuses_zero_processes() -> None:
     with pytest.raises(ValueError, match="--num-gpus=0"):
         launch(print, 0)

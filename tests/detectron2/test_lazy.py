@@ -14,13 +14,14 @@ from detectron2.solver import LRMultiplier
 from budgeted.detectron2 import BudgetConfigError, BudgetLRScheduler
 from budgeted.detectron2.lazy import BudgetLRMultiplier, build_lazy_lr_scheduler
 from budgeted.detectron2.lazy_cli import run
-from budgeted.safety.checkpoints import save_weights_subset
-from budgeted.schedules.core import BudgetSchedule
+from budgeted.safety import save_weights_subset
+from budgeted.schedules import BudgetSchedule
 
 LAZY = "configs/detectron2/lazy/mask_rcnn_R_50_FPN_budget10.py"
 LAZY_TOY = "configs/detectron2/lazy/mask_rcnn_toy_budget10.py"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("schedule,params", [("linear", {}), ("step", {"gamma": 0.5}),
                                              ("cosine", {"eta": 0.1})])  # fmt: skip
 def test_lr_multiplier_through_detectron2s_lrmultiplier_matches_the_core(schedule, params) -> None:
@@ -36,6 +37,7 @@ def test_lr_multiplier_through_detectron2s_lrmultiplier_matches_the_core(schedul
     assert lrs == pytest.approx([0.5 * core(t) for t in range(90)], rel=1e-9)
 
 
+@pytest.mark.unit
 def test_lazy_budget_config_loads_with_the_budget() -> None:
     cfg = LazyConfig.load(LAZY)
     assert cfg.train.max_iter == 9000 and cfg.train.eval_period == 0
@@ -46,6 +48,7 @@ def test_lazy_budget_config_loads_with_the_budget() -> None:
     assert instantiate(cfg.lr_multiplier).budget.total == 22500  # follows train.max_iter
 
 
+@pytest.mark.unit
 def test_the_trained_scheduler_is_checkpointed_and_must_match_max_iter() -> None:
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
     sched = build_lazy_lr_scheduler(opt, BudgetLRMultiplier("linear", 40, warmup_iters=3), 40)
@@ -54,6 +57,7 @@ def test_the_trained_scheduler_is_checkpointed_and_must_match_max_iter() -> None
         build_lazy_lr_scheduler(opt, BudgetLRMultiplier("linear", 40, warmup_iters=3), 50)
 
 
+@pytest.mark.unit
 def test_a_total_iters_other_than_max_iter_is_refused_before_anything_is_written(
     toy_root, tmp_path: Path
 ) -> None:
@@ -65,7 +69,7 @@ def test_a_total_iters_other_than_max_iter_is_refused_before_anything_is_written
     assert not out.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path, capsys) -> None:
     tiny = ["train.max_iter=6", "train.log_period=1", "lr_multiplier.warmup_iters=2",
             "dataloader.test.dataset.names=toy_coco_val",
@@ -121,6 +125,7 @@ def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path, ca
     assert any(math.isfinite(trained[k]) for k in keys)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -38,14 +38,14 @@ from detectron2.engine import DefaultTrainer, HookBase, hooks
 import budgeted.detectron2 as bd2
 from budgeted.detectron2 import launch, load_config
 from budgeted.detectron2.cli import run
-from budgeted.safety.checkpoints import UnsafeCheckpointError, load_checkpoint
+from budgeted.safety import UnsafeCheckpointError, load_checkpoint
 from budgeted.safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
     Preempted,
     PreemptionGuard,
 )
-from budgeted.schedules.core import BudgetSchedule
+from budgeted.schedules import BudgetSchedule
 
 NO_EVAL = ["DATASETS.TEST", "()"]
 LINE = re.compile(
@@ -81,7 +81,7 @@ def check_preemption_checkpoint(out: Path, match: re.Match, total: int) -> int:
     return it
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_sigterm_writes_a_checkpoint_exits_75_and_resume_continues_the_lr_exactly(
     toy_run, tmp_path
 ) -> None:
@@ -133,7 +133,7 @@ def worker_pids(parent: int) -> list[int]:
     return pids
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_two_workers_stop_at_the_same_iteration_and_resume_exactly(toy_root, tmp_path) -> None:
     """2 CPU processes (gloo), 12 iterations: SIGTERM to the launcher (it forwards it), then in
     the resumed run SIGUSR1 to one worker only (the workers agree through an all-reduce); the
@@ -180,6 +180,7 @@ def _preempted_worker() -> None:
     raise Preempted("preempted in a test")
 
 
+@pytest.mark.e2e
 def test_launch_raises_preempted_when_every_worker_was(toy_root) -> None:
     with pytest.raises(Preempted) as err:
         launch(_preempted_worker, 2, dist_url="auto")
@@ -208,7 +209,7 @@ def fake_commands(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_slurm_script_requeues_a_preempted_job_which_then_resumes(toy_run, tmp_path) -> None:
     fake = fake_commands(tmp_path / "bin")
     out = tmp_path / "run"
@@ -233,6 +234,7 @@ def test_the_slurm_script_requeues_a_preempted_job_which_then_resumes(toy_run, t
     assert [lrs[i] for i in range(8)] == [full[i] for i in range(8)]
 
 
+@pytest.mark.e2e
 def test_the_slurm_script_passes_shellcheck() -> None:
     shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent))
     shellcheck = shellcheck or shutil.which("shellcheck")
@@ -265,7 +267,7 @@ class SignalAfter(HookBase):
             os.kill(os.getpid(), signal.SIGUSR1)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_default_trainer_adopts_safe_checkpoints_and_preemption_in_one_line(
     toy_root, tmp_path, capfd
 ) -> None:
@@ -301,6 +303,7 @@ def test_a_default_trainer_adopts_safe_checkpoints_and_preemption_in_one_line(
     assert signal.getsignal(signal.SIGUSR1) == before  # the hook's guard is gone
 
 
+@pytest.mark.integration
 def test_a_signal_before_training_stops_the_run_with_nothing_written(toy_root, tmp_path, capfd):
     out = tmp_path / "out"
     with PreemptionGuard() as guard:  # as tools/train_net.py's first line installs it
@@ -324,6 +327,7 @@ def test_a_signal_before_training_stops_the_run_with_nothing_written(toy_root, t
     assert not metrics_rows(out) and not list(out.glob("model_*.pth"))
 
 
+@pytest.mark.integration
 def test_a_stop_in_the_first_iterations_of_a_run_is_clean(toy_root, tmp_path) -> None:
     """Stopped after 2 iterations (Detectron2's metric printer has no iteration time yet, and
     its final write at the same iteration used to divide by zero): exit 75, nothing else."""
@@ -356,7 +360,7 @@ DIVERGING = {
 }  # fmt: skip
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(DIVERGING))
 def test_a_diverged_run_ends_in_one_line_with_exit_status_3_and_no_result(toy_root, tmp_path, case):
     tool, argv = DIVERGING[case]
@@ -372,7 +376,7 @@ def test_a_diverged_run_ends_in_one_line_with_exit_status_3_and_no_result(toy_ro
     assert not [r for r in metrics_rows(out) if "bbox/AP" in r]  # and no evaluation of them
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_killed_worker_is_named_in_one_line_by_the_launcher(toy_root, tmp_path) -> None:
     out = tmp_path / "run"
     argv = ["--config-file", TOY_CONFIG, "--num-gpus", "2", "--dist-url", "auto", *TINY,
@@ -390,7 +394,7 @@ def test_a_killed_worker_is_named_in_one_line_by_the_launcher(toy_root, tmp_path
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # none left running
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("tool", ["train_net.py", "lazyconfig_train_net.py"])
 def test_signals_after_the_final_evaluation_leave_the_finished_run_at_exit_status_0(
     toy_root, tmp_path, tool
@@ -421,7 +425,7 @@ def test_signals_after_the_final_evaluation_leave_the_finished_run_at_exit_statu
     assert (out / "model_final.pth").is_file()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_temporary_file_a_kill_left_is_removed_under_the_folder_lock(toy_run, tmp_path) -> None:
     """SIGKILL while a checkpoint is written leaves its hidden temporary file (95 MB here); the
     next run into the folder removes it (and says so in log.txt), holding the folder's lock: a

@@ -21,7 +21,9 @@ from budgeted.detectron2 import (
     check_max_iter,
 )
 from budgeted.detectron2.config import param_key
-from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
+from budgeted.schedules import BudgetMismatchError, BudgetSchedule
+
+pytestmark = pytest.mark.unit
 
 CORE = {
     "BudgetLinear": ("linear", {}),

@@ -13,6 +13,8 @@ import pytest
 from budgeted.detectron2 import output_dir, stops
 from budgeted.detectron2.stops import check_position, is_disk_full
 
+pytestmark = pytest.mark.unit
+
 HINT = "MODEL.WEIGHTS {path}"
 
 

@@ -33,7 +33,6 @@ from budgeted.detectron2 import BudgetConfigError, load_config
 from budgeted.detectron2.cli import run
 from budgeted.safety.preemption import UNDECAYED_EXIT_CODE
 
-pytestmark = pytest.mark.slow
 # the full toy schedule (400 iterations) as the cap, a 6-second budget, warmup 3 iterations
 TIMED = [*TINY, "SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.CLOCK_SYNC_PERIOD", "1"]
 
@@ -51,6 +50,7 @@ def scheduler_state(path) -> dict:
     return checkpoint["trainer"]["hooks"]["LRScheduler"]
 
 
+@pytest.mark.integration
 def test_a_time_budget_decays_over_the_seconds_and_stops_with_a_checkpoint_and_evaluation(
     toy_root, tmp_path, capsys, budget_s
 ):
@@ -91,6 +91,7 @@ def final_eval(out) -> bool:
     return any("bbox/AP" in row for row in read_metrics(out))
 
 
+@pytest.mark.e2e
 def test_an_interrupted_time_budget_resumes_the_same_clock(toy_root, tmp_path, budget_s):
     budget_s *= 2  # room for 4 iterations, a stop and a resume however busy the machine gets
     out = tmp_path / "run"
@@ -141,6 +142,7 @@ def test_an_interrupted_time_budget_resumes_the_same_clock(toy_root, tmp_path, b
     assert trained_at(clock[resumed[-1]]) < budget_s <= trained_at(final["clock"]["elapsed"])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -160,6 +162,7 @@ def test_bad_time_budgets_are_refused_in_one_line(toy_root, tmp_path, args, expe
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.unit
 def test_the_time_budget_config_key_alone_builds_the_time_scheduler():
     cfg = load_config(TOY_CONFIG, ["SOLVER.BUDGET.FRACTION", "1.0", "SOLVER.BUDGET.SECONDS", "60"])
     from budgeted.detectron2 import build_lr_scheduler
@@ -173,6 +176,7 @@ def test_the_time_budget_config_key_alone_builds_the_time_scheduler():
         build_lr_scheduler(cfg, opt)
 
 
+@pytest.mark.e2e
 def test_two_workers_share_rank_0s_clock_and_stop_together(toy_root, tmp_path, budget_s):
     """2 CPU processes (gloo): the clock is broadcast every 3 iterations and extrapolated in
     between; both workers must stop after the same iteration (else DDP would hang)."""
@@ -198,6 +202,7 @@ def test_two_workers_share_rank_0s_clock_and_stop_together(toy_root, tmp_path, b
     assert all(b <= a for a, b in zip(decay, decay[1:]))
 
 
+@pytest.mark.integration
 def test_a_time_budget_is_replanned_on_resume_only_when_asked(toy_root, tmp_path, capsys, budget_s):
     out = tmp_path / "run"
     opts = [*TIMED, "DATASETS.TEST", "()", "SOLVER.CHECKPOINT_PERIOD", "4", "OUTPUT_DIR", str(out)]
@@ -229,6 +234,7 @@ def test_a_time_budget_is_replanned_on_resume_only_when_asked(toy_root, tmp_path
     assert final["time_budget"]["replan"]["at"] == mid["clock"]["elapsed"]
 
 
+@pytest.mark.unit
 def test_bad_save_at_is_refused_in_one_line(toy_root, tmp_path):
     with pytest.raises(SystemExit) as err:
         run(["--config-file", TOY_CONFIG, *TINY, "SOLVER.BUDGET.SAVE_AT", "(0, 4)",
@@ -270,6 +276,7 @@ UNDECAYED = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("case", list(UNDECAYED))
 def test_a_time_budget_that_cannot_decay_ends_with_one_line_and_exit_status_4(
     toy_root, tmp_path, capsys, case
@@ -287,6 +294,7 @@ def test_a_time_budget_that_cannot_decay_ends_with_one_line_and_exit_status_4(
     assert (out / "model_final.pth").is_file() and final_eval(out)  # saved and evaluated first
 
 
+@pytest.mark.e2e
 def test_time_stopped_inside_an_iteration_counts_as_training_time(toy_root, tmp_path, budget_s):
     """SIGSTOP for longer than the whole budget, SIGCONT: the stop falls inside an iteration
     (the clock runs there; between iterations, where it is paused, there are only a few hooks

@@ -21,6 +21,7 @@ def digest(root: Path) -> str:
     return h.hexdigest()
 
 
+@pytest.mark.unit
 def test_toy_set_is_deterministic_real_coco(tmp_path: Path) -> None:
     from budgeted.detectron2.toy import make_toy_coco
 
@@ -38,6 +39,7 @@ def test_toy_set_is_deterministic_real_coco(tmp_path: Path) -> None:
         make_toy_coco(str(tmp_path / "a"))
 
 
+@pytest.mark.e2e
 def test_make_toy_coco_cli_refuses_to_overwrite(tmp_path: Path) -> None:
     cmd = [sys.executable, str(REPO / "tools" / "make_toy_coco.py"), "--root", str(tmp_path),
            "--num-train", "2", "--num-val", "1", "--size", "32"]  # fmt: skip
@@ -46,6 +48,7 @@ def test_make_toy_coco_cli_refuses_to_overwrite(tmp_path: Path) -> None:
     assert again.returncode == 1 and "already exists" in again.stderr
 
 
+@pytest.mark.unit
 def test_objects_and_radius_set_the_shapes_and_the_defaults_keep_the_bytes(tmp_path: Path) -> None:
     from budgeted.toys.coco import write_toy_coco
 
@@ -64,6 +67,7 @@ def test_objects_and_radius_set_the_shapes_and_the_defaults_keep_the_bytes(tmp_p
         assert max(ann["bbox"][2:]) <= 2 * 0.2 * 64 + 0.01
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("flag", "values", "message"),
     [
@@ -83,6 +87,7 @@ def test_make_toy_coco_refuses_bad_shapes_in_one_line(
     assert not any(tmp_path.iterdir())  # nothing written
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("shapes", "message"),
     [

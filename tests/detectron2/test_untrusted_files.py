@@ -35,7 +35,7 @@ from d2_testutils import (
 from budgeted.detectron2 import BudgetTrainer, SafeCheckpointer, load_config
 from budgeted.detectron2.cli import run
 from budgeted.detectron2.lazy_cli import run as lazy_run
-from budgeted.safety.checkpoints import (
+from budgeted.safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     load_checkpoint,
@@ -58,7 +58,7 @@ def refusal(argv: list[str]) -> str:
 # --- 1. every file is untrusted --------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("suffix", [".pkl", ".pth"])
 def test_a_payload_in_model_weights_runs_nothing_through_tools_train_net(
     toy_root, tmp_path, suffix
@@ -76,7 +76,7 @@ def test_a_payload_in_model_weights_runs_nothing_through_tools_train_net(
     assert not out.exists()  # and nothing was written
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("suffix", [".pkl", ".pth"])
 def test_a_payload_behind_last_checkpoint_is_refused_on_resume(toy_run, tmp_path, suffix) -> None:
     marker = tmp_path / "payload_ran"
@@ -101,7 +101,7 @@ def test_a_payload_behind_last_checkpoint_is_refused_on_resume(toy_run, tmp_path
     assert not marker.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("suffix", [".pkl", ".pth"])
 def test_eval_only_refuses_a_payload(toy_root, tmp_path, suffix) -> None:
     marker = tmp_path / "payload_ran"
@@ -123,6 +123,7 @@ def test_eval_only_refuses_a_payload(toy_root, tmp_path, suffix) -> None:
     assert not marker.exists()
 
 
+@pytest.mark.unit
 def test_lazyconfig_train_net_refuses_a_payload_as_init_checkpoint(toy_root, tmp_path) -> None:
     marker = tmp_path / "payload_ran"
     evil = write_payload(tmp_path / "evil.pkl", marker)
@@ -147,7 +148,7 @@ def model_zoo_pkl(model: torch.nn.Module, path: Path, **extra) -> dict[str, np.n
     return weights
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_model_zoo_pkl_still_loads_and_trains(toy_root, tmp_path) -> None:
     cfg = load_config(TOY_CONFIG, [*TINY, "SOLVER.BUDGET.FRACTION", "0.01", *NO_EVAL,
                                    "OUTPUT_DIR", str(tmp_path / "out")])  # fmt: skip
@@ -168,6 +169,7 @@ def test_a_model_zoo_pkl_still_loads_and_trains(toy_root, tmp_path) -> None:
     assert "Reading a file from 'Detectron2 Model Zoo'" in (out / "log.txt").read_text()
 
 
+@pytest.mark.unit
 def test_caffe2_and_pycls_files_keep_detectron2s_handling(tmp_path) -> None:
     ckpt = SafeCheckpointer(torch.nn.Linear(2, 2))
     blobs = tmp_path / "R-50.pkl"  # Caffe2's ImageNet models: weights under "blobs", momenta
@@ -280,7 +282,7 @@ REFUSALS = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_a_refusal_writes_nothing(toy_run, tmp_path, case) -> None:
     make, expected = REFUSALS[case]
@@ -296,7 +298,7 @@ def test_a_refusal_writes_nothing(toy_run, tmp_path, case) -> None:
 # --- 3. damaged checkpoints: named, with the newest intact one offered -------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("last", ["model_final.pth", "model_0000007.pth"])
 def test_a_truncated_checkpoint_is_named_and_resume_from_the_intact_one_is_exact(
     toy_run, tmp_path, last
@@ -332,6 +334,7 @@ def test_a_truncated_checkpoint_is_named_and_resume_from_the_intact_one_is_exact
 # --- 7. garbled configs and overrides: one line, nothing written ------------------------------
 
 
+@pytest.mark.unit
 def test_a_garbled_yaml_config_is_one_line(toy_root, tmp_path) -> None:
     bad = tmp_path / "garbled.yaml"
     bad.write_text("SOLVER:\n  MAX_ITER: [1,\n  : x\n")
@@ -343,6 +346,7 @@ def test_a_garbled_yaml_config_is_one_line(toy_root, tmp_path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "text,opts,expected",
     [
@@ -362,6 +366,7 @@ def test_a_garbled_lazyconfig_or_override_is_one_line(toy_root, tmp_path, text, 
     assert "\n" not in message and not (tmp_path / "out").exists()
 
 
+@pytest.mark.unit
 def test_safe_checkpointer_saves_by_rename_never_in_place(tmp_path) -> None:
     """The checkpoint and last_checkpoint replace the old files (a new inode, renamed into
     place); an in-place write would change the file they were hard links to."""
@@ -423,7 +428,7 @@ ONE_LINE = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(ONE_LINE))
 def test_bad_input_is_one_line_on_stderr_and_writes_nothing(toy_root, tmp_path, case) -> None:
     """Through the real tools: exit status 1 and stderr exactly that line (no traceback, no
@@ -437,7 +442,7 @@ def test_bad_input_is_one_line_on_stderr_and_writes_nothing(toy_root, tmp_path, 
     assert not out.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("tool", ["train_net.py", "lazyconfig_train_net.py"])
 def test_a_read_only_output_folder_is_one_line(toy_root, tmp_path, tool) -> None:
     with read_only_folder(tmp_path / "ro") as folder:
@@ -458,7 +463,7 @@ def test_a_read_only_output_folder_is_one_line(toy_root, tmp_path, tool) -> None
         assert list(folder.iterdir()) == []
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_full_disk_is_one_line_naming_the_last_intact_checkpoint(toy_root, tmp_path) -> None:
     """A real full disk: a 150 MB tmpfs holds the first toy checkpoint (95 MB) but not the
     second; the write fails with ENOSPC inside torch.save."""

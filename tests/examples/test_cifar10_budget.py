@@ -13,6 +13,8 @@ import torch
 import budgeted
 from budgeted.toys.cifar10 import BASE_FOLDER, TOY_MARKER, make_toy_cifar10
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
     "cifar10_budget", ROOT / "examples/cifar10_budget.py"
@@ -49,7 +51,6 @@ def linear_run(data, tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.slow  # trains the ResNet-18
 def test_every_iteration_trains_at_the_core_multiplier(linear_run):
     trace = read_trace(linear_run)
     assert len(trace) == 10
@@ -58,7 +59,6 @@ def test_every_iteration_trains_at_the_core_multiplier(linear_run):
     assert trace[0] == pytest.approx(0.1 * 0.001) and trace[2] == 0.1
 
 
-@pytest.mark.slow  # trains the ResNet-18
 def test_the_run_ends_at_the_budget_and_reports_accuracies(linear_run):
     results = json.loads((linear_run / "results.json").read_text())
     assert results["iterations"] == results["budget_iters"] == 10
@@ -70,7 +70,6 @@ def test_the_run_ends_at_the_budget_and_reports_accuracies(linear_run):
     assert (results["momentum"], results["weight_decay"]) == (0.9, 5e-4)
 
 
-@pytest.mark.slow  # trains the ResNet-18
 def test_a_registered_schedule_and_the_clamped_default_warmup(
     data, tmp_path, sqrt_schedule, capsys
 ):
@@ -123,7 +122,6 @@ def test_cuda_is_refused_where_there_is_none(data, tmp_path, capsys):
     assert "--device 'cuda' is invalid; allowed: cpu (no CUDA)" in fails(capsys, args)
 
 
-@pytest.mark.slow  # trains the ResNet-18
 def test_finished_results_are_not_overwritten(data, linear_run, capsys):
     before = (linear_run / "results.json").read_bytes()
     args = ["--data", str(data), "--budget", "1", *TOY, "--out", str(linear_run)]

@@ -15,6 +15,8 @@ import torch
 import budgeted
 from budgeted.safety.preemption import DIVERGED_EXIT_CODE
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("digits_budget", ROOT / "examples/digits_budget.py")
 example = importlib.util.module_from_spec(_spec)
@@ -57,7 +59,6 @@ def linear_run(tmp_path_factory) -> Path:
     return run(tmp_path_factory.mktemp("runs"), "linear", "--budget", "0.05", "--lr", "0.2")
 
 
-@pytest.mark.slow  # trains LeNet-5 (under a second)
 def test_every_iteration_trains_at_the_core_multiplier(linear_run):
     trace = read_trace(linear_run)
     expected = [0.2 * budgeted.lr_multiplier("linear", t, 86, warmup_iters=0) for t in range(86)]
@@ -68,7 +69,6 @@ def test_every_iteration_trains_at_the_core_multiplier(linear_run):
     assert records[-1]["loss"] < records[0]["loss"]  # it learns
 
 
-@pytest.mark.slow
 def test_the_run_ends_at_the_budget_and_records_the_held_out_accuracy(linear_run):
     results = json.loads((linear_run / "results.json").read_text())
     assert set(results) == RESULT_KEYS
@@ -84,7 +84,6 @@ def test_the_run_ends_at_the_budget_and_records_the_held_out_accuracy(linear_run
     assert round(results["val_accuracy"] * 397) == pytest.approx(results["val_accuracy"] * 397)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("schedule", ["rex", "step", "cosine", "poly"])
 def test_any_registered_schedule_trains_at_its_formula(tmp_path, schedule):
     """1 % of a 1,000-iteration schedule (10 iterations) with a 2-iteration warmup; step-BAC
@@ -105,7 +104,6 @@ def test_any_registered_schedule_trains_at_its_formula(tmp_path, schedule):
         assert expected[2:] == pytest.approx([0.1] * 4 + [0.01] * 2 + [0.001] * 2, rel=1e-12)
 
 
-@pytest.mark.slow
 def test_a_test_registered_schedule_works_too(tmp_path, sqrt_schedule):
     out = run(tmp_path, "sqrt", "--budget", "0.01", "--schedule", sqrt_schedule)  # 17 iterations
     expected = [
@@ -114,7 +112,6 @@ def test_a_test_registered_schedule_works_too(tmp_path, sqrt_schedule):
     assert read_trace(out) == expected
 
 
-@pytest.mark.slow
 def test_the_same_seed_trains_the_same_model_and_another_does_not(tmp_path):
     flags = ["--budget", "0.02", "--lr", "0.3"]  # 34 iterations
     first, again = run(tmp_path, "a", *flags), run(tmp_path, "b", *flags)
@@ -174,7 +171,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, flags, message):
     assert not out.exists()
 
 
-@pytest.mark.slow
 def test_finished_results_are_not_overwritten(linear_run, capsys):
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in linear_run.iterdir()}
     args = ["--budget", "0.01", "--out", str(linear_run)]
@@ -193,7 +189,6 @@ def test_a_missing_scikit_learn_is_one_line(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.slow
 def test_a_diverged_run_is_one_line_exit_3_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     args = ["--budget", "1", "--full-iters", "5", "--lr", "1e35", "--out", str(out)]

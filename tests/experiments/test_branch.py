@@ -11,7 +11,7 @@ import pytest
 from toy_pspnet import width_overrides
 
 from budgeted.experiments.branch import branch_points, compute
-from budgeted.schedules.core import BudgetSchedule
+from budgeted.schedules import BudgetSchedule
 
 REPO = Path(__file__).resolve().parents[2]
 BRANCH = [sys.executable, "-m", "budgeted.experiments.branch"]
@@ -24,6 +24,7 @@ def cli(cmd: list[str], *args: str | Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.unit
 def test_branch_points_are_where_the_shorter_wsd_leaves_the_longer():
     points = branch_points({0.05: 160, 1.0: 3200}, warmup=20, cooldown=0.2)
     short, long = BudgetSchedule("wsd", 160, 20), BudgetSchedule("wsd", 3200, 20)
@@ -45,7 +46,7 @@ def mmseg_lrs(run_dir: Path) -> dict[int, float]:
     }
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_mmseg_branches_resume_the_stable_run_exactly_and_report_beside_linear(tmp_path):
     data, out = tmp_path / "toy_cityscapes", tmp_path / "branch"
     # toy PSPNet budgets 1 % (32 iterations) and 5 % (160): stable WSD over 160, branch at 30
@@ -71,6 +72,7 @@ def test_mmseg_branches_resume_the_stable_run_exactly_and_report_beside_linear(t
     assert again.returncode == 0 and "4 skipped" in again.stdout.replace("0 run, 0 resumed, ", "")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -83,6 +85,7 @@ def test_bad_branch_input_is_one_line(tmp_path, args, expected):
     assert run.returncode == 2 and expected in run.stderr and run.stderr.count("\n") == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

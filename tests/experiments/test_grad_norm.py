@@ -41,6 +41,7 @@ def make_batches(n: int = 3, size: int = 4, seed: int = 2) -> list[tuple[torch.T
     ]
 
 
+@pytest.mark.unit
 def test_linear_regression_by_hand():
     """L_b = mean((X_b w - y_b)^2): grad_b = (2 / n) X_b^T (X_b w - y_b); the norm of their mean."""
     net = nn.Linear(3, 1, bias=False)
@@ -56,6 +57,7 @@ def test_linear_regression_by_hand():
     assert full_gradient_norm(net, batches, mse) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.unit
 def test_equals_backward_of_the_mean_loss_in_training_mode():
     """With BatchNorm and dropout: the norm of the .grad that backward() of the mean loss over
     the batches leaves, the model in training mode and the generators seeded with the seed."""
@@ -100,6 +102,7 @@ def rng_states() -> tuple:
     return random.getstate(), str(np.random.get_state()), torch.get_rng_state().tolist()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("training", [True, False])
 def test_weights_grads_optimizer_buffers_rng_and_mode_are_untouched(training: bool):
     net = make_net()
@@ -132,6 +135,7 @@ def test_weights_grads_optimizer_buffers_rng_and_mode_are_untouched(training: bo
     assert draws == (random.random(), float(np.random.rand()), float(torch.rand(1)))
 
 
+@pytest.mark.unit
 def test_training_after_an_evaluation_is_bitwise_the_same():
     """Two copies trained 3 SGD steps with dropout and BatchNorm; one evaluates the norm after
     every step: the weights and buffers stay bitwise equal."""
@@ -152,6 +156,7 @@ def test_training_after_an_evaluation_is_bitwise_the_same():
         assert torch.equal(a, b)
 
 
+@pytest.mark.unit
 def test_same_weights_same_norm_and_the_seed_fixes_dropout():
     net, batches = make_net(), make_batches()
     first = full_gradient_norm(net, batches, mse, seed=3)
@@ -163,6 +168,7 @@ def test_same_weights_same_norm_and_the_seed_fixes_dropout():
     assert full_gradient_norm(no_dropout, batches, mse, seed=None) == a
 
 
+@pytest.mark.unit
 def test_a_loss_that_changes_its_batch_in_place_sees_the_same_batch_each_time():
     net = nn.Linear(3, 1)
     batches = make_batches(n=2)
@@ -178,6 +184,7 @@ def test_a_loss_that_changes_its_batch_in_place_sees_the_same_batch_each_time():
     assert all(torch.equal(a, b) for o, n in zip(originals, batches) for a, b in zip(o, n))
 
 
+@pytest.mark.unit
 def test_an_error_in_the_loss_restores_everything():
     net = make_net()
     net.eval()
@@ -200,6 +207,7 @@ def test_an_error_in_the_loss_restores_everything():
     assert_untouched(net, before)
 
 
+@pytest.mark.unit
 def test_unused_parameters_count_as_zero_and_frozen_ones_are_left_out():
     net = nn.ModuleDict({"used": nn.Linear(3, 1), "unused": nn.Linear(3, 1)})
     frozen = nn.Linear(3, 1)
@@ -215,6 +223,7 @@ def test_unused_parameters_count_as_zero_and_frozen_ones_are_left_out():
     assert full_gradient_norm(net, batches, loss) == full_gradient_norm(only_used, batches, loss)
 
 
+@pytest.mark.unit
 def test_bad_input_is_one_line():
     net = nn.Linear(3, 1)
     with pytest.raises(ValueError, match="at least one batch"):
@@ -233,6 +242,7 @@ def test_bad_input_is_one_line():
         first_batches(lambda: [1, 2], 3)
 
 
+@pytest.mark.unit
 def test_first_batches_reads_a_loader_of_its_own_without_touching_the_generators():
     dataset = torch.utils.data.TensorDataset(torch.arange(20.0))
     made = []
@@ -249,6 +259,7 @@ def test_first_batches_reads_a_loader_of_its_own_without_touching_the_generators
     assert all(torch.equal(a[0], b[0]) for a, b in zip(first, again))  # the same subset
 
 
+@pytest.mark.unit
 def test_preserved_rng_restores_after_an_error_and_helpers():
     rng = rng_states()
     with pytest.raises(KeyError), preserved_rng(seed=1):
@@ -260,6 +271,7 @@ def test_preserved_rng_restores_after_an_error_and_helpers():
     assert model_devices(net) == []
 
 
+@pytest.mark.unit
 def test_docstring_examples_run():
     result = doctest.testmod(gn, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
@@ -282,6 +294,7 @@ def _rank_norm(rank: int, init: str, out: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.e2e
 def test_two_ranks_give_the_norm_over_all_their_batches(tmp_path):
     import torch.multiprocessing as mp
 

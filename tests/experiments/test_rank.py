@@ -37,6 +37,7 @@ def group(values: dict[tuple[str, float, int], float]) -> Group:
     return found
 
 
+@pytest.mark.unit
 def test_kendall_tau_counts_concordant_and_discordant_pairs():
     assert kendall_tau([1, 2, 3], [4, 5, 6])[0] == pytest.approx(1.0)
     assert kendall_tau([1, 2, 3], [6, 5, 4])[0] == pytest.approx(-1.0)
@@ -44,6 +45,7 @@ def test_kendall_tau_counts_concordant_and_discordant_pairs():
     assert kendall_tau([1, 2, 3, 4], [1, 2, 4, 3])[0] == pytest.approx(4 / 6)
 
 
+@pytest.mark.unit
 def test_tables_rank_each_budget_against_the_full_budget():
     """Linear at 0.05 orders the three architectures as at 0.25 (tau 1); step swaps the top
     two (tau 1/3); scores are means over seeds; normalized by the same row's full budget."""
@@ -65,6 +67,7 @@ def test_tables_rank_each_budget_against_the_full_budget():
     assert "| b | 0.500 | 1.000 | 0.625 | 1.000 |" in text
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -86,6 +89,7 @@ def test_bad_input_is_one_line(args, message, tmp_path):
     assert message.format(tmp=tmp_path) in err
 
 
+@pytest.mark.e2e
 def test_sweeps_of_different_base_lr_grids_are_refused(tmp_path):
     """Each architecture's score is its best LR's: chosen from different grids, the ranking
     compares different protocols (a narrower grid cannot find the others' best LR)."""
@@ -125,7 +129,7 @@ def arch_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return sweeps
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_rank_reads_real_sweeps_and_refuses_a_budget_not_run(arch_sweeps, tmp_path):
     from budgeted.experiments.report import load_sweep
 

@@ -15,6 +15,8 @@ from budgeted.experiments.stats import (
     verdict,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_summarize_is_the_sample_mean_and_std():
     values = [40.0, 43.0, 46.0]

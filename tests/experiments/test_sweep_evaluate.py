@@ -17,7 +17,6 @@ import pytest
 from budgeted.experiments.sweep import main
 from budgeted.toys.coco import make_toy_coco
 
-pytestmark = pytest.mark.slow  # every test reads the real toy runs of the `trained` fixture
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = [sys.executable, "-m", "budgeted.experiments.sweep"]
 REPORT = [sys.executable, "-m", "budgeted.experiments.report"]
@@ -65,6 +64,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return data, out
 
 
+@pytest.mark.e2e
 def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained, tmp_path, capsys):
     data, source = trained
     out = tmp_path / "again"
@@ -119,6 +119,7 @@ def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
+@pytest.mark.e2e
 def test_an_eval_only_in_the_runs_own_folder_leaves_its_log_as_it_was(trained, tmp_path):
     """The stock habit: ``--eval-only MODEL.WEIGHTS <run>/model_final.pth`` with the run's own
     OUTPUT_DIR (here a copy of the sweep's finished run): its metrics.json keeps its bytes and
@@ -139,6 +140,7 @@ def test_an_eval_only_in_the_runs_own_folder_leaves_its_log_as_it_was(trained, t
     assert (run / "metrics.json").read_bytes() == before
 
 
+@pytest.mark.e2e
 def test_a_held_out_set_is_the_one_evaluated(trained, tmp_path):
     _, source = trained
     held_out = tmp_path / "held_out"
@@ -153,6 +155,7 @@ def test_a_held_out_set_is_the_one_evaluated(trained, tmp_path):
     assert set(report_csv(out)) == set(CELLS)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("case", "message"),
     [

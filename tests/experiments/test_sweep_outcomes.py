@@ -21,6 +21,8 @@ from run_folders import toy_data, write_sweep
 
 from budgeted.safety.preemption import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = [sys.executable, "-m", "budgeted.experiments.sweep"]
 REPORT = [sys.executable, "-m", "budgeted.experiments.report"]
@@ -76,7 +78,6 @@ ENDED = {
 """The sweep's last line, per status."""
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", ["diverged", "undecayed"])
 @pytest.mark.parametrize("framework", ["mmseg", "detectron2"])
 def test_a_diverged_or_undecayed_cell_is_recorded_never_the_best_lr_and_not_retrained(

@@ -74,7 +74,7 @@ def mmseg_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, s
     return data, out, run.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_mmseg_sweep_runs_each_cell_and_reports_the_logged_miou(mmseg_sweep, tmp_path):
     data, out, stdout = mmseg_sweep
     assert f"writing the toy set in {data}" in stdout and (data / "gtFine").is_dir()
@@ -112,7 +112,7 @@ def write_results(sweeps: str, stem: Path) -> subprocess.CompletedProcess:
                           text=True, check=False)  # fmt: skip
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_results_sh_reports_several_sweep_folders_as_one_grid_and_keeps_its_files_on_error(
     mmseg_sweep, tmp_path
 ):
@@ -150,7 +150,7 @@ def test_results_sh_reports_several_sweep_folders_as_one_grid_and_keeps_its_file
     assert {p.name: p.read_bytes() for p in stem.parent.iterdir()} == written
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_second_run_skips_finished_cells_without_touching_them(mmseg_sweep):
     data, out, _ = mmseg_sweep
     before = {name: files_and_mtimes(out / name) for name in ("linear_budget1", "step_budget1")}
@@ -162,7 +162,7 @@ def test_second_run_skips_finished_cells_without_touching_them(mmseg_sweep):
     assert {name: files_and_mtimes(out / name) for name in before} == before
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_dry_run_lists_commands_and_runs_nothing(mmseg_sweep):
     data, out, _ = mmseg_sweep
     before = files_and_mtimes(out)
@@ -191,7 +191,7 @@ def test_dry_run_lists_commands_and_runs_nothing(mmseg_sweep):
     assert not (out / "linear_budget5").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_failing_run_stops_the_sweep_and_shows_as_dash(mmseg_sweep, tmp_path):
     data, _, _ = mmseg_sweep
     out = tmp_path / "sweep"
@@ -238,7 +238,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_interrupted_cell_is_resumed_from_its_checkpoint(mmseg_sweep, tmp_path):
     """Ctrl-C to the sweep's process group, with SIGINT inherited as ignored (the background of a
     non-interactive shell, where the flaky ``assert 0 == 130`` came from): the sweep forwards it,
@@ -292,7 +292,7 @@ def test_interrupted_cell_is_resumed_from_its_checkpoint(mmseg_sweep, tmp_path):
     assert float(row["wall_s"]) == pytest.approx(cell["wall_s"], abs=0.06)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_second_sweep_is_refused_and_sigterm_stops_the_sweep_and_its_run(mmseg_sweep, tmp_path):
     """Two sweeps on one --out: the second is refused in one line naming the first's PID and
     writes nothing. SIGTERM to the sweep process alone (Slurm, ``kill``): forwarded to the
@@ -332,7 +332,7 @@ def test_a_second_sweep_is_refused_and_sigterm_stops_the_sweep_and_its_run(mmseg
     assert record["tries"][-1]["signal"] == "SIGTERM" and record["tries"][-1]["exit"] == 75
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_killed_sweep_leaves_no_training_run_behind(mmseg_sweep, tmp_path):
     """SIGKILL to the sweep (nothing can be forwarded): the kernel sends its training run
     SIGTERM (PR_SET_PDEATHSIG), which saves its iteration and ends, releasing the work dir."""
@@ -365,6 +365,7 @@ def test_a_killed_sweep_leaves_no_training_run_behind(mmseg_sweep, tmp_path):
     assert Path(saved).name != "iter_160.pth" and (cell / Path(saved).name).is_file()
 
 
+@pytest.mark.e2e
 def test_a_stale_lock_from_a_dead_sweep_is_taken_over(tmp_path):
     """A lock file whose holder died (however: here it exits at once) is no obstacle."""
     from budgeted.experiments.sweep import SWEEP_LOCK
@@ -384,7 +385,7 @@ def test_a_stale_lock_from_a_dead_sweep_is_taken_over(tmp_path):
     assert "[1/1] linear_budget1: running" in run.stdout and "/no/such/dir" in run.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
     data, out = tmp_path / "datasets", tmp_path / "sweep"
     run = cli(SWEEP, "detectron2", "--toy", "--schedules", "linear", "--budgets", "0.01",
@@ -425,6 +426,7 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -499,6 +501,7 @@ def test_bad_input_is_one_line(args, message, tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.e2e
 def test_report_refuses_a_folder_that_is_not_a_sweep(tmp_path):
     run = cli(REPORT, tmp_path)
     assert run.returncode == 2
@@ -508,6 +511,7 @@ def test_report_refuses_a_folder_that_is_not_a_sweep(tmp_path):
     )
 
 
+@pytest.mark.e2e
 def test_tools_wrappers_run_the_package(tmp_path):
     """tools/sweep.py, report.py and rank.py are thin wrappers over budgeted.experiments.sweep /
     .report / .rank."""
@@ -522,6 +526,7 @@ def test_tools_wrappers_run_the_package(tmp_path):
         assert wrapped.stderr == direct.stderr and wrapped.stderr.count("\n") == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "config"),
     [
@@ -545,6 +550,7 @@ def test_the_other_mmengine_codebases_sweep_with_the_same_tool_and_keys(args, co
     assert not out.exists()
 
 
+@pytest.mark.e2e
 def test_sweep_and_report_import_no_framework():
     """``budgeted-sweep --dry-run`` planning and ``budgeted-report --help`` need no framework."""
     code = (
@@ -559,6 +565,7 @@ def test_sweep_and_report_import_no_framework():
     assert "usage: budgeted-report" in run.stdout
 
 
+@pytest.mark.unit
 def test_cells_and_committed_configs_follow_the_families():
     """Every shipped config of every family is a sweep cell under the families' file-name rule."""
     from budgeted.config_files import config_root
@@ -573,12 +580,14 @@ def test_cells_and_committed_configs_follow_the_families():
             for schedule in fam.schedules
         }
         assert committed_configs(fam) == expected, fam.name
-        assert family_label(fam) == f"configs/{fam.folder}/{fam.prefix}"
+        label = fam.script or f"configs/{fam.folder}/{fam.prefix}"  # a script family: its script
+        assert family_label(fam) == label
     assert cell_name("linear", 0.05) == "linear_budget5"
     assert cell_name("step", 0.005) == "step_budget0p5"  # not "0.5": the families' budget tag
     assert cell_name("poly", 1.0) == "poly_budget100"
 
 
+@pytest.mark.e2e
 def test_detectron2_key_value_overrides_are_checked_too(tmp_path):
     run = cli(SWEEP, "detectron2", "--toy", "--out", tmp_path / "new", "--dry-run", "--",
               "SOLVER.MAX_ITER=9")  # fmt: skip
@@ -599,6 +608,7 @@ def finished_looking_sweep(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("case", "message"),
     [
@@ -684,6 +694,7 @@ def test_report_bad_input_is_one_line_and_overwrites_nothing(
         assert sweep.stderr.strip() == err.replace("report: error: ", "sweep: error: ")
 
 
+@pytest.mark.e2e
 def test_runs_at_the_configs_seed_and_at_seeds_are_not_mixed(finished_looking_sweep, tmp_path):
     """A folder of runs at the config's own seed takes no --seeds runs, nor the reverse, and the
     report refuses to pair sweeps of both kinds: such runs have no seed to pair by."""
@@ -719,6 +730,7 @@ def test_runs_at_the_configs_seed_and_at_seeds_are_not_mixed(finished_looking_sw
     assert files_and_mtimes(tmp_path) == before
 
 
+@pytest.mark.e2e
 def test_base_lrs_reach_the_training_tool_exactly(tmp_path):
     """Two LRs that agree to 6 digits are two cells, each trained at its own LR (not at
     ``f"{lr:g}"``); the usual ones keep their short names."""
@@ -735,6 +747,7 @@ def test_base_lrs_reach_the_training_tool_exactly(tmp_path):
     assert "optim_wrapper.optimizer.lr=0.03 " in lines["linear_budget1_lr0.03"] + " "
 
 
+@pytest.mark.e2e
 def test_report_replaces_its_own_csv(finished_looking_sweep, tmp_path):
     out = finished_looking_sweep
     for _ in range(2):  # the second run replaces the first's CSV
@@ -758,6 +771,7 @@ def _group(values: dict[tuple[str, float, float, int], float]) -> object:
     return group
 
 
+@pytest.mark.unit
 def test_report_tables_follow_the_papers_protocol():
     """Best LR by mean, flagged at the grid's edge; paired differences at those LRs; normalized
     by the largest budget's best; an unfinished run is left out of its mean (n says so)."""
@@ -796,7 +810,7 @@ def test_report_tables_follow_the_papers_protocol():
     assert normalized["0.1"] == {"linear": "1.000", "step": "0.980"}
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_grid_of_lrs_and_seeds_sets_the_framework_keys_and_reports_means(mmseg_sweep, tmp_path):
     """--lrs and --seeds reach MMSeg's own keys: the logged LR scales with the base LR, seeds
     give different runs; the report's means and the CSV are those of the logs."""
@@ -836,6 +850,7 @@ def test_a_grid_of_lrs_and_seeds_sets_the_framework_keys_and_reports_means(mmseg
         assert (tmp_path / f"g{suffix}.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.unit
 def test_a_run_that_predicted_nothing_counts_as_zero_and_is_named(tmp_path):
     """Detectron2's COCOEvaluator logs NaN box AP (and no mask AP) when the model predicted
     nothing: the report counts 0 for both, the COCO AP of no detections, and names the run."""
@@ -870,6 +885,7 @@ def test_a_run_that_predicted_nothing_counts_as_zero_and_is_named(tmp_path):
     )
 
 
+@pytest.mark.unit
 def test_an_mmdet_run_that_predicted_nothing_counts_as_zero_and_an_mmseg_one_is_unfinished(
     tmp_path,
 ):

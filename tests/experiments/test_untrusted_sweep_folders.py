@@ -67,6 +67,7 @@ def _call(function: Callable, argv: list[str], capsys: pytest.CaptureFixture) ->
     return code, captured.out, captured.err
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("in_place", [False, True], ids=["beside the data", "in place of it"])
 @pytest.mark.parametrize(("framework", "reader"), READERS)
 def test_reading_a_planted_sweep_folder_runs_nothing(framework, reader, in_place, tmp_path, capsys):
@@ -104,6 +105,7 @@ def test_reading_a_planted_sweep_folder_runs_nothing(framework, reader, in_place
         assert "41.25" in out and "47.50" in out
 
 
+@pytest.mark.e2e
 def test_the_planted_payloads_are_live(tmp_path):
     """The payloads of the test above run when a file is read the unsafe way: the Python dump
     executed, config.yaml loaded with an unsafe yaml loader, a checkpoint unpickled."""
@@ -138,6 +140,7 @@ def test_the_planted_payloads_are_live(tmp_path):
     shutil.rmtree(tmp_path / "mmseg")
 
 
+@pytest.mark.unit
 def test_evaluate_from_takes_no_config_or_folder_from_the_records_it_reads(tmp_path, capsys):
     """``--evaluate-from`` builds each evaluation with the overrides its run was trained with,
     read from the source's ``sweep_cell.json``: a record that sets what the sweep sets per cell

@@ -59,6 +59,7 @@ def names_pretrained(node: object) -> bool:
     return False
 
 
+@pytest.mark.unit
 def test_the_generated_configs_are_current_and_the_bases_hand_written():
     gen = load_tool("gen_mmengine_configs")
     assert [p for p in gen.stale_files() if p.startswith("mmaction")] == []
@@ -67,6 +68,7 @@ def test_the_generated_configs_are_current_and_the_bases_hand_written():
         assert "Generated" not in path.read_text(), path
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("family", "fraction"),
     [pytest.param(f, x, id=f"{f.name}-{x}") for f in (I3D, I3D_TOY) for x in f.fractions],
@@ -89,6 +91,7 @@ def test_every_budget_config_loads_with_its_budget_and_schedule(family, fraction
         assert cfg.test_cfg.type == "TestLoop"
 
 
+@pytest.mark.unit
 def test_the_real_base_is_mmaction2_i3d_read_from_raw_frames_on_4_gpus():
     ours = Config.fromfile(CONFIGS / I3D.filename(1.0))
     mim = Path(importlib.util.find_spec("mmaction").origin).parent / ".mim/configs"
@@ -126,6 +129,7 @@ def raw_frames(pipeline: list[dict]) -> list[dict]:
     return out
 
 
+@pytest.mark.unit
 def test_the_toy_base_is_small_self_initialized_and_on_the_toy_set():
     cfg = Config.fromfile(CONFIGS / I3D_TOY.filename(0.1))
     assert cfg.train_cfg.max_iters == 40 and cfg.full_schedule_iters == 400
@@ -144,6 +148,7 @@ def test_the_toy_base_is_small_self_initialized_and_on_the_toy_set():
     assert (Path("/x") / I3D_TOY.toy_data.marker).name == "kinetics400_val_list_rawframes.txt"
 
 
+@pytest.mark.e2e
 def test_the_shim_makes_mmaction_models_import_in_a_fresh_process():
     if not mmaction_compat.needs_stand_in():
         pytest.skip("the installed mmaction ships localizers/drn: nothing to stand in for")
@@ -184,6 +189,7 @@ def fake_mmaction(root: Path, *, with_drn: bool) -> Path:
     return root
 
 
+@pytest.mark.e2e
 def test_the_shim_does_nothing_on_an_mmaction_that_has_the_module(tmp_path):
     ships = fake_mmaction(tmp_path / "ships", with_drn=True)
     lacks = fake_mmaction(tmp_path / "lacks", with_drn=False)
@@ -203,6 +209,7 @@ def test_the_shim_does_nothing_on_an_mmaction_that_has_the_module(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.unit
 def test_the_toy_set_is_read_by_mmaction_rawframe_dataset(toy_kinetics, tmp_path):
     from mmaction.registry import DATASETS
     from mmengine.registry import init_default_scope
@@ -242,7 +249,7 @@ def test_the_toy_set_is_read_by_mmaction_rawframe_dataset(toy_kinetics, tmp_path
     assert make.main([str(one), "--frames", "0", "--overwrite"]) == 2
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_toy_budget_trains_with_the_stock_runner_and_the_core_lr(toy_kinetics, tmp_path):
     from mmengine.runner import Runner
 
@@ -287,7 +294,7 @@ def test_a_toy_budget_trains_with_the_stock_runner_and_the_core_lr(toy_kinetics,
     assert (tmp_path / "work" / f"iter_{iters}.pth").is_file()
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_our_tool_refuses_a_missing_toy_set_in_one_line(tmp_path, cli, capsys, monkeypatch):
     work_dir = tmp_path / "work"
     missing = tmp_path / "no_toy_kinetics400"
@@ -305,6 +312,7 @@ def test_our_tool_refuses_a_missing_toy_set_in_one_line(tmp_path, cli, capsys, m
     assert not work_dir.exists() and sorted(tmp_path.iterdir()) == []
 
 
+@pytest.mark.unit
 def test_the_module_examples_run():
     import doctest
 

@@ -50,6 +50,7 @@ def datasets(cfg: Config) -> list[dict]:
     return [cfg[f"{split}_dataloader"].dataset for split in SPLITS]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("family", "fraction", "schedule"),
     BUDGETS,
@@ -84,6 +85,7 @@ def test_budget_configs_load_with_the_family_budget(
             assert loader.dataset.metainfo.classes == TOY_CATEGORIES
 
 
+@pytest.mark.unit
 def test_the_real_base_is_mmdetection_1x_made_iteration_based() -> None:
     ours = Config.fromfile(CONFIGS / "mmdet/mask-rcnn_r50_fpn_coco_base.py")
     stock = Config.fromfile(MIM / "configs" / STOCK)
@@ -100,6 +102,7 @@ def test_the_real_base_is_mmdetection_1x_made_iteration_based() -> None:
         assert ours_loader == stock_loader, split
 
 
+@pytest.mark.unit
 def test_toy_writer_writes_what_mmdetection_cocodataset_reads(tmp_path: Path) -> None:
     from mmdet.datasets import CocoDataset
     from mmdet.registry import DATASETS
@@ -131,6 +134,7 @@ def test_toy_writer_writes_what_mmdetection_cocodataset_reads(tmp_path: Path) ->
             assert len(item["data_samples"].instances) == len(gt)
 
 
+@pytest.mark.e2e
 def test_toy_writer_and_tool_need_no_detectron2(tmp_path: Path) -> None:
     code = (
         "import runpy, sys\n"
@@ -149,7 +153,7 @@ def test_toy_writer_and_tool_need_no_detectron2(tmp_path: Path) -> None:
     assert "val: " in proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_mmdetection_train_py_trains_a_toy_budget_with_the_core_lr(tmp_path: Path) -> None:
     root = write(tmp_path / "toy_coco", num_train=8, num_val=4)
     fraction, schedule = 0.05, "linear"
@@ -196,7 +200,7 @@ def logged_record(work_dir: Path, step: int) -> dict:
     return record
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_our_tool_refuses_a_missing_toy_set_in_one_line_and_writes_nothing(
     tmp_path: Path, cli, capsys, monkeypatch
 ) -> None:

@@ -21,6 +21,8 @@ from budgeted.experiments.families import MMDET_MASK_RCNN_TOY, ConfigFamily
 from budgeted.experiments.sweep import make_toy_data
 from budgeted.runs.mmengine import final_metrics
 
+pytestmark = pytest.mark.e2e
+
 
 def train_seg(family: ConfigFamily, budget: float, work_dir, data, *extra: str):
     data_roots = [
@@ -33,7 +35,6 @@ def train_seg(family: ConfigFamily, budget: float, work_dir, data, *extra: str):
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.slow
 def test_a_finished_mmdet_budget_is_not_resumed_at_another_budget(tmp_path):
     family = MMDET_MASK_RCNN_TOY
     data = tmp_path / "toy"

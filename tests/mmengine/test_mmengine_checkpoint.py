@@ -14,6 +14,8 @@ from mmengine.logging.history_buffer import HistoryBuffer
 from budgeted.mmengine import UnsafeCheckpointError, allow_mmengine_checkpoints, check_checkpoint
 from budgeted.mmengine.checkpoint import MMENGINE_CHECKPOINT_GLOBALS, unsafe_globals
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def _allowed() -> None:

@@ -14,6 +14,8 @@ from budgeted.mmengine.cli import (
     fill_budget_scheduler_defaults,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def cfg_with(**kwargs) -> Config:
     base = dict(

@@ -14,6 +14,8 @@ from mmseg_testutils import REPO, load_tool, without_scope
 
 from budgeted.experiments.families import PSPNET, PSPNET_TOY, budget_tag
 
+pytestmark = pytest.mark.unit
+
 gen = load_tool("gen_mmengine_configs")
 CONFIGS = REPO / "configs"
 TOY_BASE = CONFIGS / "mmseg/toy/pspnet_r18-toy_cityscapes_base.py"

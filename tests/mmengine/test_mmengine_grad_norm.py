@@ -49,6 +49,7 @@ def train(tmp_path: Path, toy_root: Path, hook: dict | None, iters: int = 6, **o
     return runner
 
 
+@pytest.mark.unit
 def test_bad_arguments_are_one_line():
     for kwargs, message in (
         (dict(interval=0), "interval=0 is invalid; allowed: an int >= 1"),
@@ -64,6 +65,7 @@ def test_bad_arguments_are_one_line():
             FullGradNormHook(**kwargs)
 
 
+@pytest.mark.unit
 def test_a_built_train_dataloader_is_refused_not_shared():
     class Cfg(dict):
         pass
@@ -73,6 +75,7 @@ def test_a_built_train_dataloader_is_refused_not_shared():
         FullGradNormHook(interval=2)._loader_cfg(runner)
 
 
+@pytest.mark.unit
 def test_registered_in_mmengine_hooks_and_docstring_examples_run():
     from mmengine.registry import HOOKS
 
@@ -81,7 +84,7 @@ def test_registered_in_mmengine_hooks_and_docstring_examples_run():
     assert result.failed == 0 and result.attempted > 0
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_trains_bit_for_bit_with_the_hook_and_logs_the_value_beside_lr(tmp_path, toy_root):
     hook = dict(type="FullGradNormHook", interval=2, num_batches=2)
     off = train(tmp_path / "off", toy_root, None)
@@ -112,7 +115,7 @@ def test_trains_bit_for_bit_with_the_hook_and_logs_the_value_beside_lr(tmp_path,
     assert max(data_time[2], data_time[4]) < 0.5 * grad_hook.seconds / grad_hook.evaluations
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_an_interval_that_is_not_a_multiple_of_the_loggers_loses_no_value(tmp_path, toy_root):
     hook = dict(type="FullGradNormHook", interval=3, num_batches=1)
     runner = train(tmp_path, toy_root, hook, iters=8, **{"default_hooks.logger.interval": 4})
@@ -125,7 +128,7 @@ def test_an_interval_that_is_not_a_multiple_of_the_loggers_loses_no_value(tmp_pa
     assert all(NAME not in r for r in rows if r["step"] not in values)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_our_tool_trains_with_the_config_hook_and_refuses_a_bad_one(
     tmp_path, toy_root, cli, capsys
 ):

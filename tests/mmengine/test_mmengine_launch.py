@@ -11,6 +11,8 @@ from budgeted.mmengine.launch import (
     prepare_cpu_distributed,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_cpu_distributed_config_uses_gloo_bn_and_no_device_ids():
     cfg = Config(

@@ -1,7 +1,9 @@
 """What only the runner shows a budget scheduler, checked with MMEngine's real ``Runner`` on a tiny
-model: another scheduler of the same parameter in an overlapping range, a resume that gave the
-scheduler no state (MMEngine pairs schedulers with the checkpoint's by position), and an
-epoch-based entry whose length is not the loop's."""
+model (the scheduler learns it through the runner's ``ParamSchedulerHook``, never the call stack):
+an ``end`` other than the train loop's ``max_iters``, the config's ``budget_on_resume``, another
+scheduler of the same parameter in an overlapping range, a resume that gave the scheduler no state
+(MMEngine pairs schedulers with the checkpoint's by position), and an epoch-based entry whose
+length is not the loop's."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from torch.utils.data import Dataset
 import budgeted.mmengine
 from budgeted.mmengine import BudgetConfigError
 from budgeted.mmengine.checkpoint import allow_mmengine_checkpoints
-from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
+from budgeted.schedules import BudgetMismatchError, BudgetSchedule
 
 
 class TinyNet(BaseModel):
@@ -56,9 +58,10 @@ class RecordLR(Hook):
 
 
 def train(
-    work_dir: Path, schedulers, *, train_cfg=None, resume=False, stop_at=None
+    work_dir: Path, schedulers, *, train_cfg=None, resume=False, stop_at=None, cfg=None
 ) -> dict[int, float]:
-    """Train the tiny model (12 iterations, checkpoints every 4); the LR of each iteration."""
+    """Train the tiny model (12 iterations, checkpoints every 4); the LR of each iteration.
+    ``cfg``: the top-level config keys the runner holds (``budget_on_resume``)."""
     lrs: dict[int, float] = {}
     runner = Runner(
         model=TinyNet(),
@@ -74,6 +77,7 @@ def train(
         custom_hooks=[RecordLR(lrs, stop_at)],
         resume=resume,
         default_scope="mmengine",
+        cfg=cfg,
     )  # fmt: skip
     runner.logger.setLevel(logging.ERROR)
     with contextlib.suppress(KeyboardInterrupt):
@@ -84,6 +88,60 @@ def train(
 LINEAR = dict(type="BudgetLinearLR", warmup_iters=2, by_epoch=False)
 
 
+@pytest.mark.integration
+def test_an_end_other_than_the_train_loops_max_iters_is_refused_before_training(tmp_path):
+    """The stock runner, a config with only ``custom_imports`` and our scheduler: an ``end`` of
+    100 in a loop of 50 iterations is one line before the first iteration, nothing saved."""
+    lrs = {}
+    with pytest.raises(BudgetConfigError) as err:
+        lrs = train(
+            tmp_path / "run",
+            [{**LINEAR, "end": 100}],
+            train_cfg=dict(type="IterBasedTrainLoop", max_iters=50),
+        )
+    assert str(err.value) == (
+        "BudgetLinearLR: end=100 differs from the train loop's max_iters=50: the budget would be "
+        "cut short; remove end so that the runner fills it from train_cfg.max_iters, or set "
+        "train_cfg.max_iters=100"
+    )
+    assert lrs == {} and not list((tmp_path / "run").glob("*.pth"))
+    with pytest.raises(BudgetConfigError, match=r"^BudgetLinearLR: end=30 .* end before training"):
+        train(tmp_path / "short", [{**LINEAR, "end": 30}],
+              train_cfg=dict(type="IterBasedTrainLoop", max_iters=50))  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("mmengine_checkpoints_allowed")
+def test_the_configs_budget_on_resume_reaches_the_scheduler(tmp_path):
+    """A top-level ``budget_on_resume="replan"`` lets a run of 12 iterations resume at 8 with
+    ``max_iters=16``: the LR goes on from the checkpoint's to the new end; without it (refuse)
+    and with a value not allowed, one line and nothing trained."""
+    train(tmp_path / "run", [LINEAR], stop_at=9)  # checkpoints at 4 and 8
+    longer = dict(type="IterBasedTrainLoop", max_iters=16)
+    with pytest.raises(BudgetMismatchError, match=r"^cannot resume: .*train_cfg\.max_iters"):
+        train(tmp_path / "run", [LINEAR], train_cfg=longer, resume=True)
+    with pytest.raises(BudgetConfigError) as err:
+        train(tmp_path / "run", [LINEAR], train_cfg=longer, resume=True,
+              cfg=dict(budget_on_resume="later"))  # fmt: skip
+    assert str(err.value) == (
+        "BudgetLinearLR: budget_on_resume='later' is invalid; allowed: refuse, replan, branch"
+    )
+    assert not (tmp_path / "run" / "iter_12.pth").exists()
+    lrs = train(tmp_path / "run", [LINEAR], train_cfg=longer, resume=True,
+                cfg=dict(budget_on_resume="replan"))  # fmt: skip
+    assert sorted(lrs) == list(range(8, 16))
+    replanned = BudgetSchedule("linear", 12, 2).replan(16, at=8)
+    assert [lrs[t] for t in range(8, 16)] == pytest.approx(
+        [0.1 * replanned(t) for t in range(8, 16)]
+    )
+    # an entry's own on_resume wins over the config's
+    with pytest.raises(BudgetMismatchError):
+        train(tmp_path / "run", [{**LINEAR, "on_resume": "refuse"}], resume=True,
+              train_cfg=dict(type="IterBasedTrainLoop", max_iters=20),
+              cfg=dict(budget_on_resume="replan"))  # fmt: skip
+
+
+@pytest.mark.e2e
 def test_a_stock_warmup_that_ends_where_the_budget_begins_trains_both(tmp_path):
     warmup = dict(type="LinearLR", start_factor=0.1, begin=0, end=4, by_epoch=False)
     budget = dict(type="BudgetLinearLR", begin=4, warmup_iters=0, by_epoch=False)
@@ -93,6 +151,7 @@ def test_a_stock_warmup_that_ends_where_the_budget_begins_trains_both(tmp_path):
     assert [lrs[t] for t in range(4, 12)] == pytest.approx([0.1 * plan(t) for t in range(8)])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "other",
     [
@@ -123,6 +182,7 @@ def mmengine_checkpoints_allowed():
     torch.serialization.add_safe_globals(saved)
 
 
+@pytest.mark.e2e
 @pytest.mark.usefixtures("mmengine_checkpoints_allowed")
 def test_a_resume_that_gives_a_budget_scheduler_no_state_is_refused(tmp_path):
     """A scheduler added since the checkpoint gets no state from MMEngine (it pairs them by
@@ -146,6 +206,7 @@ def test_a_resume_that_gives_a_budget_scheduler_no_state_is_refused(tmp_path):
     assert resumed == pytest.approx({t: whole[t] for t in range(8, 12)})
 
 
+@pytest.mark.e2e
 def test_an_epoch_entry_whose_length_is_not_the_loops_names_the_loops_own_key(tmp_path):
     entry = dict(type="BudgetLinearLR", warmup_iters=2, by_epoch=True, convert_to_iter_based=True)
     epochs = dict(type="EpochBasedTrainLoop", max_epochs=3)  # 4 iterations an epoch
@@ -166,6 +227,7 @@ def test_an_epoch_entry_whose_length_is_not_the_loops_names_the_loops_own_key(tm
     assert "train_cfg.max_iters=" not in str(err.value)
 
 
+@pytest.mark.unit
 def test_a_param_name_the_optimizer_lacks_is_one_line():
     opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1, momentum=0.9)
     with pytest.raises(BudgetConfigError) as err:

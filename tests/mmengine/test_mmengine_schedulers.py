@@ -15,12 +15,9 @@ from mmengine.registry import PARAM_SCHEDULERS
 
 import budgeted.mmengine as bm
 from budgeted.mmengine import schedulers
-from budgeted.schedules.core import (
-    BudgetMismatchError,
-    BudgetSchedule,
-    ScheduleInfo,
-    schedule_names,
-)
+from budgeted.schedules import BudgetMismatchError, BudgetSchedule, ScheduleInfo, schedule_names
+
+pytestmark = pytest.mark.unit
 
 PARAMS = {  # non-default parameters, so that passing them through is tested too
     "linear": {},
@@ -286,24 +283,29 @@ def test_an_end_other_than_the_train_loop_is_refused_in_one_line():
     bm.BudgetLinearLR(make_optimizer(), end=20, warmup_iters=2, by_epoch=False)
 
 
-def test_the_loop_is_found_from_the_builder_frame_of_a_runner_or_strategy():
-    import mmengine.runner.base_loop  # noqa: F401  (imported whenever a runner exists)
+def test_every_runners_param_scheduler_hook_binds_the_budget_schedulers():
+    """MMEngine builds its default ``ParamSchedulerHook`` by name from ``HOOKS``: once
+    ``budgeted.mmengine`` is imported that is ours, which binds each budget scheduler to
+    ``runner.train_loop`` in ``before_run`` (no call stack involved)."""
+    from types import SimpleNamespace
 
-    def _build_param_scheduler(max_iters, end):  # a FlexibleRunner strategy's builder
-        return bm.BudgetLinearLR(make_optimizer(), end=end, warmup_iters=2, by_epoch=False)
+    from mmengine.config import Config
+    from mmengine.registry import HOOKS
 
-    _build_param_scheduler(12, 12)
-    with pytest.raises(bm.BudgetConfigError, match=r"end=20 differs from .* max_iters=12"):
-        _build_param_scheduler(12, 20)
-
-    class Runner:  # a runner whose train loop is not built yet (build_param_scheduler by hand)
-        def __init__(self):
-            self._train_loop = dict(type="IterBasedTrainLoop", max_iters=12)
-
-        def _build_param_scheduler(self, end):
-            return bm.BudgetLinearLR(make_optimizer(), end=end, warmup_iters=2, by_epoch=False)
-
-    Runner()._build_param_scheduler(20)  # no loop to compare with: built as asked
+    hook = HOOKS.build(dict(type="ParamSchedulerHook"))
+    assert type(hook) is bm.BudgetParamSchedulerHook
+    sched = bm.BudgetLinearLR(make_optimizer(), end=20, warmup_iters=2, by_epoch=False)
+    stock = PARAM_SCHEDULERS.build(
+        dict(type="PolyLR", end=30, by_epoch=False), default_args=dict(optimizer=make_optimizer())
+    )
+    loop = SimpleNamespace(max_iters=12)
+    runner = SimpleNamespace(param_schedulers=[stock, sched], train_loop=loop, cfg=Config())
+    with pytest.raises(bm.BudgetConfigError, match=r"^BudgetLinearLR: end=20 .* max_iters=12:"):
+        hook.before_run(runner)
+    loop.max_iters = 20
+    runner.cfg = Config(dict(budget_on_resume="replan"))
+    hook.before_run(runner)
+    assert sched.on_resume == "replan"
 
 
 def test_multiplier_is_finite_over_the_budget():
@@ -318,16 +320,21 @@ def test_docstring_examples_of_the_package_run():
     from budgeted.mmengine import (
         checkpoint,
         cli,
+        config_checks,
+        config_edits,
         dist_run,
+        input_checks,
         launch,
-        preflight,
         resume,
         runs,
+        scheduler_checks,
+        scheduler_hook,
         time_budget,
         toy,
     )
 
-    modules = (schedulers, checkpoint, cli, dist_run, launch, preflight, resume, runs)
+    modules = (schedulers, checkpoint, cli, dist_run, launch, resume, runs)
+    modules += (config_checks, config_edits, input_checks, scheduler_checks, scheduler_hook)
     for module in (*modules, time_budget, toy):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

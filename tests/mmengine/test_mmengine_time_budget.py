@@ -32,7 +32,6 @@ from budgeted.safety.preemption import (
 )
 from budgeted.schedules.clock import parse_duration
 
-pytestmark = pytest.mark.slow
 TRAIN_SEG = Path(__file__).resolve().parents[2] / "tools" / "train_seg.py"
 WARMUP = 4
 
@@ -68,6 +67,7 @@ def stop_line(work_dir) -> str:
     return next(line for line in log_lines(work_dir) if "time budget of" in line)
 
 
+@pytest.mark.e2e
 def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(
     tmp_path, toy_root, cli, budget_s
 ):
@@ -88,6 +88,7 @@ def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(
     assert 0.0 < state["time_budget"]["warmup_seconds"] < budget_s
 
 
+@pytest.mark.e2e
 def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
     tmp_path, toy_root, cli, budget_s
 ):
@@ -120,6 +121,7 @@ def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
     assert sorted(p.name for p in resumed.glob("*.pth")) == before
 
 
+@pytest.mark.e2e
 def test_a_preempted_time_budget_resumes_the_same_clock(tmp_path, toy_root, cli, budget_s):
     """SIGTERM mid-budget (the reliability issue's handling): exit 75 with a checkpoint holding
     the clock; --resume trains on until the total training time reaches the budget."""
@@ -154,6 +156,7 @@ def test_a_preempted_time_budget_resumes_the_same_clock(tmp_path, toy_root, cli,
     assert lrs[trained_before] == pytest.approx(0.01 * (1 - (e - w) / (budget_s - w)), rel=1e-6)
 
 
+@pytest.mark.e2e
 def test_a_time_budget_is_replanned_on_resume_only_when_asked(
     tmp_path, toy_root, cli, capsys, budget_s
 ):
@@ -186,6 +189,7 @@ def test_a_time_budget_is_replanned_on_resume_only_when_asked(
     assert final["time_budget"]["replan"]["at"] == mid["clock"]["elapsed"]
 
 
+@pytest.mark.e2e
 def test_the_stock_runner_takes_the_loop_from_the_config(tmp_path, toy_root, budget_s):
     cfg = stock_config(tmp_path, toy_root, iters=3200)
     cfg.train_cfg = dict(type="TimeBudgetTrainLoop", seconds=f"{budget_s}s", max_iters=3200,
@@ -198,6 +202,7 @@ def test_the_stock_runner_takes_the_loop_from_the_config(tmp_path, toy_root, bud
     assert list(logged(work, "mIoU")) == [trained]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
@@ -224,6 +229,7 @@ SLOW = 'dict(type="SlowIterationHook", seconds=1.2)'
 """Each iteration at least 1.2 s (inside the clock): longer than the whole 1 s budget."""
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("warmup", "options", "hooks", "budget", "shortfall", "cause"),
     [

@@ -76,6 +76,7 @@ def datasets(cfg: Config) -> list[dict]:
     return [cfg[f"{split}_dataloader"].dataset for split in SPLITS]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("family", "fraction", "schedule"), BUDGETS, ids=[f"{f.name}-{x}-{s}" for f, x, s in BUDGETS]
 )
@@ -106,6 +107,7 @@ def test_budget_configs_load_with_the_family_budget(
     check_budget_schedulers(cfg)  # builds: the budget leaves a decay after the warmup
 
 
+@pytest.mark.unit
 def test_the_real_bases_are_the_stock_configs_made_iteration_based() -> None:
     for family in (RESNET18_CIFAR10, RESNET18_IMAGENET):
         ours = Config.fromfile(CONFIGS / family.filename(1.0))
@@ -132,6 +134,7 @@ def test_the_real_bases_are_the_stock_configs_made_iteration_based() -> None:
         assert ours_loaders == stock_loaders
 
 
+@pytest.mark.unit
 def test_the_cifar_holdout_is_the_last_5000_training_images_as_the_example(toy_cifar) -> None:
     spec = importlib.util.spec_from_file_location(
         "cifar10_budget", REPO / "examples/cifar10_budget.py"
@@ -161,6 +164,7 @@ def test_the_cifar_holdout_is_the_last_5000_training_images_as_the_example(toy_c
         )
 
 
+@pytest.mark.unit
 def test_the_toy_bases_are_small_self_initialised_and_on_the_toy_sets() -> None:
     for family in (RESNET18_CIFAR10_TOY, RESNET18_IMAGENET_TOY):
         cfg = Config.fromfile(CONFIGS / family.filename(1.0))
@@ -177,11 +181,13 @@ def test_the_toy_bases_are_small_self_initialised_and_on_the_toy_sets() -> None:
     assert cfg.model.head.num_classes == cfg.data_preprocessor.num_classes == len(IMAGENET_WNIDS)
 
 
+@pytest.mark.unit
 def test_the_module_doctests_pass() -> None:
     result = doctest.testmod(toy_mmpretrain, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 8
 
 
+@pytest.mark.unit
 def test_toy_cifar10_is_read_by_the_stock_reader_without_checksums(toy_cifar, tmp_path) -> None:
     assert (toy_cifar / RESNET18_CIFAR10_TOY.toy_data.marker).is_file()
     cfg = Config.fromfile(CONFIGS / RESNET18_CIFAR10_TOY.filename(0.1))
@@ -216,6 +222,7 @@ def test_toy_cifar10_is_read_by_the_stock_reader_without_checksums(toy_cifar, tm
         write_cifar10(toy_cifar)
 
 
+@pytest.mark.unit
 def test_toy_imagenet_is_written_in_the_layout_the_stock_imagenet_reads(tmp_path) -> None:
     root = write_imagenet(tmp_path / "toy_imagenet", train_per_class=2, val_per_class=1, size=72)
     assert (root / RESNET18_IMAGENET_TOY.toy_data.marker).is_file()
@@ -258,7 +265,7 @@ def test_toy_imagenet_is_written_in_the_layout_the_stock_imagenet_reads(tmp_path
     assert (tmp_path / "cli/meta/train.txt").read_text().count("\n") == 10
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_mmpretrain_train_py_trains_a_toy_budget_with_the_core_lr(toy_cifar, tmp_path) -> None:
     fraction, schedule = 0.05, "step"
     budget = CONFIGS / RESNET18_CIFAR10_TOY.filename(fraction, schedule)
@@ -303,7 +310,7 @@ def test_mmpretrain_train_py_trains_a_toy_budget_with_the_core_lr(toy_cifar, tmp
     assert (work_dir / f"iter_{iters}.pth").is_file()
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_our_tool_refuses_a_missing_toy_set_in_one_line_and_writes_nothing(
     tmp_path, cli, capsys, monkeypatch
 ) -> None:

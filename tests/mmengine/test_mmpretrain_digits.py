@@ -75,6 +75,7 @@ def example():
     return module
 
 
+@pytest.mark.unit
 def test_the_committed_configs_are_the_generators_for_the_family() -> None:
     """What tools/gen_mmengine_configs.py writes for :data:`FAMILY`, byte for byte (once the
     family is in budgeted.experiments.families, the generator's own --check covers this)."""
@@ -91,6 +92,7 @@ def test_the_committed_configs_are_the_generators_for_the_family() -> None:
     assert present == {Path(p) for p in expected} | {Path(gen.model_base_path(FAMILY))}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("fraction", "schedule"), BUDGETS, ids=[f"{x}-{s}" for x, s in BUDGETS])
 def test_budget_configs_load_with_the_family_budget(fraction: float, schedule: str) -> None:
     cfg = Config.fromfile(CONFIGS / FAMILY.filename(fraction, schedule))
@@ -111,6 +113,7 @@ def test_budget_configs_load_with_the_family_budget(fraction: float, schedule: s
     check_budget_schedulers(cfg)  # builds: the budget leaves a decay after the warmup
 
 
+@pytest.mark.unit
 def test_the_base_is_the_stock_lenet5_on_the_digits() -> None:
     ours = Config.fromfile(CONFIGS / FAMILY.filename(1.0))
     stock = Config.fromfile(MIM / "configs/lenet/lenet5_mnist.py")
@@ -121,6 +124,7 @@ def test_the_base_is_the_stock_lenet5_on_the_digits() -> None:
     assert "Pretrained" not in json.dumps(ours.to_dict(), default=str)
 
 
+@pytest.mark.unit
 def test_the_stock_custom_dataset_reads_the_split_pixel_for_pixel(digits_root) -> None:
     cfg = Config.fromfile(CONFIGS / FAMILY.filename(0.1, "step"))
     split = digits_split()
@@ -140,7 +144,7 @@ def test_the_stock_custom_dataset_reads_the_split_pixel_for_pixel(digits_root) -
             assert np.array_equal(item["inputs"][0].numpy(), images[k])
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_mmpretrain_train_py_trains_a_budget_as_the_example_does(
     digits_root, example, tmp_path
 ) -> None:
@@ -193,7 +197,7 @@ def test_mmpretrain_train_py_trains_a_budget_as_the_example_does(
     assert logged(work_dir, "loss") == pytest.approx(smoothed, rel=1e-4)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_our_train_seg_trains_a_digits_budget(digits_root, tmp_path, cli) -> None:
     budget = CONFIGS / FAMILY.filename(0.01)
     work_dir = tmp_path / "work"

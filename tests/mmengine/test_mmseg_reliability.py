@@ -52,9 +52,8 @@ from budgeted.safety.preemption import (
     Preempted,
     restore_default_signals,
 )
-from budgeted.schedules.core import BudgetSchedule
+from budgeted.schedules import BudgetSchedule
 
-pytestmark = pytest.mark.slow
 ITERS, WARMUP, BASE_LR = 12, 4, 0.01
 TRAIN_SEG = REPO / "tools/train_seg.py"
 HOOK_IMPORTS = ("budgeted.mmengine", "preemption_helpers")
@@ -122,6 +121,7 @@ def plant_payloads(folder: Path, marker: Path) -> tuple[Path, Path]:
     return pkl, pth
 
 
+@pytest.mark.e2e
 def test_a_payload_in_any_file_we_load_is_refused_in_one_line_and_never_runs(tmp_path, toy_root):
     live = tmp_path / "live_marker"
     pickle.loads(pickle.dumps(Payload(live)))  # the payload is real: unpickling runs it
@@ -164,6 +164,7 @@ def test_a_payload_in_any_file_we_load_is_refused_in_one_line_and_never_runs(tmp
     assert not marker.exists()  # nothing ran
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
@@ -511,6 +512,7 @@ REFUSALS = {  # name: (folder, --cfg-options items, other arguments, status, the
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_a_refusal_writes_nothing(case, finished_runs, tmp_path, toy_root, cli, capsys):
     folder_name, options, flags, status, start_text, contains = REFUSALS[case]
@@ -555,6 +557,7 @@ def work_dir_with(source: Path, tmp_path: Path, *names: str) -> Path:
     return work
 
 
+@pytest.mark.e2e
 def test_a_damaged_checkpoint_names_the_intact_one_and_resume_from_continues_exactly(
     first_run, tmp_path, toy_root, cli, capsys
 ):
@@ -573,6 +576,7 @@ def test_a_damaged_checkpoint_names_the_intact_one_and_resume_from_continues_exa
     assert load_mmengine_checkpoint(work / f"iter_{ITERS}.pth")["meta"]["iter"] == ITERS
 
 
+@pytest.mark.integration
 def test_resume_goes_on_from_the_work_dirs_checkpoint_not_the_load_from_it_started_from(
     first_run, tmp_path, toy_root, cli, capsys
 ):
@@ -588,6 +592,7 @@ def test_resume_goes_on_from_the_work_dirs_checkpoint_not_the_load_from_it_start
     assert f"not from load_from={started_from}" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_resume_from_an_earlier_checkpoint_would_not_overwrite_the_later_ones(
     first_run, tmp_path, toy_root, cli, capsys
 ):
@@ -605,6 +610,7 @@ def test_resume_from_an_earlier_checkpoint_would_not_overwrite_the_later_ones(
     assert snapshot(work) == before  # nothing written, nothing lost
 
 
+@pytest.mark.integration
 def test_resume_before_the_first_checkpoint_starts_from_the_load_from_weights(
     first_run, tmp_path, toy_root, cli
 ):
@@ -625,6 +631,7 @@ def test_resume_before_the_first_checkpoint_starts_from_the_load_from_weights(
 # --- atomic checkpoints ---------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_kill_during_a_checkpoint_write_leaves_an_intact_checkpoint_behind(
     tmp_path, toy_root, cli
 ):
@@ -659,6 +666,7 @@ def test_a_kill_during_a_checkpoint_write_leaves_an_intact_checkpoint_behind(
     ) in logs
 
 
+@pytest.mark.e2e
 def test_atomic_checkpoints_keep_mmengine_names_and_max_keep_ckpts(tmp_path, toy_root, cli):
     work = tmp_path / "work"
     options = ["default_hooks.checkpoint.interval=2", "default_hooks.checkpoint.max_keep_ckpts=2"]
@@ -686,6 +694,7 @@ def ignore_int_and_term() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("signum", "preexec", "second"),
     [
@@ -732,6 +741,7 @@ def test_a_preempted_run_saves_exits_75_and_resumes_at_the_same_lr(
     assert (work / f"iter_{ITERS}.pth").is_file()
 
 
+@pytest.mark.e2e
 def test_a_signal_before_the_first_iteration_stops_at_once(tmp_path, toy_root, cli, capsys):
     config = hooks_config(tmp_path, tmp_path, 'dict(type="SelfSignalHook", at=-1)')
     work = tmp_path / "work"
@@ -744,6 +754,7 @@ def test_a_signal_before_the_first_iteration_stops_at_once(tmp_path, toy_root, c
     assert logged(work, "lr") == {} and not list(work.glob("*.pth"))
 
 
+@pytest.mark.unit
 def test_a_signal_while_the_run_is_checked_stops_it_before_anything_is_written(
     tmp_path, toy_root, cli, capsys, monkeypatch
 ):
@@ -763,6 +774,7 @@ def test_a_signal_while_the_run_is_checked_stops_it_before_anything_is_written(
     assert not work.exists()
 
 
+@pytest.mark.e2e
 def test_without_a_preemption_hook_sigterm_ends_the_run_as_before(tmp_path, toy_root):
     """An epoch-based run gets no PreemptionHook: SIGTERM must not be swallowed by a flag that
     nothing reads (it ends the process, as without our tool)."""
@@ -786,6 +798,7 @@ def test_without_a_preemption_hook_sigterm_ends_the_run_as_before(tmp_path, toy_
     assert code == -signal.SIGTERM, err[-3000:]
 
 
+@pytest.mark.e2e
 def test_preemption_hook_in_a_config_with_the_stock_runner(first_run, tmp_path, toy_root):
     """What MMSegmentation's own tools/train.py runs: ``custom_hooks=[dict(type=
     "PreemptionHook")]``; a real SIGUSR1 to this process stops the run after the iteration it
@@ -811,6 +824,7 @@ def test_preemption_hook_in_a_config_with_the_stock_runner(first_run, tmp_path, 
     assert recorded_lrs(tmp_path) == {it: first[it] for it in range(5, ITERS)}
 
 
+@pytest.mark.e2e
 def test_two_processes_stop_at_the_same_iteration_and_resume_at_the_same_lr(tmp_path, toy_root):
     """tools/dist_train.sh: 2 gloo processes; SIGTERM to rank 1 only. Both ranks stop after the
     same iteration (the flag is all-reduced), rank 0 alone writes the checkpoint, the script
@@ -868,6 +882,7 @@ def dist_train(config_args: list[str], logs: Path) -> subprocess.Popen:
     return popen(command, logs, PYTHON=sys.executable, PORT=str(free_port()))
 
 
+@pytest.mark.e2e
 def test_dist_train_refuses_missing_data_once_before_any_rank_starts(tmp_path, toy_root):
     work = tmp_path / "work"
     missing = tmp_path / "no_data"
@@ -885,6 +900,7 @@ def test_dist_train_refuses_missing_data_once_before_any_rank_starts(tmp_path, t
     assert not work.exists()
 
 
+@pytest.mark.e2e
 def test_a_killed_rank_is_named_in_one_line(tmp_path, toy_root):
     """SIGKILL to rank 1 of 2 (as the OOM killer would): torchrun stops rank 0, whose
     collectives fail; the launcher says which rank died and how, in one line, and exits 1."""
@@ -909,6 +925,7 @@ def test_a_killed_rank_is_named_in_one_line(tmp_path, toy_root):
 # --- divergence -----------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_diverged_run_stops_at_the_first_non_finite_loss_in_one_line(tmp_path, toy_root):
     """The toy PSPNet at lr=1e8 without gradient clipping: the loss turns NaN within a few
     iterations. The run stops at that iteration: one line naming it and the base LR, exit 3,
@@ -933,6 +950,7 @@ def test_a_diverged_run_stops_at_the_first_non_finite_loss_in_one_line(tmp_path,
     assert logged(work, "mIoU") == {}
 
 
+@pytest.mark.e2e
 def test_divergence_hook_in_a_config_with_the_stock_runner(tmp_path, toy_root):
     """What MMSegmentation's own tools/train.py runs: ``custom_hooks=[dict(type=
     "DivergenceHook")]`` ends the stock runner's training with ``Diverged`` (exit status 3)."""
@@ -951,6 +969,7 @@ def test_divergence_hook_in_a_config_with_the_stock_runner(tmp_path, toy_root):
     assert not list(work.glob("*.pth")) and logged(work, "mIoU") == {}
 
 
+@pytest.mark.e2e
 def test_two_processes_stop_together_when_one_rank_diverges(tmp_path, toy_root):
     """tools/dist_train.sh, 2 gloo processes; rank 1's loss alone turns NaN at iteration 3.
     Both ranks stop after that iteration (the flag is all-reduced), rank 0 says so in one line,
@@ -976,6 +995,7 @@ def test_two_processes_stop_together_when_one_rank_diverges(tmp_path, toy_root):
 # --- a read-only work dir ------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_read_only_work_dir_is_one_line_and_nothing_written(tmp_path, toy_root):
     """The output folder on a read-only mount (a user and mount namespace: as root, mode bits
     would not stop a write)."""
@@ -1007,6 +1027,7 @@ printf '%s\\n' "$@" >> "$FAKE_DIR/scontrol_calls"
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("status", "job", "restarts", "options", "requeued", "passed"),
     [
@@ -1065,6 +1086,7 @@ def test_slurm_train_requeues_a_preempted_job_which_then_resumes(
         assert said in proc.stderr
 
 
+@pytest.mark.e2e
 def test_the_launch_scripts_parse():
     for script in ("slurm_train.sh", "dist_train.sh"):
         proc = subprocess.run(["bash", "-n", str(REPO / "tools" / script)], capture_output=True)

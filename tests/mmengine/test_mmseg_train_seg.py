@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from mmseg_testutils import REPO, toy_args, toy_config
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("options", "message"),

@@ -27,9 +27,8 @@ from mmseg_testutils import (
 
 from budgeted.mmengine import BudgetConfigError
 from budgeted.runs.mmengine import final_metrics, holds_run
-from budgeted.schedules.core import BudgetMismatchError, BudgetSchedule
+from budgeted.schedules import BudgetMismatchError, BudgetSchedule
 
-pytestmark = pytest.mark.slow
 ITERS, WARMUP, BASE_LR = 12, 4, 0.01
 SAFE = ("budgeted.mmengine", "budgeted.mmengine.safe_checkpoints")
 """The custom_imports of a config that opts in to loading MMEngine checkpoints."""
@@ -39,6 +38,7 @@ def core_lr(it: int, total: int = ITERS, warmup: int = WARMUP) -> float:
     return BASE_LR * BudgetSchedule("linear", total, warmup)(it)
 
 
+@pytest.mark.e2e
 def test_logged_lr_equals_the_core_and_mmseg_computes_miou(first_run):
     tmp, work_dir = first_run
     lrs = logged(work_dir, "lr")
@@ -62,6 +62,7 @@ def resume_dir(first_run, tmp_path):
     return resumed
 
 
+@pytest.mark.e2e
 def test_stock_runner_resumes_exactly_with_the_config_opt_in(
     first_run, tmp_path, toy_root, fresh_allow_list
 ):
@@ -91,6 +92,7 @@ def test_stock_runner_resumes_exactly_with_the_config_opt_in(
         Runner.from_cfg(cfg).train()  # the opt-in allows MMEngine's globals, nothing else
 
 
+@pytest.mark.e2e
 def test_importing_the_package_leaves_torch_allow_list_alone():
     code = (
         "import torch, budgeted.mmengine\n"
@@ -104,6 +106,7 @@ def test_importing_the_package_leaves_torch_allow_list_alone():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.e2e
 def test_stock_runner_refuses_a_resume_with_another_budget_in_one_line(
     first_run, tmp_path, toy_root
 ):
@@ -124,6 +127,7 @@ def test_stock_runner_refuses_a_resume_with_another_budget_in_one_line(
     assert not (tmp_path / "lr_rank0.json").exists()
 
 
+@pytest.mark.integration
 def test_our_tool_refuses_a_resume_with_another_budget(first_run, tmp_path, toy_root, cli, capsys):
     resumed = resume_dir(first_run, tmp_path)
     ckpt = resumed / "iter_6.pth"
@@ -137,6 +141,7 @@ def test_our_tool_refuses_a_resume_with_another_budget(first_run, tmp_path, toy_
     assert not (tmp_path / "lr_rank0.json").exists()
 
 
+@pytest.mark.e2e
 def test_stock_runner_replans_a_longer_budget_from_the_current_lr(first_run, tmp_path, toy_root):
     resumed = resume_dir(first_run, tmp_path)  # iter_6.pth of the 12-iteration run
     ckpt = resumed / "iter_6.pth"
@@ -162,6 +167,7 @@ def test_stock_runner_replans_a_longer_budget_from_the_current_lr(first_run, tmp
     assert saved["budget"]["total"] == 20 and saved["end"] == 20
 
 
+@pytest.mark.e2e
 def test_our_tool_replans_and_refuses_to_extend_a_finished_run(
     first_run, tmp_path, toy_root, cli, capsys
 ):
@@ -190,6 +196,7 @@ def test_our_tool_replans_and_refuses_to_extend_a_finished_run(
     assert err.endswith("budget_on_resume='later' is invalid; allowed: refuse, replan, branch")
 
 
+@pytest.mark.integration
 def test_checkpoint_with_a_foreign_global_is_refused(first_run, tmp_path, toy_root, cli, capsys):
     resumed = resume_dir(first_run, tmp_path)
     ckpt = resumed / "iter_6.pth"
@@ -209,6 +216,7 @@ EPOCHS = dict(  # 8 toy train images at batch 2: 4 iterations an epoch
 )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -245,6 +253,7 @@ def test_stock_runner_refuses_an_end_other_than_the_train_loop(
     assert not list((tmp_path / "work").glob("*.pth"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
@@ -276,6 +285,7 @@ def test_stock_runner_trains_offset_and_epoch_based_budgets(options, expected, t
     assert {it: lrs[it] for it in expected} == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.e2e
 def test_a_schedule_registered_later_trains_with_the_runner(sqrt_schedule, tmp_path, toy_root):
     iters, warmup = 6, 2
     scheduler = dict(type="BudgetSqrtLR", floor=0.2, warmup_iters=warmup, by_epoch=False)
@@ -288,6 +298,7 @@ def test_a_schedule_registered_later_trains_with_the_runner(sqrt_schedule, tmp_p
     assert expected[iters - 1] > BASE_LR * 0.2  # ... towards its floor
 
 
+@pytest.mark.e2e
 def test_test_split_metrics_iou_and_cityscapes(first_run, tmp_path, toy_root, cli):
     _, work_dir = first_run
     args = cli.parse_args(

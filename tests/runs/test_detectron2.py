@@ -17,6 +17,8 @@ from budgeted.runs.detectron2 import (
     write_evaluation,
 )
 
+pytestmark = pytest.mark.unit
+
 TRAIN = {"loss_mask": 0.5, "lr": 0.01, "fast_rcnn/cls_accuracy": 0.9, "data_time": 0.1}
 EVAL = {"bbox/AP": 12.5, "bbox/AP50": 30.0, "segm/AP": 11.0, "segm/AP-square": float("nan")}
 

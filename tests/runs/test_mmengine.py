@@ -9,6 +9,8 @@ import pytest
 
 from budgeted.runs.mmengine import check_new_run_folder, final_metrics, holds_run, run_files
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_folder_holds_a_run_once_it_has_checkpoints_or_logs(tmp_path):
     assert not holds_run(tmp_path / "missing") and not holds_run(tmp_path)

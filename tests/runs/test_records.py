@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from budgeted.runs.records import read_json_lines
+
+pytestmark = pytest.mark.unit
 
 
 def test_a_line_cut_short_by_a_crash_and_non_objects_are_left_out(tmp_path):

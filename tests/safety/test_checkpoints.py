@@ -1,6 +1,7 @@
-"""budgeted.safety.checkpoints: untrusted files loaded without running them, damaged files named in
-one line, checkpoints and records written atomically. Real payloads (pickles that run a command when
-unpickled), real numpy 1.x and 2.x pickles, real truncated files, real kills during a write."""
+"""budgeted.safety (loading, writing, checkpoint_files): untrusted files loaded without running
+them, damaged files named in one line, checkpoints and records written atomically. Real payloads
+(pickles that run a command when unpickled), real numpy 1.x and 2.x pickles, real truncated files,
+real kills during a write."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from budgeted.safety.checkpoints import (
+from budgeted.safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     atomic_save,
@@ -70,6 +71,7 @@ def payload_files(folder: Path, marker: Path) -> dict[str, Path]:
     return files
 
 
+@pytest.mark.e2e
 def test_the_payloads_are_real(tmp_path: Path) -> None:
     """Loaded the unsafe way, each file runs its command (so the refusals below mean something)."""
     files = payload_files(tmp_path, tmp_path / "ran")
@@ -84,6 +86,7 @@ def test_the_payloads_are_real(tmp_path: Path) -> None:
         assert (tmp_path / "ran").exists(), name
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("form", [
     "pkl-protocol0", "pkl-protocol2", "pkl-protocol4", "pkl-protocol5", "pth (zip)",
     "pth (torch's legacy format)", "plain pickle named .pth",
@@ -100,6 +103,7 @@ def test_a_payload_is_refused_in_one_line_naming_file_and_global(tmp_path, form)
     assert not marker.exists()
 
 
+@pytest.mark.unit
 def test_an_allowed_global_put_to_another_use_is_refused(tmp_path) -> None:
     path = tmp_path / "rot13.pkl"
     path.write_bytes(pickle.dumps({"model": Rot13()}, protocol=2))
@@ -132,6 +136,7 @@ NUMPY2_PICKLES = {
 }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("protocol", [2, 5])
 def test_a_model_zoo_pkl_written_by_numpy_2_loads(tmp_path, protocol) -> None:
     path = tmp_path / "model_final.pkl"
@@ -145,6 +150,7 @@ def test_a_model_zoo_pkl_written_by_numpy_2_loads(tmp_path, protocol) -> None:
     assert int(model["bn.num_batches_tracked"]) == 7
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("protocol", range(6))
 def test_a_model_zoo_pkl_written_by_this_numpy_loads(tmp_path, protocol) -> None:
     weights = collections.OrderedDict(w=np.arange(4, dtype=np.float32), n=np.int64(3))
@@ -158,6 +164,7 @@ def test_a_model_zoo_pkl_written_by_this_numpy_loads(tmp_path, protocol) -> None
     assert loaded["extra"] == data["extra"]
 
 
+@pytest.mark.unit
 def test_a_torch_checkpoint_with_numpy_arrays_loads(tmp_path) -> None:
     torch.save({"model": {"w": torch.ones(2), "a": np.zeros(3, np.float32)}, "it": 3},
                tmp_path / "c.pth")  # fmt: skip
@@ -165,6 +172,7 @@ def test_a_torch_checkpoint_with_numpy_arrays_loads(tmp_path) -> None:
     assert data["model"]["w"].tolist() == [1, 1] and data["model"]["a"].tolist() == [0, 0, 0]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("damage", ["truncated .pth", "truncated .pkl", "empty", "garbage",
                                     "missing", "a folder"])  # fmt: skip
 def test_an_unreadable_file_is_named_in_one_line(tmp_path, damage) -> None:
@@ -192,6 +200,7 @@ def test_an_unreadable_file_is_named_in_one_line(tmp_path, damage) -> None:
     assert len(message) < 300
 
 
+@pytest.mark.unit
 def test_newest_intact_checkpoint_skips_torn_unsafe_and_temporary_files(tmp_path) -> None:
     for it in (3, 7, 11, 15):
         torch.save({"iteration": it}, tmp_path / f"model_{it:07d}.pth")
@@ -211,6 +220,7 @@ def test_newest_intact_checkpoint_skips_torn_unsafe_and_temporary_files(tmp_path
     assert newest_intact_checkpoint(tmp_path / "nope", "model_*.pth") is None
 
 
+@pytest.mark.unit
 def test_a_resume_that_would_overwrite_intact_later_checkpoints_is_refused(tmp_path) -> None:
     for it in (3, 7):
         torch.save({"iteration": it}, tmp_path / f"model_{it:07d}.pth")
@@ -238,6 +248,7 @@ def test_a_resume_that_would_overwrite_intact_later_checkpoints_is_refused(tmp_p
     assert not (tmp_path / "ran").exists()
 
 
+@pytest.mark.unit
 def test_atomic_write_leaves_the_old_file_when_the_write_fails(tmp_path) -> None:
     path = tmp_path / "record.json"
     atomic_write_text(path, '{"v": 1}')
@@ -257,7 +268,7 @@ def test_atomic_write_leaves_the_old_file_when_the_write_fails(tmp_path) -> None
 
 WRITER = """
 import sys, time
-from budgeted.safety.checkpoints import atomic_write
+from budgeted.safety.writing import atomic_write
 path, size = sys.argv[1], int(sys.argv[2])
 for i in range(1, 1000000):
     with atomic_write(path) as f:
@@ -270,6 +281,7 @@ for i in range(1, 1000000):
 """
 
 
+@pytest.mark.e2e
 def test_a_kill_during_the_write_never_tears_the_file(tmp_path) -> None:
     """SIGKILL a process in the middle of rewriting a file: the file is the previous version,
     whole, each time; the torn write is a temporary file no glob for checkpoints matches."""
@@ -294,12 +306,13 @@ def test_a_kill_during_the_write_never_tears_the_file(tmp_path) -> None:
         torn.unlink()
 
 
+@pytest.mark.unit
 def test_a_safe_load_keeps_the_globals_allowed_before_it(tmp_path):
     import collections
 
     import torch
 
-    from budgeted.safety.checkpoints import load_checkpoint
+    from budgeted.safety import load_checkpoint
 
     before = list(torch.serialization.get_safe_globals())
     marker = (collections.Counter, "collections.Counter")
@@ -314,6 +327,7 @@ def test_a_safe_load_keeps_the_globals_allowed_before_it(tmp_path):
         torch.serialization.add_safe_globals(before)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("layout", ["model", "state_dict"])
 def test_save_weights_subset_keeps_the_sources_layout_and_names(tmp_path, layout) -> None:
     weights = {"backbone.a": torch.ones(2), "backbone.b.c": torch.zeros(1), "head.w": torch.ones(3)}
@@ -323,6 +337,7 @@ def test_save_weights_subset_keeps_the_sources_layout_and_names(tmp_path, layout
     assert list(saved) == [layout] and sorted(saved[layout]) == ["backbone.a", "backbone.b.c"]
 
 
+@pytest.mark.unit
 def test_save_weights_subset_refuses_a_payload_and_writes_nothing(tmp_path) -> None:
     marker = tmp_path / "payload_ran"
     evil = tmp_path / "evil.pth"
@@ -332,6 +347,7 @@ def test_save_weights_subset_refuses_a_payload_and_writes_nothing(tmp_path) -> N
     assert not marker.exists() and not (tmp_path / "bb.pth").exists()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("values", "counts"),
     [((6080, 3040, 6080), [3040, 6080]), ([np.int64(8)], [8]), ((), [])],
@@ -341,6 +357,7 @@ def test_checkpoint_iterations_are_plain_sorted_counts(values, counts):
     assert got == counts and all(type(n) is int for n in got)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("values", "allow_empty"),
     [(4, True), ([0], True), ([40, -8], True), ([True], True), ([2.5], True), (["x"], True),
@@ -433,6 +450,7 @@ UNSAFE_FORMS = [
 ]  # fmt: skip
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("form", UNSAFE_FORMS)
 def test_each_refusal_is_one_whole_line(tmp_path, form) -> None:
     path = tmp_path / "model_0000009.pth"
@@ -442,6 +460,7 @@ def test_each_refusal_is_one_whole_line(tmp_path, form) -> None:
     assert str(err.value) == expected
 
 
+@pytest.mark.unit
 def test_a_refusal_torch_gives_no_reason_for_is_still_one_line(tmp_path) -> None:
     path = tmp_path / "legacy.pth"
     path.write_bytes(legacy_torch_file(b"\x80\x02}K\x01a."))  # APPEND onto a dict
@@ -497,6 +516,7 @@ DAMAGED_FORMS = [
 ]  # fmt: skip
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("form", DAMAGED_FORMS)
 def test_each_damaged_file_is_one_whole_line_with_the_reason(tmp_path, form) -> None:
     path = tmp_path / "model_0000009.pth"
@@ -507,6 +527,7 @@ def test_each_damaged_file_is_one_whole_line_with_the_reason(tmp_path, form) -> 
                              f"{reason})"  # fmt: skip
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="needs Linux's /proc/self/mem")
 def test_a_file_that_gives_an_io_error_is_damaged_in_one_line() -> None:
     with pytest.raises(DamagedCheckpointError) as err:
@@ -517,6 +538,7 @@ def test_a_file_that_gives_an_io_error_is_damaged_in_one_line() -> None:
     )
 
 
+@pytest.mark.unit
 def test_a_legacy_checkpoint_cut_or_corrupted_anywhere_is_damaged_never_a_traceback(tmp_path):
     """torch's legacy reader raises struct.error, AssertionError, TypeError, ... on such files
     (found while triaging the mutation check): each must be the one-line damaged error."""
@@ -533,6 +555,7 @@ def test_a_legacy_checkpoint_cut_or_corrupted_anywhere_is_damaged_never_a_traceb
         assert "\n" not in str(err.value)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("encoding", ["latin1", "latin-1", "latin_1", "LATIN1"])
 def test_bytes_pickled_by_protocol_2_load_under_each_spelling_of_latin_1(tmp_path, encoding):
     path = tmp_path / "zoo.pkl"
@@ -540,6 +563,7 @@ def test_bytes_pickled_by_protocol_2_load_under_each_spelling_of_latin_1(tmp_pat
     assert load_checkpoint(path) == {"raw": b"a\xff"}
 
 
+@pytest.mark.unit
 def test_a_python_2_pickle_with_non_ascii_text_loads(tmp_path) -> None:
     """Detectron 1 / Caffe2 model-zoo files are Python 2 pickles: their ``str`` is bytes, read
     as latin-1 (here the protocol-2 pickle Python 2 writes of ``{"__author__": "\\xe9"}``)."""
@@ -548,12 +572,14 @@ def test_a_python_2_pickle_with_non_ascii_text_loads(tmp_path) -> None:
     assert load_checkpoint(path) == {"__author__": "\xe9"}
 
 
+@pytest.mark.unit
 def test_a_plain_pickle_of_a_number_is_not_taken_for_torchs_legacy_format(tmp_path) -> None:
     path = tmp_path / "n.pkl"
     path.write_bytes(pickle.dumps(5))
     assert load_checkpoint(path) == 5
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("legacy", [False, True])
 def test_map_location_reaches_torch(tmp_path, legacy) -> None:
     path = tmp_path / "model.pth"
@@ -561,6 +587,7 @@ def test_map_location_reaches_torch(tmp_path, legacy) -> None:
     assert load_checkpoint(path, map_location="meta")["w"].device.type == "meta"
 
 
+@pytest.mark.unit
 def test_torchs_variable_to_force_unsafe_loads_does_not_reach_the_safe_loader(
     tmp_path, monkeypatch
 ) -> None:
@@ -575,10 +602,11 @@ def test_torchs_variable_to_force_unsafe_loads_does_not_reach_the_safe_loader(
     assert not marker.exists()
 
 
+@pytest.mark.unit
 def test_extra_globals_are_allowed_wherever_a_checkpoint_is_read(tmp_path) -> None:
     """An adapter's own class (here ``collections.Counter``, outside the pickle allow-list)
     loads once allowed, for each reader; the unpickler used alone allows only its own list."""
-    from budgeted.safety.checkpoints import RestrictedUnpickler
+    from budgeted.safety import RestrictedUnpickler
 
     extra = {"collections.Counter": collections.Counter}
     old, new = tmp_path / "iter_4.pth", tmp_path / "iter_8.pth"
@@ -602,10 +630,11 @@ def test_extra_globals_are_allowed_wherever_a_checkpoint_is_read(tmp_path) -> No
         assert f"outside the allow-list ({what}, collections.Counter);" in str(err.value)
 
 
+@pytest.mark.unit
 def test_checkpoints_are_ordered_by_the_iteration_in_their_names_not_alphabetically(tmp_path):
     """``iter_10.pth`` comes after ``iter_9.pth`` (MMEngine's names are not zero-padded); a name
     without a number sorts first, a ``final`` one last."""
-    from budgeted.safety.checkpoints import checkpoint_iteration
+    from budgeted.safety import checkpoint_iteration
 
     assert [checkpoint_iteration(n) for n in ("latest.pth", "iter_9.pth", "model_final.pth")] == [
         -1.0, 9.0, float("inf")
@@ -617,6 +646,7 @@ def test_checkpoints_are_ordered_by_the_iteration_in_their_names_not_alphabetica
     assert newest_intact_checkpoint(tmp_path) == tmp_path / "iter_9.pth"
 
 
+@pytest.mark.unit
 def test_a_refused_resume_names_the_later_checkpoints_in_order_three_at_most(tmp_path) -> None:
     source = tmp_path / "iter_4.pth"
     for it in (4, 9, 10, 11, 12):
@@ -640,10 +670,12 @@ def test_a_refused_resume_names_the_later_checkpoints_in_order_three_at_most(tmp
     check_later_checkpoints_kept(copy, 4, [source], folder_key="work_dir")
 
 
+@pytest.mark.unit
 def test_checkpoint_iterations_allow_a_single_count_of_one(tmp_path) -> None:
     assert checkpoint_iterations("at", [1], allow_empty=False) == [1]
 
 
+@pytest.mark.unit
 def test_save_weights_subset_refuses_in_one_whole_line(tmp_path) -> None:
     src, dst = tmp_path / "full.pth", tmp_path / "part.pth"
     atomic_save({f"m{i:02d}.w": torch.ones(1) for i in range(12)}, src)  # bare weights
@@ -667,8 +699,9 @@ def test_save_weights_subset_refuses_in_one_whole_line(tmp_path) -> None:
     assert not (tmp_path / "none.pth").exists()
 
 
+@pytest.mark.unit
 def test_remove_stale_temporaries_removes_only_the_files_atomic_write_leaves(tmp_path) -> None:
-    from budgeted.safety.checkpoints import remove_stale_temporaries
+    from budgeted.safety import remove_stale_temporaries
 
     stale = [".model_0000009.pth.tmp-0123abcd", ".last_checkpoint.tmp-ffffffff"]
     kept = ["model_0000004.pth", "model.pth.tmp-0123abcd", ".model.pth.tmp-0123ABCD",
@@ -684,6 +717,7 @@ def test_remove_stale_temporaries_removes_only_the_files_atomic_write_leaves(tmp
     assert remove_stale_temporaries(tmp_path / "missing") == []
 
 
+@pytest.mark.unit
 def test_a_symbolic_link_loop_is_neither_offered_nor_in_the_way(tmp_path):
     """A loop among the files (or named as the damaged one to exclude) raised RuntimeError from
     Path.resolve; the intact checkpoint beside it is still offered."""

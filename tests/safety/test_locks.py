@@ -10,6 +10,8 @@ import pytest
 
 from budgeted.safety.locks import FolderBusyError, FolderLock
 
+pytestmark = pytest.mark.e2e
+
 BUSY = "{folder} is in use: {holder} holds {lock}"
 HOLD = (
     "import sys, time; from budgeted.safety.locks import FolderLock; "

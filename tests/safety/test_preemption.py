@@ -21,6 +21,7 @@ from budgeted.safety.preemption import (
     PREEMPTION_SIGNALS,
     Preempted,
     PreemptionGuard,
+    PreemptionPolicy,
     active_guard,
     restore_default_signals,
 )
@@ -69,6 +70,7 @@ print("restored", after == before, flush=True)
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", PREEMPTION_SIGNALS, ids=lambda s: s.name)
 def test_a_signal_only_sets_the_flag_and_the_old_handlers_come_back(sig) -> None:
     proc = child(GUARDED)
@@ -79,6 +81,7 @@ def test_a_signal_only_sets_the_flag_and_the_old_handlers_come_back(sig) -> None
     assert f"flag {sig.name}" in out and "restored True" in out
 
 
+@pytest.mark.e2e
 def test_without_the_guard_the_same_signal_ends_the_process() -> None:
     """The control: the signals the tests send really do end an unguarded process."""
     proc = child("import time\nprint('ready', flush=True)\ntime.sleep(300)\n")
@@ -90,7 +93,7 @@ def test_without_the_guard_the_same_signal_ends_the_process() -> None:
 STORM = """
 import sys
 from pathlib import Path
-from budgeted.safety.checkpoints import atomic_write
+from budgeted.safety.writing import atomic_write
 from budgeted.safety.preemption import PreemptionGuard
 folder = Path(sys.argv[1])
 with PreemptionGuard() as guard:
@@ -105,6 +108,7 @@ with PreemptionGuard() as guard:
 """
 
 
+@pytest.mark.e2e
 def test_signals_during_a_write_never_tear_it(tmp_path) -> None:
     """A storm of SIGTERM and SIGUSR1 while a guarded process writes checkpoints: every write
     completes whole (the handler only sets a flag; a write interrupted by a signal resumes)."""
@@ -135,6 +139,7 @@ def test_signals_during_a_write_never_tear_it(tmp_path) -> None:
         assert len(data) == 64 * 65536 and set(data) == {i}
 
 
+@pytest.mark.e2e
 def test_preempted_exits_75_silently_and_passes_except_exception() -> None:
     proc = child(
         "from budgeted.safety.preemption import Preempted\n"
@@ -151,6 +156,7 @@ def test_preempted_exits_75_silently_and_passes_except_exception() -> None:
     assert (err_obj.code, err_obj.signum, str(err_obj)) == (75, signal.SIGUSR1, "x")
 
 
+@pytest.mark.unit
 def test_the_guard_is_found_by_code_that_runs_under_it() -> None:
     assert active_guard() is None
     with PreemptionGuard() as outer:
@@ -185,6 +191,7 @@ print("child", sleeper.wait(timeout=300), answer or "-", flush=True)
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("preexec", ["restore", "inherit"])
 def test_children_get_default_signals_even_where_sigint_is_ignored(preexec) -> None:
     """A parent started with SIGINT ignored: its child ignores Ctrl-C too, unless started with
@@ -203,6 +210,7 @@ def test_children_get_default_signals_even_where_sigint_is_ignored(preexec) -> N
     assert out.strip() == ("child -2 -" if preexec == "restore" else "child 0 alive")
 
 
+@pytest.mark.unit
 def test_restore_default_signals_in_this_process_gives_keyboard_interrupt() -> None:
     old = signal.getsignal(signal.SIGINT)
     try:
@@ -216,6 +224,7 @@ def test_restore_default_signals_in_this_process_gives_keyboard_interrupt() -> N
         signal.signal(signal.SIGINT, old)
 
 
+@pytest.mark.unit
 def test_a_guard_entered_off_the_main_thread_installs_nothing(tmp_path: Path) -> None:
     seen = {}
 
@@ -229,3 +238,49 @@ def test_a_guard_entered_off_the_main_thread_installs_nothing(tmp_path: Path) ->
     thread.start()
     thread.join()
     assert seen == {"installed": False, "handler": before}
+
+
+# --- the stop policy both frameworks' hooks call -----------------------------------------------
+
+
+@pytest.mark.unit
+def test_the_policy_uses_the_tools_guard_and_stops_after_the_signal() -> None:
+    with PreemptionGuard() as tool_guard:
+        policy = PreemptionPolicy()
+        assert policy.begin() == 0 and policy.guard is tool_guard  # the tool's, not a new one
+        assert policy.stop_after(trained=1, total=5) == 0
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert policy.stop_after(trained=2, total=5) == signal.SIGUSR1
+        assert policy.stop_after(trained=5, total=5) == 0  # the last one: the run ends anyway
+        assert policy.end() is None  # one process: no all-reduce
+        assert active_guard() is tool_guard  # a guard it did not install stays
+
+
+@pytest.mark.unit
+def test_a_signal_before_the_first_iteration_is_seen_by_begin() -> None:
+    with PreemptionGuard() as guard:
+        guard.request(signal.SIGTERM)  # arrived while the model was being built
+        assert PreemptionPolicy().begin() == signal.SIGTERM
+
+
+@pytest.mark.unit
+def test_the_policy_installs_its_own_guard_and_releases_it() -> None:
+    policy = PreemptionPolicy()
+    policy.begin()
+    assert active_guard() is policy.guard
+    policy.end()
+    assert active_guard() is None
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.unit
+def test_with_several_ranks_the_flag_is_agreed_only_every_interval() -> None:
+    policy = PreemptionPolicy(interval=4, world_size=lambda: 1)
+    policy.begin()
+    policy.guard.request(signal.SIGTERM)
+    policy.world_size = lambda: 2  # several ranks: iterations between agreements go on
+    agreed = []
+    policy.agreed = lambda: agreed.append(1) or signal.SIGTERM  # the all-reduce's answer
+    assert [policy.stop_after(t, 100) for t in (1, 2, 3, 4)] == [0, 0, 0, signal.SIGTERM]
+    assert len(agreed) == 1
+    policy.end()

@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-import budgeted.schedules.core
-from budgeted.schedules.clock import TimeBudget, TrainingClock, parse_duration
-from budgeted.schedules.core import BudgetSchedule
+import budgeted.schedules
+from budgeted.schedules import BudgetSchedule, TimeBudget, TrainingClock, parse_duration
+
+pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize(
@@ -141,13 +142,13 @@ def test_resuming_the_same_time_budget_takes_over_what_was_measured():
 def test_a_time_budget_with_a_default_written_out_resumes_as_the_same_budget():
     saved = TimeBudget("cosine", 100, warmup_iters=0).state()
     assert TimeBudget("cosine", 100, warmup_iters=0, params={"eta": 0.0}).resume(saved, 5.0) is None
-    with pytest.raises(budgeted.schedules.core.BudgetMismatchError, match=r"params=\{'eta': 0.1\}"):
+    with pytest.raises(budgeted.schedules.BudgetMismatchError, match=r"params=\{'eta': 0.1\}"):
         TimeBudget("cosine", 100, warmup_iters=0, params={"eta": 0.1}).resume(saved, 5.0)
 
 
 def test_another_time_budget_is_refused_unless_replan_which_goes_on_without_a_jump():
     old = warmed(100)
-    with pytest.raises(budgeted.schedules.core.BudgetMismatchError) as err:
+    with pytest.raises(budgeted.schedules.BudgetMismatchError) as err:
         TimeBudget("linear", 200, warmup_iters=2).resume(old.state(), elapsed=40.0)
     assert str(err.value) == (
         "cannot resume: the checkpoint's budget has seconds=100.0, the config's seconds=200.0; "
@@ -306,7 +307,7 @@ def test_time_budget_resume_refusals_and_lines_in_whole():
         "on_resume (a time budget)='branch' is invalid; allowed: refuse, replan"
     )
     for on_resume in ("refuse", "replan"):  # more than the length differs: never re-planned
-        with pytest.raises(budgeted.schedules.core.BudgetMismatchError) as err:
+        with pytest.raises(budgeted.schedules.BudgetMismatchError) as err:
             TimeBudget("cosine", 200, warmup_iters=2).resume(old.state(), 40.0, on_resume)
         assert str(err.value) == (
             "cannot resume: the checkpoint's budget has schedule='linear', seconds=100.0, the "

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import budgeted
-from budgeted.schedules.core import (
+from budgeted.schedules import (
     BudgetMismatchError,
     BudgetSchedule,
     lr_multiplier,
@@ -21,6 +21,8 @@ from budgeted.schedules.core import (
     schedule_names,
     schedule_params,
 )
+
+pytestmark = pytest.mark.unit
 
 SCHEDULE_PARAMS = {
     "linear": {},
@@ -448,7 +450,7 @@ def test_replan_during_warmup_keeps_the_warmup():
     ],
 )
 def test_a_replan_that_cannot_be_made_is_refused_in_one_line(total, at, message):
-    with pytest.raises(budgeted.schedules.core.BudgetReplanError, match=message) as err:
+    with pytest.raises(budgeted.schedules.BudgetReplanError, match=message) as err:
         BudgetSchedule("linear", 1000, 100).replan(total, at)
     assert "\n" not in str(err.value)
 
@@ -478,7 +480,7 @@ def test_resume_with_another_length_refuses_unless_replan():
         ValueError, match="on_resume='extend' is invalid; allowed: refuse, replan, branch"
     ):
         config.resume(saved, at=500, on_resume="extend")
-    with pytest.raises(budgeted.schedules.core.BudgetReplanError, match="max_iters: cannot change"):
+    with pytest.raises(budgeted.schedules.BudgetReplanError, match="max_iters: cannot change"):
         config.resume(saved, at=1000, on_resume="replan", names={"total": "max_iters"})
 
 
@@ -492,11 +494,9 @@ def test_branch_goes_on_with_the_configs_budget_where_the_past_agrees():
         "cannot branch at 450: the checkpoint's budget (T 1000) and the config's (T 500) differ "
         "from iteration 401 on (multiplier 1 vs 0.99); branch from a checkpoint saved before 401"
     )
-    with pytest.raises(budgeted.schedules.core.BudgetReplanError, match=re.escape(message)):
+    with pytest.raises(budgeted.schedules.BudgetReplanError, match=re.escape(message)):
         shorter.resume(stable, at=450, on_resume="branch", names={"total": "T"})
-    with pytest.raises(
-        budgeted.schedules.core.BudgetReplanError, match="differ from iteration 1 on"
-    ):
+    with pytest.raises(budgeted.schedules.BudgetReplanError, match="differ from iteration 1 on"):
         BudgetSchedule("linear", 500, 0).resume(
             BudgetSchedule("linear", 1000, 0).state(), at=100, on_resume="branch"
         )
@@ -574,16 +574,16 @@ def test_each_bad_parameter_is_named_in_one_whole_line(schedule, params, message
 
 
 def test_full_params_of_a_schedule_it_does_not_know_are_the_params_with_lists():
-    assert budgeted.schedules.core.full_params("not_registered", {"m": (0.5, 0.75)}) == {
+    assert budgeted.schedules.full_params("not_registered", {"m": (0.5, 0.75)}) == {
         "m": [0.5, 0.75]
     }
-    assert budgeted.schedules.core.full_params("step", None) is None
+    assert budgeted.schedules.full_params("step", None) is None
 
 
 def test_name_keys_writes_each_key_as_the_adapters_name_for_it():
     names = {"total": "SOLVER.MAX_ITER", "warmup": "SOLVER.WARMUP_ITERS"}
     message = "warmup=40 is not shorter than the budget total=40; subtotal=3, total 9, totals=1"
-    assert budgeted.schedules.core.name_keys(message, names) == (
+    assert budgeted.schedules.name_keys(message, names) == (
         "SOLVER.WARMUP_ITERS=40 is not shorter than the SOLVER.MAX_ITER=40; subtotal=3, "
         "SOLVER.MAX_ITER 9, totals=1"
     )
@@ -656,7 +656,7 @@ def test_a_replan_at_the_end_of_the_warmup_is_a_fresh_budget():
     original = BudgetSchedule("linear", 1000, 100)
     assert original.replan(2000, at=100) == BudgetSchedule("linear", 2000, 100)
     assert "replan" not in original.replan(2000, at=100).state()
-    with pytest.raises(budgeted.schedules.core.BudgetReplanError) as err:
+    with pytest.raises(budgeted.schedules.BudgetReplanError) as err:
         original.replan(80, at=100)
     assert str(err.value) == (
         "cannot change the budget to 80: 100 of it has already elapsed; allowed: a budget > 100"
@@ -705,14 +705,14 @@ def test_resume_lines_and_refusals_name_total_when_no_names_are_given():
         BudgetSchedule("wsd", 1000, 0).state(), at=400, on_resume="branch"
     )
     assert line == "budget branched at 400: total 1000 -> 500, the same multipliers so far"
-    with pytest.raises(budgeted.schedules.core.BudgetReplanError) as err:
+    with pytest.raises(budgeted.schedules.BudgetReplanError) as err:
         BudgetSchedule("linear", 500, 0).resume(old, at=2, on_resume="branch")
     assert str(err.value) == (
         "cannot branch at 2: the checkpoint's budget (total 1000) and the config's (total 500) "
         "differ from iteration 1 on (multiplier 0.999 vs 0.998); branch from a checkpoint saved "
         "before 1, or re-plan (on_resume replan)"
     )
-    with pytest.raises(budgeted.schedules.core.BudgetReplanError) as err:
+    with pytest.raises(budgeted.schedules.BudgetReplanError) as err:
         BudgetSchedule("linear", 2000, 0).resume(old, at=1000, on_resume="replan")
     assert str(err.value) == (
         "total: cannot change the budget at 1000: the budget of 1000 has run out there "

@@ -9,6 +9,8 @@ import pytest
 
 from budgeted import BUDGET_FRACTIONS, budget_iters
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("fraction", "expected"),

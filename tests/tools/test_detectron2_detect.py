@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 DETECT = Path(__file__).resolve().parents[2] / "tools" / "detectron2_lite" / "detect.py"
 
 

@@ -18,12 +18,14 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not lite, reason="a full Detectron2 with compiled ops is installed")
 
 
+@pytest.mark.unit
 def test_collect_env_works():
     from detectron2.utils.collect_env import collect_env_info
 
     assert "lite build without compiled ops" in collect_env_info()
 
 
+@pytest.mark.unit
 def test_a_compiled_op_fails_with_a_clear_error_naming_it():
     from detectron2.layers.rotated_boxes import pairwise_iou_rotated
 
@@ -32,12 +34,14 @@ def test_a_compiled_op_fails_with_a_clear_error_naming_it():
         pairwise_iou_rotated(boxes, boxes)
 
 
+@pytest.mark.unit
 def test_feature_probes_see_no_op():
     assert not hasattr(detectron2_C, "deform_conv_forward")
     with pytest.raises(AttributeError):
         detectron2_C.__wrapped__  # noqa: B018  dunder look-ups stay plain AttributeErrors
 
 
+@pytest.mark.unit
 def test_model_zoo_configs_are_packaged():
     from detectron2 import model_zoo
 
@@ -96,7 +100,7 @@ if __name__ == "__main__":
 '''
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_detectron2s_own_train_net_adopted_as_documented_trains_and_evaluates(tmp_path):
     """The stock COCOEvaluator (use_fast_impl=True) evaluates with pycocotools in the lite build
     instead of failing with MissingCompiledOp in its final evaluation."""
@@ -122,6 +126,7 @@ def test_detectron2s_own_train_net_adopted_as_documented_trains_and_evaluates(tm
     assert "COCO evaluation with pycocotools' COCOeval" in (out / "log.txt").read_text()
 
 
+@pytest.mark.e2e
 def test_detect_reports_an_older_lite_build_as_stale(tmp_path):
     """tools/setup_env.sh rebuilds a lite build older than tools/detectron2_lite makes."""
     lite_dir = REPO / "tools" / "detectron2_lite"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from budgeted.safety.checkpoints import load_checkpoint, save_weights_subset
+from budgeted.safety import load_checkpoint, save_weights_subset
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = [sys.executable, str(REPO / "tools" / "extract_weights.py")]
@@ -41,6 +41,7 @@ def extract(*args: str | Path) -> int:
     return extract_weights.main([str(arg) for arg in args])
 
 
+@pytest.mark.unit
 def test_a_detectron2_backbone_starts_a_fresh_model_through_its_checkpointer(tmp_path) -> None:
     from budgeted.detectron2 import BudgetTrainer, SafeCheckpointer, load_config
 
@@ -63,6 +64,7 @@ def test_a_detectron2_backbone_starts_a_fresh_model_through_its_checkpointer(tmp
         assert torch.equal(after[key], value) and not torch.equal(after[key], source[key]), key
 
 
+@pytest.mark.unit
 def test_an_mmseg_backbone_starts_a_fresh_model_through_pretrained_init(tmp_path) -> None:
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
@@ -90,6 +92,7 @@ def test_an_mmseg_backbone_starts_a_fresh_model_through_pretrained_init(tmp_path
     assert not torch.equal(after[head], source[head])  # the heads keep their own init
 
 
+@pytest.mark.e2e
 def test_bad_input_is_one_line_and_nothing_is_overwritten(tmp_path, capsys) -> None:
     torch.save({"model": {"backbone.w": torch.ones(2), "head.w": torch.ones(1)}},
                tmp_path / "full.pth")  # fmt: skip

@@ -13,6 +13,8 @@ from test_prepare_cityscapes import load
 
 from budgeted.mmengine import toy
 
+pytestmark = pytest.mark.unit
+
 make = load("make_toy_cityscapes")
 
 

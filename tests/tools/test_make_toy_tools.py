@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = sorted(ROOT.glob("tools/make_toy_*.py"))
 

@@ -9,6 +9,8 @@ import pytest
 
 from budgeted import lr_multiplier
 
+pytestmark = pytest.mark.unit
+
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "plot_schedules.py"
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+pytestmark = pytest.mark.unit
+
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 

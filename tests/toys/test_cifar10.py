@@ -42,6 +42,7 @@ def toy(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.unit
 def test_the_files_are_python2_pickles_like_the_real_archive(toy):
     folder = toy / BASE_FOLDER
     files = sorted(p.name for p in folder.iterdir())
@@ -81,6 +82,7 @@ def test_the_files_are_python2_pickles_like_the_real_archive(toy):
     assert latin["batch_label"] == "training batch 1 of 5" and latin["data"].shape == (11, 3072)
 
 
+@pytest.mark.unit
 def test_the_stock_class_refuses_by_checksum_and_its_reader_loads_the_files(toy):
     with pytest.raises(RuntimeError, match="Dataset not found or corrupted"):
         CIFAR10(toy, train=True, download=False)  # torchvision 0.29 checks the real md5s
@@ -97,6 +99,7 @@ def test_the_stock_class_refuses_by_checksum_and_its_reader_loads_the_files(toy)
     assert image.size == (32, 32) and image.mode == "RGB" and label == train.targets[0]
 
 
+@pytest.mark.unit
 def test_the_same_seed_writes_the_same_bytes(tmp_path):
     runs = (("a", 5), ("b", 5), ("c", 6))
     folders = [make_toy_cifar10(tmp_path / n, num_train=20, num_test=10, seed=s) for n, s in runs]
@@ -106,6 +109,7 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path):
         assert name == "batches.meta" or a != c
 
 
+@pytest.mark.unit
 def test_the_classes_are_learnable(tmp_path):
     """A nearest-class-mean classifier on raw pixels beats chance (10 %) by far."""
     make_toy_cifar10(tmp_path, num_train=300, num_test=100)
@@ -118,6 +122,7 @@ def test_the_classes_are_learnable(tmp_path):
     assert (predicted == np.array(test.targets)).mean() > 0.3
 
 
+@pytest.mark.unit
 def test_an_existing_set_is_not_overwritten(tmp_path):
     make_toy_cifar10(tmp_path, num_train=10, num_test=10)
     before = (tmp_path / BASE_FOLDER / "data_batch_1").read_bytes()
@@ -127,6 +132,7 @@ def test_an_existing_set_is_not_overwritten(tmp_path):
     assert (tmp_path / BASE_FOLDER / "data_batch_1").read_bytes() == before
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -145,6 +151,7 @@ def test_bad_sizes_are_one_line(tmp_path, kwargs, message):
     assert not (tmp_path / BASE_FOLDER).exists()
 
 
+@pytest.mark.unit
 def test_the_tool_writes_the_set_and_refuses_to_overwrite(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location(
         "make_toy_cifar10", ROOT / "tools/make_toy_cifar10.py"
@@ -160,6 +167,7 @@ def test_the_tool_writes_the_set_and_refuses_to_overwrite(tmp_path, capsys):
     assert str(exit_.value.code).startswith("make_toy_cifar10: ") and "\n" not in exit_.value.code
 
 
+@pytest.mark.e2e
 def test_the_tools_default_root_is_what_the_toy_configs_read(tmp_path, monkeypatch):
     """Defect 7 of the reliability issue: the default used to be ``./datasets``, which no config
     reads. With no arguments the set lands where the MMPretrain toy configs' ``data_root`` and the

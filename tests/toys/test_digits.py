@@ -28,6 +28,8 @@ from budgeted.toys.digits import (
     write_digits,
 )
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 MISSING = (
     "budgeted.toys.digits needs 'sklearn', which is not installed; install it with "

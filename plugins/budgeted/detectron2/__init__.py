@@ -8,18 +8,22 @@ One-line adoption in a user's ``DefaultTrainer`` subclass (after
 
 Modules: :mod:`.config` (``SOLVER.BUDGET`` keys, :func:`load_config`), :mod:`.solver` (the
 scheduler registry), :mod:`.trainer` (:class:`BudgetTrainer`), :mod:`.cli` (``tools/train_net.py``),
-:mod:`.lazy` / :mod:`.lazy_cli` (LazyConfig), :mod:`.runs` (run folders), :mod:`.data` /
-:mod:`.toy` (datasets, the toy set), :mod:`.launch` (CPU multi-process), :mod:`.checkpoint`
+:mod:`.preflight` (every check before a run writes anything), :mod:`.lazy` / :mod:`.lazy_cli`
+(LazyConfig), :mod:`.runs` (run folders), :mod:`.data` /
+:mod:`.toy` (datasets, the toy set), :mod:`.launcher` (CPU multi-process), :mod:`.checkpoint`
 (:class:`SafeCheckpointer`: untrusted files loaded safely, atomic saves), :mod:`.preemption`
 (:class:`PreemptionHook`: SIGTERM / SIGUSR1 stop after the iteration, exit status 75).
 Importing registers the schedulers and nothing else (no datasets: :func:`register_toy_coco` is
-an explicit call).
+an explicit call); :func:`launch`, :func:`register_toy_coco`, :func:`check_datasets` and
+:class:`FullGradNormHook` load their modules when first used.
 See ``docs/detectron2.md``.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from typing import Any
 
 from .._require import require
 
@@ -37,9 +41,6 @@ with warnings.catch_warnings():
 
     from .checkpoint import SafeCheckpointer, use_safe_checkpointer
     from .config import add_budget_config, load_config, resolve_budget, split_overrides
-    from .data import check_datasets, register_toy_coco
-    from .grad_norm import FullGradNormHook
-    from .launch import launch
     from .preemption import PreemptionHook
     from .solver import (
         BUDGET_SCHEDULERS,
@@ -55,6 +56,27 @@ with warnings.catch_warnings():
     )
     from .time_budget import TimeBudgetHook
     from .trainer import BudgetTrainer, check_budget, has_compiled_ops
+
+LAZY = {
+    "launch": "launcher",
+    "check_datasets": "data",
+    "register_toy_coco": "data",
+    "FullGradNormHook": "grad_norm",
+}
+"""Public names whose modules load on first use (PEP 562): the launcher, the datasets (and the
+toy set behind them) and the gradient-norm diagnostic are not needed to train with
+:class:`BudgetTrainer` or :func:`build_lr_scheduler`."""
+
+
+def __getattr__(name: str) -> Any:
+    """:func:`launch` and the other :data:`LAZY` names, imported when used."""
+    if name not in LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{LAZY[name]}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUDGET_SCHEDULERS",

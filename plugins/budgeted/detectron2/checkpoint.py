@@ -5,16 +5,16 @@ Detectron2 v0.6 ``pickle.load`` s any ``.pkl`` given as ``MODEL.WEIGHTS`` (a pic
 callables it names: a weights file can run any code), and writes checkpoints in place (a kill
 during the write leaves a torn file that ``last_checkpoint`` names). :class:`SafeCheckpointer`:
 
-- loads every file through :func:`budgeted.safety.checkpoints.load_checkpoint` (``weights_only``
+- loads every file through :func:`budgeted.safety.load_checkpoint` (``weights_only``
  torch loading or a restricted unpickler, exact allow-lists): a file naming anything else is refused
  in one line naming the file and the global
- (:class:`~budgeted.safety.checkpoints.UnsafeCheckpointError`), an unreadable one in one line naming
- the file (:class:`~budgeted.safety.checkpoints.DamagedCheckpointError`; on a resume, with the
+ (:class:`~budgeted.safety.UnsafeCheckpointError`), an unreadable one in one line naming
+ the file (:class:`~budgeted.safety.DamagedCheckpointError`; on a resume, with the
  newest intact checkpoint of the folder offered). Detectron2's own handling of the model-zoo
  ``.pkl`` format (``"model"``, ``"__author__"``, ``"matching_heuristics"``, Caffe2 ``"blobs"``) and
  of pycls ``.pyth`` files is kept;
 - saves checkpoints and ``last_checkpoint`` atomically
- (:func:`budgeted.safety.checkpoints.atomic_save`); a write that finds no space left ends the run
+ (:func:`budgeted.safety.atomic_save`); a write that finds no space left ends the run
  with one line naming the file system, the file and the last intact checkpoint
  (:class:`~budgeted.detectron2.stops.DiskFull`), the partial temporary file removed.
 
@@ -35,7 +35,7 @@ from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
-from ..safety.checkpoints import (
+from ..safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     atomic_save,
@@ -170,7 +170,7 @@ class SafeCheckpointer(DetectionCheckpointer):
     """``DetectionCheckpointer`` that loads files safely and saves them atomically.
 
     Same constructor and methods as Detectron2's (``save``, ``load``, ``resume_or_load``, ...).
-    Loading: :func:`budgeted.safety.checkpoints.load_checkpoint` (no code from the file runs), then
+    Loading: :func:`budgeted.safety.load_checkpoint` (no code from the file runs), then
     Detectron2's format handling (model-zoo ``.pkl``, Caffe2 blobs, pycls ``.pyth``, native
     ``.pth``). Saving: to a temporary file, flushed and renamed, then ``last_checkpoint`` the
     same way (a URL ``save_dir`` is written through Detectron2's ``PathManager``, as before).

@@ -9,7 +9,12 @@ overrides), plus: ``--config`` beside ``--config-file``; a shipped config by its
 PATH`` (resume exactly from that checkpoint). Everything that can be wrong with the config, the
 datasets, the output folder, the checkpoint or weights file to load (unsafe, damaged) or a
 resumed budget is checked once, in the launching process, before anything is written or any
-worker starts, and reported in one line.
+worker starts, and reported in one line (:func:`budgeted.detectron2.preflight.preflight`).
+
+The path of a run, top to bottom: :func:`run` parses the command line; :func:`launch_checked`
+runs the pre-flight once, locks the output folder, then :func:`main` on each worker (here, or
+through :func:`~budgeted.detectron2.launch`); :func:`main` builds :class:`BudgetTrainer`, resumes
+or loads, and trains.
 
 SIGTERM or SIGUSR1 (a cluster's preemption) end training after the current iteration with a
 checkpoint, one line and exit status 75 (:data:`~budgeted.safety.preemption.PREEMPTED_EXIT_CODE`);
@@ -30,50 +35,37 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-import torch
 from detectron2.config import CfgNode
 from detectron2.engine import default_argument_parser, default_setup
 from detectron2.evaluation import verify_results
 from detectron2.utils import comm
 
-from ..config_files import find_config
-from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
-from ..safety.checkpoints import (
-    DamagedCheckpointError,
-    UnsafeCheckpointError,
-    check_later_checkpoints_kept,
-    load_checkpoint,
-)
+from ..runs.detectron2 import run_config_kept, write_evaluation
+from ..safety import DamagedCheckpointError, UnsafeCheckpointError
 from ..safety.preemption import Preempted, PreemptionGuard, active_guard
-from ..schedules.clock import TimeBudgetReached, parse_duration
-from .checkpoint import (
-    CHECKPOINT_PATTERN,
-    SafeCheckpointer,
-    last_checkpoint_file,
-    load_weights_file,
-    offer_intact,
-)
-from .config import load_config, split_overrides
-from .data import check_config_datasets, check_config_train_set, register_toy_coco
-from .launch import launch
-from .output_dir import OutputDirLock, check_writable, claim, log_removed
+from ..schedules.clock import TimeBudgetReached
+from .checkpoint import SafeCheckpointer
+from .launcher import launch
+from .output_dir import claim, log_removed
+from .preflight import check_checkpoint_files, preflight, setup
 from .solver import BudgetConfigError
-from .stops import RunStopped, as_stop, check_finished, check_position, stop_line
-from .time_budget import time_budget_seconds, undecayed_stop
-from .trainer import BudgetTrainer, check_budget, check_resume
+from .stops import RunStopped, as_stop, stop_line
+from .time_budget import undecayed_stop
+from .trainer import BudgetTrainer
 
 __all__ = [
     "argument_parser",
     "check_checkpoint_files",
+    "evaluate",
     "launch_checked",
     "main",
     "parse_args",
     "preflight",
     "run",
     "setup",
+    "train",
 ]
 
 EPILOG = """
@@ -130,212 +122,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         ['SEED=1', 'OUTPUT_DIR', 'o']
     """
     return argument_parser().parse_args(argv)
-
-
-def _resolve_config(args: argparse.Namespace) -> None:
-    """``args.config_file`` as a path (a bare name looked up), ``args.opts`` as KEY VALUE pairs."""
-    if not args.config_file:
-        raise ValueError(
-            "--config-file is required (e.g. --config mask_rcnn_budget10.yaml, or a path)"
-        )
-    path = os.fspath(find_config(args.config_file, "detectron2"))
-    if path.endswith(".py"):
-        raise ValueError(
-            f"config {path!r} is a LazyConfig (python) file; allowed here: a yaml config "
-            "(train LazyConfigs with tools/lazyconfig_train_net.py)"
-        )
-    args.config_file = path
-    args.opts = split_overrides(args.opts or [])
-    if getattr(args, "budget_time", None) is not None:
-        seconds = parse_duration(args.budget_time)  # one-line ValueError for a bad value
-        args.opts += ["SOLVER.BUDGET.SECONDS", repr(seconds)]
-        args.budget_time = None  # applied once (preflight and the workers both resolve)
-
-
-def setup(args: argparse.Namespace) -> CfgNode:
-    """The frozen config of ``args``: the toy datasets registered, the config file found, budget
-    keys, bases and overrides resolved; the CPU picked when CUDA is absent.
-
-    Args:
-        args (argparse.Namespace): from :func:`parse_args`.
-
-    Returns:
-        CfgNode: the frozen config.
-
-    Raises:
-        ValueError, FileNotFoundError: one line naming the bad name, file, key or value.
-    """
-    register_toy_coco()  # in every worker: spawned processes start with empty catalogs
-    _resolve_config(args)
-    cfg = load_config(args.config_file, args.opts)
-    if cfg.MODEL.DEVICE.startswith("cuda") and not torch.cuda.is_available():
-        logging.getLogger("detectron2").warning("CUDA is not available: training on the CPU")
-        cfg.MODEL.DEVICE = "cpu"
-    cfg.freeze()
-    return cfg
-
-
-def preflight(args: argparse.Namespace) -> CfgNode:
-    """All checks, in the launching process; raises one-line ``ValueError``s.
-
-    The config and overrides, ``--num-gpus``/``--num-machines``, the datasets' files, the budget
-    as the workers will train it (after ``REFERENCE_WORLD_SIZE`` scaling), the output folder (a
-    new run over an existing one is refused), and the file the workers will load
-    (:func:`check_checkpoint_files`: an unsafe or damaged file, or a resume of another budget,
-    is refused). Nothing is written before these pass.
-
-    Args:
-        args (argparse.Namespace): from :func:`parse_args`.
-
-    Returns:
-        CfgNode: the config, as :func:`setup` gives it.
-    """
-    cfg = setup(args)
-    world_size = args.num_gpus * args.num_machines
-    if args.num_gpus < 1 or args.num_machines < 1:
-        raise ValueError(
-            f"--num-gpus={args.num_gpus} --num-machines={args.num_machines}: allowed: >= 1"
-        )
-    check_config_datasets(cfg, train=not args.eval_only)
-    check_writable(cfg.OUTPUT_DIR)
-    if not args.eval_only:
-        check_budget(cfg, world_size)
-        check_new_run_folder(
-            cfg.OUTPUT_DIR, args.resume or bool(getattr(args, "resume_from", None))
-        )
-        OutputDirLock(cfg.OUTPUT_DIR).check()
-        check_config_train_set(cfg)
-    checkpoint = check_checkpoint_files(
-        args,
-        cfg.OUTPUT_DIR,
-        cfg.MODEL.WEIGHTS,
-        check_resumed=lambda checkpoint: check_resume(cfg, world_size, checkpoint=checkpoint),
-    )
-    if args.resume and not args.resume_from and not args.eval_only:
-        scaled = BudgetTrainer.auto_scale_workers(cfg.clone(), world_size)
-        check_finished(checkpoint, max_iter=scaled.SOLVER.MAX_ITER,
-                       seconds=time_budget_seconds(cfg), folder=cfg.OUTPUT_DIR,
-                       evaluates=bool(cfg.DATASETS.TEST))  # fmt: skip
-    args.output_dir, args.output_key = cfg.OUTPUT_DIR, "OUTPUT_DIR"
-    return cfg
-
-
-def check_checkpoint_files(
-    args: argparse.Namespace,
-    output_dir: str,
-    weights: str,
-    *,
-    weights_key: str = "MODEL.WEIGHTS",
-    check_resumed: Callable[[Any], None] | None = None,
-) -> None:
-    """Load the file the workers will load, the way they will (safely), and check its budget.
-
-    That file is ``--resume-from``'s, else (with ``--resume``) the one ``last_checkpoint``
-    names, else the weights (``MODEL.WEIGHTS``). A resumed checkpoint is handed to
-    ``check_resumed`` (the budget check), except with ``--eval-only``.
-
-    Args:
-        args (argparse.Namespace): the command line (``resume``, ``resume_from``, ``eval_only``).
-        output_dir (str): the run folder.
-        weights (str): the weights file (``MODEL.WEIGHTS``), maybe empty.
-        weights_key (str): the config key of the weights, for messages.
-        check_resumed (callable, optional): ``checkpoint -> None``, raising a one-line
-            ``ValueError`` for a checkpoint that cannot be resumed.
-
-    Returns:
-        the resumed checkpoint, or None.
-
-    Raises:
-        UnsafeCheckpointError, DamagedCheckpointError: one line naming the file (a damaged
-            resume with the newest intact checkpoint of the folder offered).
-        ValueError: one line for a resumed file that holds weights only, or whose LR scheduler
-            disagrees with its iteration (:func:`~budgeted.detectron2.stops.check_position`).
-    """
-    checkpoint, path, what = None, "", "--resume-from"
-    args.resume_from = getattr(args, "resume_from", None)
-    if args.resume_from:
-        path = args.resume_from = os.path.abspath(args.resume_from)
-        checkpoint = load_weights_file(args.resume_from, what="--resume-from")
-    elif args.resume and last_checkpoint_file(output_dir) is not None:
-        path, what = last_checkpoint_file(output_dir) or "", "cannot resume: checkpoint"
-        try:
-            checkpoint = load_checkpoint(path)
-        except (DamagedCheckpointError, UnsafeCheckpointError) as err:
-            refused = type(err)(f"cannot resume: {err}")
-            raise offer_intact(refused, output_dir, path) from None
-    elif weights:
-        load_weights_file(weights, what=weights_key)
-    if checkpoint is not None and not args.eval_only:
-        hint = (
-            f"{weights_key} {{path}}"
-            if weights_key == "MODEL.WEIGHTS"
-            else f"{weights_key}={{path}}"
-        )
-        check_position(checkpoint, path, what=what, weights_hint=hint)
-    if checkpoint is not None and check_resumed is not None and not args.eval_only:
-        check_resumed(checkpoint)
-    if args.resume_from and not args.eval_only and isinstance(checkpoint, dict):
-        check_later_checkpoints_kept(
-            args.resume_from,
-            checkpoint.get("iteration", -1),
-            Path(output_dir).glob(CHECKPOINT_PATTERN),
-            folder_key="OUTPUT_DIR" if weights_key == "MODEL.WEIGHTS" else "train.output_dir",
-        )
-    return checkpoint
-
-
-def main(args: argparse.Namespace) -> Any:
-    """One worker: train (or evaluate) and return the evaluation results.
-
-    Args:
-        args (argparse.Namespace): from :func:`parse_args` (after :func:`preflight`).
-    """
-    cfg = setup(args)
-    with run_config_kept(cfg.OUTPUT_DIR, args.eval_only and comm.is_main_process()):
-        default_setup(cfg, args)
-    log_removed(cfg.OUTPUT_DIR, getattr(args, "removed_temporaries", ()))
-    args.resume_from = getattr(args, "resume_from", None)
-    if args.eval_only:
-        model = BudgetTrainer.build_model(cfg)
-        checkpointer = SafeCheckpointer(model, save_dir=cfg.OUTPUT_DIR)
-        if args.resume_from:
-            loaded = checkpointer.load(args.resume_from, checkpointables=[])
-        else:
-            loaded = checkpointer.resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
-        res = BudgetTrainer.test(cfg, model)
-        if comm.is_main_process():
-            verify_results(cfg, res)
-            if write_evaluation(cfg.OUTPUT_DIR, res, (loaded or {}).get("iteration")) is None:
-                logging.getLogger("detectron2").info(
-                    "--eval-only: results not added to %s (a training run's log, or none)",
-                    os.path.join(cfg.OUTPUT_DIR, "metrics.json"),
-                )
-        return res
-    trainer = BudgetTrainer(cfg)
-    if args.resume_from:
-        trainer.resume_from(args.resume_from)
-    else:
-        trainer.resume_or_load(resume=args.resume)
-    try:
-        res = trainer.train()
-    except TimeBudgetReached:  # the deadline: saved and evaluated, a finished run
-        res = getattr(trainer, "_last_eval_results", None)
-    except Exception as err:  # a full disk outside the checkpoints: one line too
-        stop = as_stop(err, cfg.OUTPUT_DIR)
-        if stop is None:
-            raise
-        raise stop from None
-    if comm.is_main_process():
-        logging.getLogger("detectron2").info(
-            "metrics: %s; TensorBoard events: %s (tensorboard --logdir %s)",
-            os.path.join(cfg.OUTPUT_DIR, "metrics.json"),
-            cfg.OUTPUT_DIR,
-            cfg.OUTPUT_DIR,
-        )
-    undecayed = undecayed_stop(trainer.scheduler, trainer.cfg.SOLVER.MAX_ITER)
-    if undecayed is not None:  # saved and evaluated, then the line and exit status 4
-        raise undecayed
-    return res
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -420,3 +206,69 @@ def _claim_output_dir(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
         return
     lock, args.removed_temporaries = claim(folder, getattr(args, "output_key", "OUTPUT_DIR"))
     stack.callback(lock.release)
+
+
+def main(args: argparse.Namespace) -> Any:
+    """One worker: train (or evaluate) and return the evaluation results.
+
+    Args:
+        args (argparse.Namespace): from :func:`parse_args` (after
+            :func:`~budgeted.detectron2.preflight.preflight`).
+    """
+    cfg = setup(args)
+    with run_config_kept(cfg.OUTPUT_DIR, args.eval_only and comm.is_main_process()):
+        default_setup(cfg, args)
+    log_removed(cfg.OUTPUT_DIR, getattr(args, "removed_temporaries", ()))
+    args.resume_from = getattr(args, "resume_from", None)
+    return evaluate(cfg, args) if args.eval_only else train(cfg, args)
+
+
+def train(cfg: CfgNode, args: argparse.Namespace) -> Any:
+    """Build :class:`BudgetTrainer`, resume (``--resume``, ``--resume-from``) or load the
+    weights, and train; a stop (diverged, undecayed time budget, full disk) raises its one line.
+    Returns the last evaluation's results."""
+    trainer = BudgetTrainer(cfg)
+    if args.resume_from:
+        trainer.resume_from(args.resume_from)
+    else:
+        trainer.resume_or_load(resume=args.resume)
+    try:
+        res = trainer.train()
+    except TimeBudgetReached:  # the deadline: saved and evaluated, a finished run
+        res = getattr(trainer, "_last_eval_results", None)
+    except Exception as err:  # a full disk outside the checkpoints: one line too
+        stop = as_stop(err, cfg.OUTPUT_DIR)
+        if stop is None:
+            raise
+        raise stop from None
+    if comm.is_main_process():
+        logging.getLogger("detectron2").info(
+            "metrics: %s; TensorBoard events: %s (tensorboard --logdir %s)",
+            os.path.join(cfg.OUTPUT_DIR, "metrics.json"),
+            cfg.OUTPUT_DIR,
+            cfg.OUTPUT_DIR,
+        )
+    undecayed = undecayed_stop(trainer.scheduler, trainer.cfg.SOLVER.MAX_ITER)
+    if undecayed is not None:  # saved and evaluated, then the line and exit status 4
+        raise undecayed
+    return res
+
+
+def evaluate(cfg: CfgNode, args: argparse.Namespace) -> Any:
+    """``--eval-only``: load the weights (or the resumed checkpoint's) safely, evaluate, and
+    append the results to ``OUTPUT_DIR/metrics.json`` unless it is a training run's log."""
+    model = BudgetTrainer.build_model(cfg)
+    checkpointer = SafeCheckpointer(model, save_dir=cfg.OUTPUT_DIR)
+    if args.resume_from:
+        loaded = checkpointer.load(args.resume_from, checkpointables=[])
+    else:
+        loaded = checkpointer.resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
+    res = BudgetTrainer.test(cfg, model)
+    if comm.is_main_process():
+        verify_results(cfg, res)
+        if write_evaluation(cfg.OUTPUT_DIR, res, (loaded or {}).get("iteration")) is None:
+            logging.getLogger("detectron2").info(
+                "--eval-only: results not added to %s (a training run's log, or none)",
+                os.path.join(cfg.OUTPUT_DIR, "metrics.json"),
+            )
+    return res

@@ -11,7 +11,7 @@ In a LazyConfig, ``lr_multiplier`` is an fvcore ``ParamScheduler`` that Detectro
     )
 
 :class:`BudgetLRMultiplier` returns ``m(where * total_iters)``, ``m`` the core's
-:class:`~budgeted.schedules.core.BudgetSchedule`. ``tools/lazyconfig_train_net.py`` turns it into a
+:class:`~budgeted.schedules.BudgetSchedule`. ``tools/lazyconfig_train_net.py`` turns it into a
 :class:`~budgeted.detectron2.BudgetLRScheduler` (via :func:`build_lazy_lr_scheduler`) so the
 budget is checkpointed and a resume with another budget is refused, as with yaml configs.
 """
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import torch
 from fvcore.common.param_scheduler import ParamScheduler
 
-from ..schedules.core import BudgetSchedule, name_keys
+from ..schedules import BudgetSchedule, name_keys
 from .solver import BudgetConfigError, BudgetLRScheduler
 
 __all__ = ["BudgetLRMultiplier", "LazyBudgetLRScheduler", "build_lazy_lr_scheduler"]

@@ -37,11 +37,12 @@ from detectron2.utils import comm
 from ..config_files import find_config
 from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
 from .checkpoint import SafeCheckpointer
-from .cli import argument_parser, check_checkpoint_files, launch_checked
+from .cli import argument_parser, launch_checked
 from .data import check_datasets, check_not_empty, register_toy_coco
 from .lazy import build_lazy_lr_scheduler
 from .output_dir import OutputDirLock, check_writable, log_removed
 from .preemption import PreemptionHook
+from .preflight import check_checkpoint_files
 from .solver import stand_in_optimizer
 from .stops import StopsInOneLine, as_stop, check_finished
 

@@ -9,7 +9,7 @@ written, one run at a time in it, and what a killed write left there.
   lock left by a dead process is never in the way), so a second run into the same folder is refused
   in one line naming the first one's PID.
 - :func:`claim`: takes that lock and, holding it, removes the temporary files a killed
-  checkpoint write left (:func:`budgeted.safety.checkpoints.remove_stale_temporaries`); the worker
+  checkpoint write left (:func:`budgeted.safety.remove_stale_temporaries`); the worker
   logs what was removed (:func:`log_removed`).
 """
 
@@ -19,7 +19,7 @@ import logging
 import os
 from collections.abc import Sequence
 
-from ..safety.checkpoints import remove_stale_temporaries
+from ..safety import remove_stale_temporaries
 from ..safety.locks import FolderLock
 
 __all__ = ["LOCK_NAME", "OutputDirLock", "check_writable", "claim", "log_removed"]

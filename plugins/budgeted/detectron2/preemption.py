@@ -19,14 +19,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 
 from detectron2.engine import HookBase, hooks
 from detectron2.utils import comm
 from detectron2.utils.events import CommonMetricPrinter
 
-from ..safety.preemption import Preempted, PreemptionGuard, active_guard, signal_name
-from ..safety.ranks import agree_max, world_size
+from ..safety.preemption import Preempted, PreemptionGuard, PreemptionPolicy, signal_name
 
 __all__ = ["PreemptionHook"]
 
@@ -44,10 +42,6 @@ class PreemptionHook(HookBase):
             installs for the duration of training.
         prog (str): the name the printed line starts with.
         resume_hint (str): how to continue, for the printed line.
-
-    Attributes:
-        syncs (int): all-reduces of the flag done (several workers only).
-        sync_seconds (float): the time they took, in all.
     """
 
     def __init__(
@@ -61,16 +55,13 @@ class PreemptionHook(HookBase):
         self.guard = guard
         self.prog = prog
         self.resume_hint = resume_hint
-        self.syncs = 0
-        self.sync_seconds = 0.0
-        self._guard: PreemptionGuard | None = None
-        self._own: PreemptionGuard | None = None
+        self._policy: PreemptionPolicy | None = None
+
+    # the policy (agreement over the workers, when to stop): PreemptionPolicy, as MMEngine's hook
 
     def before_train(self) -> None:
-        self._guard = self.guard or active_guard()
-        if self._guard is None:
-            self._own = self._guard = PreemptionGuard().__enter__()
-        signum = self._agreed()
+        self._policy = PreemptionPolicy(self.guard)
+        signum = self._policy.begin()
         if signum:
             start, total = self.trainer.start_iter, self.trainer.max_iter
             self._raise(
@@ -80,12 +71,10 @@ class PreemptionHook(HookBase):
             )
 
     def after_step(self) -> None:
-        signum = self._agreed()
+        it, total = self.trainer.iter, self.trainer.max_iter
+        signum = self._policy.stop_after(it + 1, total) if self._policy is not None else 0
         if not signum:
             return
-        it, total = self.trainer.iter, self.trainer.max_iter
-        if it + 1 >= total:
-            return  # that was the last iteration: the run ends now anyway
         name = f"model_{it:07d}"
         if comm.is_main_process():
             self.checkpointer.save(name, iteration=it)
@@ -98,15 +87,10 @@ class PreemptionHook(HookBase):
         )
 
     def after_train(self) -> None:
-        if self._own is not None:
-            self._own.__exit__(None, None, None)
-            self._own = None
-        if self.syncs:
-            logger.info(
-                "preemption flag: %d all-reduces, %.1f us each on average",
-                self.syncs,
-                1e6 * self.sync_seconds / self.syncs,
-            )
+        cost = self._policy.end() if self._policy is not None else None
+        self._policy = None
+        if cost:
+            logger.info(cost)
 
     def _raise(self, message: str, signum: int) -> None:
         self._settle_printers()
@@ -127,17 +111,3 @@ class PreemptionHook(HookBase):
                 for writer in getattr(hook, "_writers", []):
                     if isinstance(writer, CommonMetricPrinter) and hasattr(writer, "_last_write"):
                         writer._last_write = None
-
-    def _agreed(self) -> int:
-        """The preemption signal any worker got (0: none); the same on every worker."""
-        assert self._guard is not None
-        local = self._guard.signum or 0
-        if world_size() == 1:
-            return local
-        start = time.perf_counter()
-        agreed = agree_max(local)
-        self.sync_seconds += time.perf_counter() - start
-        self.syncs += 1
-        if agreed and not local:
-            self._guard.request(agreed)  # another worker got the signal
-        return agreed

@@ -8,7 +8,7 @@ every other name to Detectron2's own builder unchanged. A user's trainer adopts 
     class Trainer(DefaultTrainer):
         build_lr_scheduler = classmethod(lambda cls, cfg, opt: bd2.build_lr_scheduler(cfg, opt))
 
-Every schedule registered in :mod:`budgeted.schedules.core` (the built-ins and any registered later
+Every schedule registered in :mod:`budgeted.schedules` (the built-ins and any registered later
 with ``budgeted.register_schedule``) becomes ``Budget<Label>`` here, its parameters read from
 ``SOLVER.BUDGET.<NAME>_<PARAM>`` (:func:`~budgeted.detectron2.config.param_key`).
 """
@@ -21,23 +21,24 @@ from typing import Any, ClassVar
 
 import torch
 from detectron2.config import CfgNode
+from detectron2.engine import DefaultTrainer
 from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
+from detectron2.utils import comm
 from detectron2.utils.registry import Registry
 
 from .. import SCHEDULES
 from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
-from ..schedules.core import (
+from ..schedules import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
-    check_on_resume,
     name_keys,
     on_schedule_registered,
     schedule_info,
 )
-from .config import budget_max_iter, check_budget_keys, max_iter_agrees, param_key
+from .budget_keys import budget_max_iter, check_budget_keys, max_iter_agrees, on_resume, param_key
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
 __all__ = [
@@ -50,7 +51,9 @@ __all__ = [
     "budget_schedule_from_cfg",
     "budget_scheduler_names",
     "build_lr_scheduler",
+    "check_budget",
     "check_max_iter",
+    "on_resume",
     "register_budget_scheduler",
 ]
 
@@ -185,7 +188,7 @@ def check_max_iter(cfg: CfgNode) -> None:
 
 
 def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSchedule:
-    """The core :class:`~budgeted.schedules.core.BudgetSchedule` that config ``cfg`` states.
+    """The core :class:`~budgeted.schedules.BudgetSchedule` that config ``cfg`` states.
 
     Args:
         cfg (CfgNode): the config (``SOLVER.MAX_ITER`` the budget, ``SOLVER.WARMUP_*``, the
@@ -290,23 +293,6 @@ def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
     return torch.optim.SGD(groups, lr=lr)
 
 
-def on_resume(cfg: CfgNode) -> str:
-    """``SOLVER.BUDGET.ON_RESUME``: ``"refuse"`` (the default), ``"replan"`` or ``"branch"``
-    (:meth:`budgeted.schedules.core.BudgetSchedule.resume`).
-
-    Raises:
-        BudgetConfigError: one line for any other value.
-
-    Example:
-        >>> from detectron2.config import get_cfg
-        >>> from budgeted.detectron2 import add_budget_config
-        >>> on_resume(add_budget_config(get_cfg()))
-        'refuse'
-    """
-    value = cfg.SOLVER.get("BUDGET", CfgNode()).get("ON_RESUME", "refuse")
-    return check_on_resume(value, "SOLVER.BUDGET.ON_RESUME")
-
-
 def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:
     """Register Detectron2 scheduler ``name`` as core schedule ``schedule``.
 
@@ -315,7 +301,7 @@ def register_budget_scheduler(name: str, schedule: str, params: ParamReader | No
 
     Args:
         name (str): the ``SOLVER.LR_SCHEDULER_NAME`` to register.
-        schedule (str): a schedule registered in :mod:`budgeted.schedules.core`.
+        schedule (str): a schedule registered in :mod:`budgeted.schedules`.
         params (callable, optional): ``cfg -> {param: value}``; default: read the schedule's
             ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys.
 
@@ -406,3 +392,40 @@ def build_lr_scheduler(
         raise BudgetConfigError(
             f"unknown SOLVER.LR_SCHEDULER_NAME {name!r}; valid names: {', '.join(valid_names())}"
         ) from None
+
+
+def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
+    """Validate the LR schedule as it will be trained on ``world_size`` workers.
+
+    Applies Detectron2's ``REFERENCE_WORLD_SIZE`` scaling (``MAX_ITER`` and ``WARMUP_ITERS``
+    divided by ``world_size / REFERENCE_WORLD_SIZE``) to a copy of ``cfg``, then builds its
+    scheduler on a dummy optimizer, so every bad value fails here, before any training.
+
+    Args:
+        cfg (CfgNode): the config as loaded (before scaling).
+        world_size (int, optional): the number of workers; default: the current world size.
+
+    Returns:
+        CfgNode: the scaled copy.
+
+    Raises:
+        BudgetConfigError: one line naming the bad key (also a ``MAX_ITER`` that is not the
+            budget ``SOLVER.BUDGET`` states).
+
+    Example:
+        >>> from budgeted.detectron2 import load_config
+        >>> cfg = load_config("mask_rcnn_budget10.yaml", ["SOLVER.REFERENCE_WORLD_SIZE", "8"])
+        >>> check_budget(cfg, world_size=16).SOLVER.MAX_ITER
+        4500
+    """
+    world_size = comm.get_world_size() if world_size is None else world_size
+    rws = cfg.SOLVER.REFERENCE_WORLD_SIZE
+    if rws and world_size != rws and (cfg.SOLVER.IMS_PER_BATCH % rws) != 0:
+        raise BudgetConfigError(
+            f"SOLVER.IMS_PER_BATCH={cfg.SOLVER.IMS_PER_BATCH} is not divisible by "
+            f"SOLVER.REFERENCE_WORLD_SIZE={rws}; allowed: a multiple of it"
+        )
+    scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
+    param = torch.nn.Parameter(torch.zeros(1))
+    build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
+    return scaled

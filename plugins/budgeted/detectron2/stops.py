@@ -17,7 +17,7 @@
 Each is a :class:`RunStopped`, a ``SystemExit`` carrying the line: Detectron2's training loop
 (``except Exception``) lets it through without logging a traceback, the tools print the line
 once (``<prog>: <line>``; with several workers the launcher prints it,
-:func:`budgeted.detectron2.launch.launch`), and the process exits with its status.
+:func:`budgeted.detectron2.launcher.launch`), and the process exits with its status.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import torch
 from detectron2.engine import hooks
 
 from ..errors import Diverged, RunStopped, Undecayed
-from ..safety.checkpoints import newest_intact_checkpoint
+from ..safety import newest_intact_checkpoint
 
 __all__ = [
     "DiskFull",
@@ -176,7 +176,7 @@ def mount_point(path: str) -> str:
 def disk_full(path: str, folder: str, *, resume: str = "--resume") -> DiskFull:
     """The one line for a write of ``path`` that found no space left, with the newest intact
     checkpoint of run ``folder`` named
-    (:func:`budgeted.safety.checkpoints.newest_intact_checkpoint`).
+    (:func:`budgeted.safety.newest_intact_checkpoint`).
 
     Args:
         path (str): the file being written (or the run folder when unknown).

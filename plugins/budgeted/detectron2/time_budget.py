@@ -43,15 +43,20 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
+from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetTimeLR
 from ..safety.ranks import broadcast_from_rank0
-from ..schedules.clock import TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
-from ..schedules.core import (
+from ..schedules import (
     TIME_RESUME_POLICIES,
     BudgetMismatchError,
     BudgetReplanError,
+    TimeBudget,
+    TimeBudgetReached,
+    TrainingClock,
     check_on_resume,
+    parse_duration,
 )
+from .budget_keys import on_resume
 from .stops import Undecayed
 
 __all__ = [
@@ -68,8 +73,6 @@ logger = logging.getLogger("detectron2.budgeted")
 
 def time_budget_seconds(cfg: CfgNode) -> float:
     """``SOLVER.BUDGET.SECONDS`` (0: no time budget); bad values raise one line."""
-    from .solver import BudgetConfigError
-
     b = cfg.SOLVER.get("BUDGET", CfgNode())
     value = b.get("SECONDS", 0)
     if value in (0, 0.0, "", None):
@@ -100,8 +103,6 @@ def time_budget_from_cfg(
         s.WARMUP_METHOD,
         params,
     )
-    from .solver import on_resume
-
     period = s.BUDGET.get("CLOCK_SYNC_PERIOD", 1)
     clock = TrainingClock(sync_period=period, share=broadcast_from_rank0)
     policy = check_on_resume(on_resume(cfg), "SOLVER.BUDGET.ON_RESUME", TIME_RESUME_POLICIES)
@@ -115,8 +116,6 @@ class TimeBudgetLRScheduler(BudgetTimeLR):
     LOGGER = "detectron2.budgeted"
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        from .solver import BudgetResumeError
-
         try:
             super().load_state_dict(state_dict)
         except (BudgetMismatchError, BudgetReplanError) as err:

@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import logging
+import contextlib
+import functools
 import os
-import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from detectron2.config import CfgNode
 from detectron2.data import MetadataCatalog
-from detectron2.engine import AMPTrainer, DefaultTrainer, SimpleTrainer, hooks
-from detectron2.engine.defaults import create_ddp_model
-from detectron2.engine.train_loop import TrainerBase
+from detectron2.engine import DefaultTrainer, hooks
+from detectron2.engine import defaults as d2_defaults
 from detectron2.evaluation import COCOEvaluator, DatasetEvaluator
 from detectron2.utils import comm
-from detectron2.utils.logger import setup_logger
 
 from ..pytorch import BudgetTimeLR
-from ..safety.checkpoints import load_checkpoint
-from .checkpoint import CheckpointAtHook, SafeCheckpointer, last_checkpoint_file
-from .grad_norm import grad_norm_hook_from_cfg
+from .checkpoint import CheckpointAtHook, use_safe_checkpointer
 from .preemption import PreemptionHook
-from .solver import BudgetConfigError, build_lr_scheduler, stand_in_optimizer
+from .solver import build_lr_scheduler, check_budget
 from .stops import StopsInOneLine
 from .time_budget import TimeBudgetHook
 
-__all__ = ["BudgetTrainer", "check_budget", "check_resume", "has_compiled_ops"]
+__all__ = ["BudgetTrainer", "check_budget", "ddp_on_cpu", "has_compiled_ops"]
 
 
 def has_compiled_ops() -> bool:
@@ -43,41 +40,23 @@ def has_compiled_ops() -> bool:
     return not getattr(_C, "__budgeted_lite__", False)
 
 
-def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
-    """Validate the LR schedule as it will be trained on ``world_size`` workers.
-
-    Applies Detectron2's ``REFERENCE_WORLD_SIZE`` scaling (``MAX_ITER`` and ``WARMUP_ITERS``
-    divided by ``world_size / REFERENCE_WORLD_SIZE``) to a copy of ``cfg``, then builds its
-    scheduler on a dummy optimizer, so every bad value fails here, before any training.
-
-    Args:
-        cfg (CfgNode): the config as loaded (before scaling).
-        world_size (int, optional): the number of workers; default: the current world size.
-
-    Returns:
-        CfgNode: the scaled copy.
-
-    Raises:
-        BudgetConfigError: one line naming the bad key (also a ``MAX_ITER`` that is not the
-            budget ``SOLVER.BUDGET`` states).
-
-    Example:
-        >>> from budgeted.detectron2 import load_config
-        >>> cfg = load_config("mask_rcnn_budget10.yaml", ["SOLVER.REFERENCE_WORLD_SIZE", "8"])
-        >>> check_budget(cfg, world_size=16).SOLVER.MAX_ITER
-        4500
+@contextlib.contextmanager
+def ddp_on_cpu(cfg: CfgNode) -> Iterator[None]:
+    """While ``DefaultTrainer.__init__`` runs: DDP without ``device_ids`` for a CPU model on
+    several workers (Detectron2 v0.6 passes ``device_ids=[local rank]`` to
+    ``create_ddp_model``, which DDP refuses for a CPU module, and offers no method to build the
+    DDP model); elsewhere nothing changes. The public ``create_ddp_model`` gets that one
+    argument, and is restored after.
     """
-    world_size = comm.get_world_size() if world_size is None else world_size
-    rws = cfg.SOLVER.REFERENCE_WORLD_SIZE
-    if rws and world_size != rws and (cfg.SOLVER.IMS_PER_BATCH % rws) != 0:
-        raise BudgetConfigError(
-            f"SOLVER.IMS_PER_BATCH={cfg.SOLVER.IMS_PER_BATCH} is not divisible by "
-            f"SOLVER.REFERENCE_WORLD_SIZE={rws}; allowed: a multiple of it"
-        )
-    scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
-    param = torch.nn.Parameter(torch.zeros(1))
-    build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
-    return scaled
+    if comm.get_world_size() == 1 or torch.device(cfg.MODEL.DEVICE).type != "cpu":
+        yield
+        return
+    stock = d2_defaults.create_ddp_model
+    d2_defaults.create_ddp_model = functools.partial(stock, device_ids=None)
+    try:
+        yield
+    finally:
+        d2_defaults.create_ddp_model = stock
 
 
 class BudgetTrainer(StopsInOneLine, DefaultTrainer):
@@ -99,29 +78,12 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
     """
 
     def __init__(self, cfg: CfgNode) -> None:
-        # DefaultTrainer.__init__, except for the budget check and DDP's device_ids on CPU.
-        TrainerBase.__init__(self)
-        logger = logging.getLogger("detectron2")
-        if not logger.isEnabledFor(logging.INFO):
-            setup_logger()
-        cfg = DefaultTrainer.auto_scale_workers(cfg, comm.get_world_size())
-        check_budget(cfg, comm.get_world_size())
-        model = self.build_model(cfg)
-        optimizer = self.build_optimizer(cfg, model)
-        data_loader = self.build_train_loader(cfg)
-        on_cpu = next(model.parameters()).device.type == "cpu"
-        model = create_ddp_model(
-            model, broadcast_buffers=False, **({"device_ids": None} if on_cpu else {})
-        )
-        self._trainer = (AMPTrainer if cfg.SOLVER.AMP.ENABLED else SimpleTrainer)(
-            model, data_loader, optimizer
-        )
-        self.scheduler = self.build_lr_scheduler(cfg, optimizer)
-        self.checkpointer = SafeCheckpointer(model, cfg.OUTPUT_DIR, trainer=weakref.proxy(self))
-        self.start_iter = 0
-        self.max_iter = cfg.SOLVER.MAX_ITER
-        self.cfg = cfg
-        self.register_hooks(self.build_hooks())
+        check_budget(cfg, comm.get_world_size())  # one line, before the model is built
+        with ddp_on_cpu(cfg):
+            super().__init__(cfg)
+        # DefaultTrainer has no build_checkpointer: its checkpointer replaced everywhere
+        # (trainer.checkpointer and the hooks build_hooks gave it to) by the safe one
+        use_safe_checkpointer(self, preemption=False)  # build_hooks registered PreemptionHook
 
     def resume_from(self, path: str) -> None:
         """Resume exactly from checkpoint ``path`` (model, optimizer, scheduler, iteration),
@@ -179,9 +141,11 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
                 # TensorBoard event file (and JSON/console writers) that nothing closes
                 ret[i] = hooks.PeriodicWriter(hook._writers, period=period)
                 writer_at = i
-        grad_norm = grad_norm_hook_from_cfg(self.cfg)
-        if grad_norm is not None:  # before the writers: its value is written at its iteration
-            ret.insert(writer_at, grad_norm)
+        if self.cfg.SOLVER.BUDGET.get("GRAD_NORM_PERIOD", 0):  # a diagnostic, loaded when asked
+            from .grad_norm import grad_norm_hook_from_cfg
+
+            # before the writers: its value is written at its iteration
+            ret.insert(writer_at, grad_norm_hook_from_cfg(self.cfg))
         save_at = self.cfg.SOLVER.BUDGET.get("SAVE_AT", ())  # checked by build_lr_scheduler
         if save_at:  # after the LR scheduler's step: the checkpoint holds the next LR
             ret.append(CheckpointAtHook(save_at))
@@ -191,36 +155,11 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
         return ret
 
 
-def check_resume(
-    cfg: CfgNode, world_size: int | None = None, *, checkpoint: Any = None, path: str | None = None
-) -> None:
-    """Refuse to resume a checkpoint whose budget differs from the one ``cfg`` trains on
-    ``world_size`` workers.
+def __getattr__(name: str) -> Any:
+    """``check_resume``, now part of the one pre-flight (:mod:`.preflight`), still importable
+    from here, loaded on first use (importing the adapter loads no pre-flight)."""
+    if name == "check_resume":
+        from .preflight import check_resume
 
-    The checkpoint is ``checkpoint`` (already loaded), else the file ``path``, else the one
-    ``cfg.OUTPUT_DIR/last_checkpoint`` names (none: nothing to check); files are loaded with
-    :func:`budgeted.safety.checkpoints.load_checkpoint`.
-
-    Args:
-        cfg (CfgNode): the config to resume with.
-        world_size (int, optional): the number of workers; default: the current world size.
-        checkpoint (dict, optional): the loaded checkpoint.
-        path (str, optional): the checkpoint file.
-
-    Raises:
-        BudgetResumeError: one line naming both budgets and the fix.
-        UnsafeCheckpointError, DamagedCheckpointError: the file cannot be loaded (one line).
-    """
-    if checkpoint is None:
-        path = path or last_checkpoint_file(cfg.OUTPUT_DIR)
-        if path is None:
-            return
-        checkpoint = load_checkpoint(path)
-    trainer_state = checkpoint.get("trainer", {}) if isinstance(checkpoint, dict) else {}
-    saved = (trainer_state.get("hooks") or {}).get("LRScheduler")
-    scaled = DefaultTrainer.auto_scale_workers(
-        cfg.clone(), comm.get_world_size() if world_size is None else world_size
-    )
-    scheduler = build_lr_scheduler(scaled, stand_in_optimizer(saved, scaled.SOLVER.BASE_LR))
-    if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
-        scheduler.load_state_dict(saved)
+        return check_resume
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

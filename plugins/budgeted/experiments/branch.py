@@ -3,7 +3,7 @@
     budgeted-branch mmseg --toy --budgets 0.05 0.1 0.25 0.5 1.0 [--cooldown 0.2] \\
         [--seeds 0 1 2] [--lrs 0.1] [--compare] --out output/branch/mmseg_toy [-- overrides]
 
-The ``wsd`` schedule (:func:`budgeted.schedules.core.wsd`: warmup ``W``, the base LR, then a linear
+The ``wsd`` schedule (:func:`budgeted.schedules.wsd`: warmup ``W``, the base LR, then a linear
 cooldown over the last fraction ``c`` of the decay phase) is the same for every budget until a
 budget's cooldown starts, after ``N_B = floor(W + (1 - c)(B - W)) + 1`` iterations. So, per seed
 and LR:
@@ -31,28 +31,23 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..safety.locks import FolderBusyError
-from .families import family
-from .report import CellKey, ReportError, family_label
-from .sweep import (
-    FRAMEWORKS,
+from ..errors import FolderBusyError, ReportError, SweepError
+from .families import FRAMEWORKS, family
+from .sweep.cli import _Parser as SweepParser
+from .sweep.commands import check_extra
+from .sweep.execute import SignalForwarder, check_writable, save_sweep, sweep_lock
+from .sweep.local import run_cells
+from .sweep.plan import (
     Plan,
-    SignalForwarder,
-    SweepError,
-    _run_cells,
-    check_extra,
-    check_writable,
     committed_configs,
     make_toy_data,
     parse_budget,
     parse_lr,
     parse_seed,
     plan_cell,
-    save_sweep,
-    sweep_lock,
     toy_environment,
 )
-from .sweep import _Parser as SweepParser
+from .sweep.records import CellKey, family_label
 
 __all__ = ["branch_points", "compute", "main"]
 
@@ -220,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 make_toy_data(fam, data)
             save_sweep(args.out, args.framework, family_label(fam), plans)
             start = time.monotonic()
-            code = _run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
+            code = run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
         except OSError as err:  # checked writable before; a disk that filled up, say
             print(f"branch: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
             return 1

@@ -101,6 +101,10 @@ class ConfigFamily:
         toy_data: for a toy family of an MMEngine codebase, its data (:class:`ToyData`).
         task: the short name ``budgeted-sweep --task`` picks the family by, where a framework
             has several (``cifar10``, ``imagenet``).
+        script: for a family trained by a script instead of config files (plain PyTorch), the
+            script, relative to the checkout (``examples/digits_budget.py``): a cell runs it
+            with ``--budget``, ``--schedule`` (any registered schedule: no file per schedule),
+            ``--lr``, ``--seed`` and ``--out``; ``schedules`` is then empty.
     """
 
     name: str
@@ -117,6 +121,7 @@ class ConfigFamily:
     fractions: tuple[float, ...] = field(default=BUDGET_FRACTIONS)
     toy_data: ToyData | None = None
     task: str = ""
+    script: str = ""
 
     def filename(self, fraction: float, schedule: str = "linear") -> str:
         """The config of ``schedule`` at ``fraction``, relative to the config root."""
@@ -349,6 +354,24 @@ LENET5_DIGITS = ConfigFamily(
     task="digits",
 )
 """Real data, small: the UCI handwritten digits bundled with scikit-learn (docs/digits.md)."""
+LENET5_DIGITS_PYTORCH = ConfigFamily(
+    name="lenet5_digits_pytorch",
+    framework="pytorch",
+    folder="",
+    prefix="",
+    ext="",
+    full_iters=1720,  # as LENET5_DIGITS: the same model, batch for batch
+    warmup=0,
+    schedules={},  # any registered schedule, as the script's --schedule
+    step_milestones=(1 / 2, 3 / 4),
+    title="plain-PyTorch LeNet-5 (examples/digits_budget.py), UCI digits at 32x32, batch 32",
+    paper="40 epochs at batch 32, SGD 0.9 / 1e-4; step x0.1 at 1/2 and 3/4 (the MMPretrain "
+    "digits family's, trained batch for batch in plain PyTorch)",
+    fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    task="digits",
+    script="examples/digits_budget.py",
+)
+"""The digits grid's family (tools/digits_grid.sh): ``budgeted-sweep pytorch --task digits``."""
 
 FAMILIES: dict[str, ConfigFamily] = {
     f.name: f
@@ -366,12 +389,14 @@ FAMILIES: dict[str, ConfigFamily] = {
         I3D,
         I3D_TOY,
         LENET5_DIGITS,
+        LENET5_DIGITS_PYTORCH,
     )
 }
 """Every shipped family, by name."""
 
 FRAMEWORKS: tuple[str, ...] = tuple(dict.fromkeys(f.framework for f in FAMILIES.values()))
-"""Every framework a family is shipped for: ``detectron2`` and the MMEngine codebases."""
+"""Every framework a family is shipped for: ``detectron2``, the MMEngine codebases and
+``pytorch`` (plain-PyTorch scripts)."""
 
 
 def family(framework: str, toy: bool = False, task: str | None = None) -> ConfigFamily:
@@ -387,6 +412,10 @@ def family(framework: str, toy: bool = False, task: str | None = None) -> Config
         f for f in FAMILIES.values() if f.framework == framework and f.name.endswith("_toy") == toy
     ]
     tasks = [f.task for f in found]
+    if not found:
+        other = "leave out --toy" if toy else "--toy"
+        kind = "toy" if toy else "full-size"
+        raise ValueError(f"{framework} has no {kind} family; allowed: {other}")
     if task:
         found = [f for f in found if f.task == task]
         if not found:

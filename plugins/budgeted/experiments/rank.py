@@ -26,9 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report import METRICS, Group, ReportError, group_sweeps, load_sweep, number_text
+from ..errors import ReportError
+from .report.model import Group, group_sweeps
 from .stats import Summary, summarize
-from .sweep import _Parser as SweepParser
+from .sweep.cli import _Parser as SweepParser
+from .sweep.records import METRICS, load_sweep, number_text
 
 __all__ = ["Architectures", "kendall_tau", "load_architectures", "main", "markdown"]
 

@@ -1,5 +1,6 @@
 """Statistics for sweep reports: mean ± std over seeds, paired differences with a t-interval,
-the best base LR. Framework-free, standard library only (no numpy or scipy needed to report).
+the best base LR. Framework-free: the standard library, and ``scipy.stats.t`` for the interval's
+quantile (imported when an interval is computed, not before).
 
 The paper reports each cell as the mean of 3 runs and compares schedules at their tuned base
 LR; :func:`best_lr` picks that LR (highest mean), :func:`paired_difference` compares two
@@ -24,19 +25,11 @@ __all__ = [
     "verdict",
 ]
 
-_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-          2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-          2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
-"""The 0.975 quantile of Student's t for 1..30 degrees of freedom (two-sided 95 %)."""
-
-_Z_975 = 1.959963984540054
-"""The 0.975 quantile of the standard normal distribution."""
-
 
 def t_quantile_975(df: int) -> float:
-    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (two-sided 95 %), to
-    three decimals: the table for 1-30, beyond it the Cornish-Fisher expansion in ``1 / df``
-    around the normal quantile ``z = 1.95996`` (its first four terms; exact to 1e-6 there).
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (two-sided 95 %),
+    ``scipy.stats.t.ppf(0.975, df)``, rounded to three decimals as the printed t-tables are
+    (the report's intervals are those a reader checks against such a table).
 
     Example:
         >>> t_quantile_975(2), t_quantile_975(31), t_quantile_975(1000)
@@ -44,16 +37,9 @@ def t_quantile_975(df: int) -> float:
     """
     if isinstance(df, bool) or not isinstance(df, int) or df < 1:
         raise ValueError(f"degrees of freedom {df!r} is invalid; allowed: an integer >= 1")
-    if df <= len(_T_975):
-        return _T_975[df - 1]
-    z, v = _Z_975, float(df)
-    terms = (
-        (z**3 + z) / 4,
-        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
-    )
-    return round(z + sum(term / v ** (k + 1) for k, term in enumerate(terms)), 3)
+    from scipy.stats import t  # numpy and scipy only once an interval is computed
+
+    return round(float(t.ppf(0.975, df)), 3)
 
 
 @dataclass(frozen=True)

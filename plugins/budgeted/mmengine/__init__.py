@@ -14,6 +14,9 @@ The same package serves MMSegmentation, MMDetection, MMPretrain and MMAction2 co
 - :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically),
   ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75) and
   ``DivergenceHook`` (a NaN or infinite loss: stop there, exit 3), in MMEngine's ``HOOKS``;
+- :mod:`.scheduler_hook`: ``BudgetParamSchedulerHook``, MMEngine's ``ParamSchedulerHook`` (and
+  registered under that name) that binds each budget scheduler to the runner's train loop and
+  ``budget_on_resume`` and checks it before training;
 - :mod:`.grad_norm`: ``FullGradNormHook`` (the full-gradient norm over a fixed subset of
   training batches every ``interval`` iterations, beside ``lr`` in scalars.json), in ``HOOKS``;
 - :mod:`.resume`: what a run will load, checked before anything is written; :mod:`.preflight`:
@@ -42,7 +45,7 @@ require("budgeted.mmengine", "mmengine", "numpy")
 
 from typing import Any  # noqa: E402
 
-from ..schedules.core import BudgetMismatchError  # noqa: E402
+from ..schedules import BudgetMismatchError  # noqa: E402
 from .checkpoint import (  # noqa: E402
     MMENGINE_CHECKPOINT_GLOBALS,
     DamagedCheckpointError,
@@ -53,6 +56,7 @@ from .checkpoint import (  # noqa: E402
 )
 from .grad_norm import FullGradNormHook  # noqa: E402
 from .hooks import AtomicCheckpointHook, DivergenceHook, PreemptionHook  # noqa: E402
+from .scheduler_hook import BudgetParamSchedulerHook  # noqa: E402
 from .schedulers import (  # noqa: E402
     NAMED_SCHEDULERS,
     BudgetConfigError,
@@ -69,6 +73,7 @@ __all__ = [
     "BudgetConfigError",
     "BudgetMismatchError",
     "BudgetParamScheduler",
+    "BudgetParamSchedulerHook",
     "BudgetScheduleLR",
     "DamagedCheckpointError",
     "DivergenceHook",

@@ -7,7 +7,7 @@ methods pickle as ``getattr(HistoryBuffer, "min")``) and numpy arrays and scalar
 global is still refused by torch. A checkpoint is untrusted input: unpickling arbitrary globals
 would run code from the file. Before training, our tools load every file they will load
 (``load_from``, the checkpoint to resume; ``.pth`` or ``.pkl``) with
-:func:`load_mmengine_checkpoint` (the shared :func:`budgeted.safety.checkpoints.load_checkpoint`
+:func:`load_mmengine_checkpoint` (the shared :func:`budgeted.safety.load_checkpoint`
 plus these globals), which refuses a foreign global or a damaged file in one line naming the file.
 
 Importing :mod:`budgeted.mmengine` does not change torch's allow-list: our tools call
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from mmengine.logging.history_buffer import HistoryBuffer
 
-from ..safety.checkpoints import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
+from ..safety import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
 
 __all__ = [
     "MMENGINE_CHECKPOINT_GLOBALS",
@@ -116,13 +116,13 @@ MMENGINE_EXTRA_GLOBALS: dict[str, Any] = {
 }
 """What :func:`load_mmengine_checkpoint` allows beyond the shared loader's own set (tensors,
 builtin containers, numpy arrays and scalars): ``HistoryBuffer`` and the restricted ``getattr``
-(``"module.name" -> object``, as :func:`budgeted.safety.checkpoints.load_checkpoint` takes them)."""
+(``"module.name" -> object``, as :func:`budgeted.safety.load_checkpoint` takes them)."""
 
 
 def load_mmengine_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> Any:
     """Load an untrusted MMEngine checkpoint (or ``load_from`` file) without running its code.
 
-    :func:`budgeted.safety.checkpoints.load_checkpoint` with :data:`MMENGINE_EXTRA_GLOBALS`: a torch
+    :func:`budgeted.safety.load_checkpoint` with :data:`MMENGINE_EXTRA_GLOBALS`: a torch
     file under ``weights_only=True``, a plain pickle through the restricted unpickler.
 
     Args:
@@ -150,7 +150,7 @@ def load_mmengine_checkpoint(path: str | os.PathLike[str], map_location: Any = "
 def keeping_safe_globals() -> Iterator[None]:
     """Put back torch's process-wide allow-list as it was before the block.
 
-    :func:`budgeted.safety.checkpoints.load_checkpoint` allows its globals for one call with
+    :func:`budgeted.safety.load_checkpoint` allows its globals for one call with
     ``torch.serialization.safe_globals``, whose exit *removes* those globals, also when they
     were allowed before (:func:`allow_mmengine_checkpoints` adds the same ones): without this,
     loading one file safely would make MMEngine's own resume fail afterwards.

@@ -47,7 +47,6 @@ import torch
 from mmengine.hooks import Hook, IterTimerHook, LoggerHook
 from mmengine.registry import HOOKS
 
-from ..experiments.grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
 from .schedulers import BudgetConfigError
 
 __all__ = ["SCALAR_NAME", "FullGradNormHook", "mmengine_loss"]
@@ -178,6 +177,9 @@ class FullGradNormHook(Hook):
         return cfg
 
     def before_train(self, runner: Any) -> None:
+        # imported here: ``import budgeted.mmengine`` registers the hook, loading no experiment
+        from ..experiments.grad_norm import first_batches, model_devices, unwrap_model
+
         cfg = self._loader_cfg(runner)
         model = unwrap_model(runner.model)
         self.batches = first_batches(
@@ -229,6 +231,8 @@ class FullGradNormHook(Hook):
 
     def evaluate(self, runner: Any) -> float:
         """The norm at the current weights (also logged, with its cost)."""
+        from ..experiments.grad_norm import full_gradient_norm, unwrap_model
+
         if self.batches is None:
             raise RuntimeError("FullGradNormHook: before_train has not drawn the subset yet")
         start = time.perf_counter()

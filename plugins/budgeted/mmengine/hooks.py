@@ -36,7 +36,6 @@ import os
 import os.path as osp
 import secrets
 import sys
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,13 +48,12 @@ from mmengine.runner.base_loop import BaseLoop
 from mmengine.runner.loops import IterBasedTrainLoop
 
 from ..errors import Diverged
-from ..safety.checkpoints import atomic_write_text, checkpoint_iterations
+from ..safety import atomic_write_text, checkpoint_iterations
 from ..safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
     Preempted,
-    PreemptionGuard,
-    active_guard,
+    PreemptionPolicy,
     signal_name,
 )
 from ..safety.ranks import agree_max
@@ -113,7 +111,7 @@ def save_checkpoint_atomically(
     The runner's own ``save_checkpoint`` builds the checkpoint (model, optimizer, schedulers,
     message hub, meta, the ``before_save_checkpoint`` hooks) and writes it under a temporary
     name in the same folder; rank 0 then fsyncs and renames it, writes ``last_checkpoint``
-    through :func:`budgeted.safety.checkpoints.atomic_write_text` and only then removes a checkpoint
+    through :func:`budgeted.safety.atomic_write_text` and only then removes a checkpoint
     that ``max_keep_ckpts`` retires. A non-local backend (``s3://``...) is left to MMEngine.
 
     Args:
@@ -266,47 +264,25 @@ class PreemptionHook(Hook):
             )
         self.prog = prog
         self.interval = interval
-        self._guard: PreemptionGuard | None = None
-        self._own: PreemptionGuard | None = None
+        self._policy: PreemptionPolicy | None = None
         self._stop: tuple[int, int, str | None] | None = None
-        self._checks = 0
-        self._check_seconds = 0.0
-
-    # --- the flag, agreed by every rank ----------------------------------------------------
-
-    def _agreed_signal(self) -> int:
-        """The first preemption signal any rank received (0 for none); an all-reduce (max)
-        when there are several ranks."""
-        local = (self._guard.signum if self._guard is not None else None) or 0
-        if get_world_size() == 1:
-            return local
-        start = time.perf_counter()
-        agreed = agree_max(local)
-        self._check_seconds += time.perf_counter() - start
-        self._checks += 1
-        if agreed and self._guard is not None and not self._guard.requested:
-            self._guard.request(agreed)  # another rank got the signal
-        return agreed
-
-    def _release(self) -> None:
-        if self._own is not None:
-            self._own.__exit__(None, None, None)
-            self._own = None
 
     def _say(self, runner: Any, text: str) -> None:
         _say(self.prog, runner, text)
 
-    # --- hook points ------------------------------------------------------------------------
+    def _release(self) -> str | None:
+        cost = self._policy.end() if self._policy is not None else None
+        self._policy = None
+        return cost
+
+    # --- hook points (the policy: budgeted.safety.preemption.PreemptionPolicy) -------------
 
     def before_run(self, runner: Any) -> None:
         self._stop = None
-        self._checks, self._check_seconds = 0, 0.0
         if not isinstance(getattr(runner, "_train_loop", None), BaseLoop):
             return  # runner.val() / runner.test(): SIGTERM keeps its usual meaning
-        self._guard = active_guard()
-        if self._guard is None:  # from here on (loading the checkpoint too) a signal is a flag
-            self._own = PreemptionGuard().__enter__()
-            self._guard = self._own
+        self._policy = PreemptionPolicy(interval=self.interval)  # from here on, loading the
+        self._policy.begin()  # checkpoint too, a signal is a flag
 
     def before_train(self, runner: Any) -> None:
         loop = runner.train_loop
@@ -317,12 +293,9 @@ class PreemptionHook(Hook):
                 "stopped inside an epoch would restart that epoch on resume; remove the hook or "
                 "train by iterations (train_cfg=dict(type='IterBasedTrainLoop', max_iters=...))"
             )
-        if self._guard is None:
-            self._guard = active_guard()
-            if self._guard is None:
-                self._own = PreemptionGuard().__enter__()
-                self._guard = self._own
-        signum = self._agreed_signal()
+        if self._policy is None:
+            self._policy = PreemptionPolicy(interval=self.interval)
+        signum = self._policy.begin()
         if signum:  # preempted while the runner was being built or the checkpoint loaded
             self._say(
                 runner,
@@ -336,17 +309,13 @@ class PreemptionHook(Hook):
     def after_train_iter(
         self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
     ) -> None:
-        if self._stop is not None:
-            return
-        if get_world_size() > 1 and (runner.iter + 1) % self.interval:
-            return
-        signum = self._agreed_signal()
-        if not signum:
+        if self._stop is not None or self._policy is None:
             return
         loop = runner.train_loop
         done = runner.iter + 1  # iterations trained (runner.iter counts up after the hooks)
-        if done >= loop.max_iters:
-            return  # the last iteration: the run ends as planned
+        signum = self._policy.stop_after(done, loop.max_iters)
+        if not signum:
+            return
         path = self._save(runner, done)
         barrier()  # no rank leaves (and no launcher kills rank 0) before the file is in place
         self._stop = (signum, done, path)
@@ -359,16 +328,16 @@ class PreemptionHook(Hook):
         )
 
     def after_train(self, runner: Any) -> None:
-        if self._checks:
+        policy = self._policy
+        if policy is not None and policy.syncs:
             runner.logger.info(
-                f"PreemptionHook: {self._checks} all-reduced preemption checks over "
-                f"{get_world_size()} ranks, {1e3 * self._check_seconds / self._checks:.3f} ms "
+                f"PreemptionHook: {policy.syncs} all-reduced preemption checks over "
+                f"{get_world_size()} ranks, {1e3 * policy.sync_seconds / policy.syncs:.3f} ms "
                 "each on average"
             )
 
     def after_run(self, runner: Any) -> None:
         self._release()
-        self._guard = None
         if self._stop is not None:
             signum, done, _ = self._stop
             raise Preempted(f"preempted by {signal_name(signum)} at iteration {done}", signum)

@@ -32,13 +32,8 @@ from typing import Any
 import torch
 from mmengine.config import Config
 
-from ..safety.checkpoints import (
-    DamagedCheckpointError,
-    check_later_checkpoints_kept,
-    newest_intact_checkpoint,
-)
-from ..schedules.clock import TimeBudget, parse_duration
-from ..schedules.core import BudgetMismatchError, BudgetReplanError
+from ..safety import DamagedCheckpointError, check_later_checkpoints_kept, newest_intact_checkpoint
+from ..schedules import BudgetMismatchError, BudgetReplanError, TimeBudget, parse_duration
 from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
 
 __all__ = [
@@ -230,6 +225,31 @@ def _check_finished(path: str, checkpoint: Mapping, cfg: Config) -> None:
             )
 
 
+def _file_to_load(cfg: Config, own_first: bool) -> tuple[str | None, str | None, str | None]:
+    """``(file, started_from, note)``: the file to load, ``cfg.load_from`` where ``--resume``
+    found no checkpoint of the run's own (``started_from``, else None), and the line saying that
+    the run's own checkpoint wins over ``load_from`` (else None).
+
+    ``own_first``: ``--resume`` (not ``--resume-from``): the checkpoint ``last_checkpoint`` in the
+    work dir names comes first.
+    """
+    path = None if cfg.get("load_from") is None else str(cfg.get("load_from"))
+    if not own_first:
+        return path, None, None
+    # with load_from set, checkpoints without a last_checkpoint are not this run's record
+    own = _last_checkpoint(Path(cfg.work_dir), cfg, required=path is None)
+    if own is None:
+        return path, path, None
+    note = None
+    if path is not None and not _same_file(own, path):
+        note = (
+            f"--resume: going on from the work dir's own checkpoint {own}, not from "
+            f"load_from={path} (the weights this run started from); to resume that file "
+            f"instead, pass --resume-from {path}"
+        )
+    return own, None, note
+
+
 def plan_load(
     cfg: Config,
     resume_from: str | None = None,
@@ -269,21 +289,7 @@ def plan_load(
         cfg.resume = True
         cfg.load_from = resume_from
     resume = bool(cfg.get("resume"))
-    path = None if cfg.get("load_from") is None else str(cfg.get("load_from"))
-    note = None
-    started_from = None  # --resume with no checkpoint of its own yet: the run's load_from
-    if resume and resume_from is None:
-        # with load_from set, checkpoints without a last_checkpoint are not this run's record
-        own = _last_checkpoint(Path(cfg.work_dir), cfg, required=path is None)
-        if own is None:
-            started_from = path
-        elif path is not None and not _same_file(own, path):
-            note = (
-                f"--resume: going on from the work dir's own checkpoint {own}, not from "
-                f"load_from={path} (the weights this run started from); to resume that file "
-                f"instead, pass --resume-from {path}"
-            )
-        path = own if own is not None else path
+    path, started_from, note = _file_to_load(cfg, resume and resume_from is None)
     if path is None:
         return LoadPlan(None, resume)
     if not _is_local(path):

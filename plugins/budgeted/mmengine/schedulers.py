@@ -1,4 +1,4 @@
-"""MMEngine parameter schedulers computed by :class:`budgeted.schedules.core.BudgetSchedule`.
+"""MMEngine parameter schedulers computed by :class:`budgeted.schedules.BudgetSchedule`.
 
 One entry does warmup and decay: ``value = base_value * m(t)`` with ``t`` the scheduler's step
 count since ``begin`` (MMEngine's ``last_step``), a budget of ``end - begin`` steps, a warmup of
@@ -9,18 +9,15 @@ scheduler of the same parameter.
 Every schedule registered in the core (:func:`budgeted.register_schedule`, built-in or later)
 becomes ``Budget<Label>LR`` here, in MMEngine's ``PARAM_SCHEDULERS`` and as an attribute of this
 module (``linear`` -> ``BudgetLinearLR``, ``htd`` -> ``BudgetHTDLR``, a later ``sqrt`` ->
-``BudgetSqrtLR``), through :func:`budgeted.schedules.core.on_schedule_registered`.
+``BudgetSqrtLR``), through :func:`budgeted.schedules.on_schedule_registered`.
 """
 
 from __future__ import annotations
 
-import difflib
-import numbers
 import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import torch
 from mmengine.logging import print_log
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
@@ -28,15 +25,27 @@ from mmengine.registry import PARAM_SCHEDULERS
 from mmengine.runner.loops import EpochBasedTrainLoop
 
 from ..errors import BudgetConfigError
-from ..schedules.clock import TimeBudget, TrainingClock
-from ..schedules.core import (
+from ..schedules import (
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
+    TimeBudget,
+    TrainingClock,
     check_on_resume,
     on_schedule_registered,
-    schedule_params,
+)
+from .scheduler_checks import (
+    RESUME_NAMES,
+    check_budget_resume,
+    check_epoch_arguments,
+    check_epoch_entry_end,
+    check_loop_end,
+    check_no_overlap,
+    check_param_name,
+    check_resumed,
+    check_scheduler_arguments,
+    resume_step,
 )
 from .time_budget import TimeBudgetTrainLoop
 
@@ -48,156 +57,9 @@ __all__ = [
     "BudgetParamScheduler",
     "BudgetScheduleLR",
     "check_loop_end",
+    "resume_step",
     "scheduler_types",
 ]
-
-
-RESUME_NAMES = {"total": "train_cfg.max_iters (end - begin)", "warmup": "warmup_iters"}
-"""How the core's budget keys read in a refused resume's message (MMEngine's names)."""
-
-_STACK_DEPTH = 16
-"""How many calling frames :func:`_building_loop_max_iters` looks through."""
-
-
-def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bool = False) -> None:
-    """Refuse a budget scheduler whose ``end`` is not the train loop's ``max_iters``.
-
-    A budget that ends before the loop trains on at the last value; one that ends after it is
-    cut short and never decays to its end. Either way the run would not train the budget the
-    config states.
-
-    Args:
-        name (str): The scheduler's type name, for the message.
-        end (int): The scheduler's ``end`` in iterations.
-        max_iters (int, optional): The train loop's length in iterations; None skips the check.
-        epoch_loop (bool): the loop is an ``EpochBasedTrainLoop`` (its length is
-            ``train_cfg.max_epochs``, there is no ``max_iters`` key to set).
-
-    Raises:
-        BudgetConfigError: one line naming both values and the fix.
-
-    Example:
-        >>> check_loop_end("BudgetLinearLR", 8000, 8000)
-        >>> check_loop_end("BudgetLinearLR", 8000, None)  # no train loop: nothing to compare
-    """
-    if max_iters is None or end == max_iters:
-        return
-    effect = "be cut short" if end > max_iters else "end before training does"
-    fix = (
-        "in an epoch-based loop give begin/end in epochs with by_epoch=True and "
-        "convert_to_iter_based=True, and leave out end so that the runner fills it from "
-        "train_cfg.max_epochs"
-        if epoch_loop
-        else f"remove end so that the runner fills it from train_cfg.max_iters, or set "
-        f"train_cfg.max_iters={end}"
-    )
-    raise BudgetConfigError(
-        f"{name}: end={end} differs from the train loop's max_iters={max_iters}: the budget "
-        f"would {effect}; {fix}"
-    )
-
-
-def _is_scalar(value: Any) -> bool:
-    """One number a scheduler can scale: a real number (not a bool) or a one-element tensor."""
-    if isinstance(value, torch.Tensor):
-        return value.numel() == 1
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _building_runner_option(key: str) -> Any:
-    """``cfg[key]`` of the runner building this scheduler (see :func:`_building_loop_max_iters`),
-    else None: how a top-level config key such as ``budget_on_resume`` reaches the schedulers."""
-    frame = sys._getframe(1)
-    for _ in range(_STACK_DEPTH):
-        if frame is None:
-            return None
-        if frame.f_code.co_name == "_build_param_scheduler":
-            cfg = getattr(frame.f_locals.get("self"), "cfg", None)  # an mmengine Config
-            return cfg.get(key) if callable(getattr(cfg, "get", None)) else None
-        frame = frame.f_back
-    return None
-
-
-def _building_train_loop() -> Any:
-    """The train loop of the ``Runner`` building this scheduler (None elsewhere, and while the
-    runner holds only the loop's config)."""
-    base_loop = sys.modules.get("mmengine.runner.base_loop")
-    frame = sys._getframe(1)
-    for _ in range(_STACK_DEPTH):
-        if frame is None or base_loop is None:
-            return None
-        if frame.f_code.co_name == "_build_param_scheduler":
-            loop = getattr(frame.f_locals.get("self"), "_train_loop", None)
-            return loop if isinstance(loop, base_loop.BaseLoop) else None
-        frame = frame.f_back
-    return None
-
-
-def _building_loop_max_iters() -> int | None:
-    """``max_iters`` of the train loop whose runner is building this scheduler, else None.
-
-    MMEngine's ``Runner._build_param_scheduler`` (and the strategies of ``FlexibleRunner``) fill
-    a missing ``end`` and build the scheduler, but never pass the runner or the loop to it; so
-    the builder is found on the call stack. A scheduler built anywhere else (a script, a test,
-    a scheduler object passed to the runner) has nothing to be compared with.
-    """
-    base_loop = sys.modules.get("mmengine.runner.base_loop")
-    if base_loop is None:  # no runner was ever imported, so none is building
-        return None
-    frame = sys._getframe(1)
-    for _ in range(_STACK_DEPTH):
-        if frame is None:
-            return None
-        if frame.f_code.co_name == "_build_param_scheduler":
-            loop = getattr(frame.f_locals.get("self"), "_train_loop", None)
-            if isinstance(loop, base_loop.BaseLoop):  # Runner, once train() built the loop
-                return int(loop.max_iters)
-            max_iters = frame.f_locals.get("max_iters")  # a FlexibleRunner strategy
-            return max_iters if isinstance(max_iters, int) else None
-        frame = frame.f_back
-    return None
-
-
-def resume_step(state: Mapping[str, Any]) -> int:
-    """The steps a budget scheduler's saved ``state`` has trained since its ``begin``.
-
-    MMEngine's ``_global_step`` (every ``step()``), less ``begin``: ``last_step`` stops one short
-    at the end of the budget (it only counts steps inside ``[begin, end)``), so a finished run's
-    ``last_step`` would read as one iteration still to train.
-
-    Example:
-        >>> resume_step({"_global_step": 12, "last_step": 11, "begin": 0})
-        12
-    """
-    step = state.get("_global_step")
-    if not isinstance(step, int):
-        return int(state.get("last_step") or 0)
-    return max(step - int(state.get("begin") or 0), 0)
-
-
-SCHEDULER_ARGUMENTS = (
-    "begin", "end", "by_epoch", "warmup_iters", "warmup_factor", "warmup_method", "on_resume",
-)  # fmt: skip
-"""The arguments every budget scheduler takes (besides ``optimizer`` and the schedule's own)."""
-
-
-def _check_arguments(name: str, schedule: str, params: Mapping[str, Any]) -> None:
-    """Refuse an argument that is neither a budget scheduler's nor the schedule's parameter,
-    naming both lists and the closest match (a typo such as ``warmup_iter``)."""
-    try:
-        own = list(schedule_params(schedule))
-    except ValueError as err:
-        raise BudgetConfigError(f"{name}: {err}") from None
-    for key in params:
-        if key in own:
-            continue
-        close = difflib.get_close_matches(key, [*SCHEDULER_ARGUMENTS, *own], n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        takes = f"its parameters {', '.join(own)}" if own else "no parameters of its own"
-        raise BudgetConfigError(
-            f"{name}: unknown argument {key!r}; {hint}allowed: "
-            f"{', '.join(SCHEDULER_ARGUMENTS)}, and the {schedule} schedule takes {takes}"
-        )
 
 
 @PARAM_SCHEDULERS.register_module()
@@ -205,7 +67,7 @@ class BudgetParamScheduler(_ParamScheduler):
     """Budget-aware schedule of any optimizer parameter ``param_name`` (``lr``, ``momentum``...).
 
     The value at step ``begin + t`` is ``initial_value * m(t)`` with ``m`` the core's
-    :class:`~budgeted.schedules.core.BudgetSchedule` over ``end - begin`` steps. Built by MMEngine's
+    :class:`~budgeted.schedules.BudgetSchedule` over ``end - begin`` steps. Built by MMEngine's
     runner from a config, ``end`` must be the train loop's ``max_iters`` (leave it out and the
     runner fills it); a resumed checkpoint must hold the same budget (:meth:`check_resume`).
 
@@ -229,7 +91,7 @@ class BudgetParamScheduler(_ParamScheduler):
         on_resume (str, optional): what a resume does with a checkpoint of another
             ``train_cfg.max_iters``: ``"refuse"`` (one line) or ``"replan"``: the value goes on from
             where the checkpoint left it to the schedule's end at the new ``max_iters``
-            (:meth:`budgeted.schedules.core.BudgetSchedule.replan`; one line logged, the re-plan
+            (:meth:`budgeted.schedules.BudgetSchedule.replan`; one line logged, the re-plan
             saved in later checkpoints). Default: the config's top-level ``budget_on_resume``, else
             ``"refuse"``. **params: the schedule's parameters (``power``, ``eta``, ``milestones``,
             ``gamma``...).
@@ -264,70 +126,14 @@ class BudgetParamScheduler(_ParamScheduler):
         **params: Any,
     ) -> None:
         name = type(self).__name__
-        key = "on_resume"
-        if on_resume is None:
-            on_resume = _building_runner_option("budget_on_resume")
-            key = "budget_on_resume"
-        on_resume = "refuse" if on_resume is None else on_resume
-        try:
-            check_on_resume(on_resume, key)
-        except BudgetConfigError as err:
-            raise BudgetConfigError(f"{name}: {err}") from None
-        self.on_resume = on_resume
-        if self.fixed_schedule is not None:
-            if schedule not in (None, self.fixed_schedule):
-                raise BudgetConfigError(
-                    f"{name} always uses the {self.fixed_schedule!r} schedule, got "
-                    f"schedule={schedule!r}; use BudgetScheduleLR(schedule={schedule!r}) instead"
-                )
-            schedule = self.fixed_schedule
-        elif schedule is None:
-            schedule = "linear"
-        _check_arguments(name, schedule, params)
-        if by_epoch:
-            raise BudgetConfigError(
-                f"{name}: by_epoch=True without convert_to_iter_based=True; the budget is planned "
-                "in iterations: set by_epoch=False in an iteration-based config "
-                "(IterBasedTrainLoop) or convert_to_iter_based=True in an epoch-based one"
-            )
-        for key, value in (("begin", begin), ("end", end), ("warmup_iters", warmup_iters)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise BudgetConfigError(
-                    f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0"
-                    + (" (end defaults to train_cfg.max_iters)" if key == "end" else "")
-                )
-        if end >= INF:
-            raise BudgetConfigError(
-                f"{name}: end is not set; pass end=<last iteration + 1> or let the runner fill it "
-                "from train_cfg.max_iters"
-            )
-        loop = _building_train_loop()
-        check_loop_end(
-            name, end, _building_loop_max_iters(), epoch_loop=isinstance(loop, EpochBasedTrainLoop)
-        )
-        groups = getattr(optimizer, "param_groups", None) or []
-        missing = [i for i, group in enumerate(groups) if param_name not in group]
-        numbers_at = sorted(
-            {k for group in groups for k, v in group.items() if _is_scalar(v) and k != "params"}
-        )
-        if missing:
-            raise BudgetConfigError(
-                f"{name}: param_name={param_name!r} is not a key of the optimizer's param groups "
-                f"(group {missing[0]}); allowed: one of {', '.join(numbers_at)}"
-            )
-        not_scalar = [i for i, group in enumerate(groups) if not _is_scalar(group[param_name])]
-        if not_scalar:
-            value = groups[not_scalar[0]][param_name]
-            raise BudgetConfigError(
-                f"{name}: param_name={param_name!r} holds {value!r} in group {not_scalar[0]}, not "
-                f"one number to scale; allowed: one of {', '.join(numbers_at)}"
-            )
-        if end <= begin + warmup_iters:
-            raise BudgetConfigError(
-                f"{name}: end={end} <= begin + warmup_iters = {begin} + {warmup_iters}: the decay "
-                "phase would be empty; allowed: end > begin + warmup_iters (end defaults to "
-                "train_cfg.max_iters)"
-            )
+        self.on_resume = self._checked_on_resume(on_resume or "refuse", "on_resume")
+        self._on_resume_given = on_resume is not None
+        schedule = self._resolved_schedule(schedule)
+        check_scheduler_arguments(
+            name, schedule, params, begin=begin, end=end, warmup_iters=warmup_iters,
+            by_epoch=by_epoch,
+        )  # fmt: skip
+        check_param_name(name, optimizer, param_name)
         try:
             plan = BudgetSchedule(
                 schedule, end - begin, warmup_iters, warmup_factor, warmup_method, params
@@ -335,21 +141,10 @@ class BudgetParamScheduler(_ParamScheduler):
         except ValueError as err:
             raise BudgetConfigError(f"{name}: {err}") from None
         self._plan = plan
-        self._loop = loop  # the runner's loop, checked against at the first step in training
         self._loaded = False  # load_state_dict was called (the runner resumed this scheduler)
-        self._runner_checked = loop is None
+        self._epochs: tuple[int, int] | None = None  # (end, epoch length) of an epoch entry
         self._time: TimeBudget | None = None
         self._clock: TrainingClock | None = None
-        if isinstance(loop, TimeBudgetTrainLoop):  # a wall-clock budget: decay over seconds
-            if self.on_resume == "branch":
-                raise BudgetConfigError(
-                    f"{name}: on_resume='branch' is for iteration budgets; a time budget "
-                    "allows: refuse, replan"
-                )
-            self._time = TimeBudget(
-                schedule, loop.seconds, warmup_iters, warmup_factor, warmup_method, params
-            )
-            self._clock = loop.clock
         # What defines this budget, saved in checkpoints: the core's state plus ``begin``.
         self.budget = {"begin": begin, **plan.state()}
         super().__init__(
@@ -361,6 +156,104 @@ class BudgetParamScheduler(_ParamScheduler):
             by_epoch=by_epoch,
             verbose=verbose,
         )
+
+    def _checked_on_resume(self, policy: Any, key: str) -> str:
+        """``policy`` after :func:`~budgeted.schedules.check_on_resume` (one line naming
+        this scheduler and ``key``)."""
+        try:
+            check_on_resume(policy, key)
+        except BudgetConfigError as err:
+            raise BudgetConfigError(f"{type(self).__name__}: {err}") from None
+        return policy
+
+    def _resolved_schedule(self, schedule: str | None) -> str:
+        """The schedule to plan: a ``Budget<Label>LR`` class's own, else ``schedule`` (default
+        ``"linear"``)."""
+        if self.fixed_schedule is None:
+            return "linear" if schedule is None else schedule
+        if schedule not in (None, self.fixed_schedule):
+            raise BudgetConfigError(
+                f"{type(self).__name__} always uses the {self.fixed_schedule!r} schedule, got "
+                f"schedule={schedule!r}; use BudgetScheduleLR(schedule={schedule!r}) instead"
+            )
+        return self.fixed_schedule
+
+    def bind(self, loop: Any, budget_on_resume: Any = None) -> None:
+        """Follow the runner that trains this scheduler, before it resumes or trains: its train
+        loop (``runner.train_loop``) and the config's top-level ``budget_on_resume``.
+
+        Called by :class:`~budgeted.mmengine.scheduler_hook.BudgetParamSchedulerHook` in
+        ``before_run``. ``end`` must be the loop's ``max_iters``
+        (:func:`~budgeted.mmengine.scheduler_checks.check_loop_end`); ``budget_on_resume`` is the
+        policy where the entry gives no ``on_resume``; a ``TimeBudgetTrainLoop`` makes the decay
+        run over its seconds, on its clock.
+
+        Args:
+            loop (BaseLoop): the runner's train loop.
+            budget_on_resume (str, optional): the config's ``budget_on_resume``.
+
+        Raises:
+            BudgetConfigError: one line naming the value and what is allowed.
+
+        Example:
+            >>> import torch
+            >>> from types import SimpleNamespace
+            >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+            >>> sched = BudgetLinearLR(opt, end=900, warmup_iters=100, by_epoch=False)
+            >>> sched.bind(SimpleNamespace(max_iters=900), budget_on_resume="replan")
+            >>> sched.on_resume
+            'replan'
+        """
+        name = type(self).__name__
+        if budget_on_resume is not None and not self._on_resume_given:
+            self.on_resume = self._checked_on_resume(budget_on_resume, "budget_on_resume")
+        max_iters = int(loop.max_iters)
+        epoch_loop = isinstance(loop, EpochBasedTrainLoop)
+        if self._epochs is not None:
+            check_epoch_entry_end(
+                name, self._epochs, max_iters, epoch_loop=epoch_loop, loop_name=type(loop).__name__
+            )
+        else:
+            check_loop_end(name, self.end, max_iters, epoch_loop=epoch_loop)
+        if isinstance(loop, TimeBudgetTrainLoop):  # a wall-clock budget: decay over seconds
+            if self.on_resume == "branch":
+                raise BudgetConfigError(
+                    f"{name}: on_resume='branch' is for iteration budgets; a time budget "
+                    "allows: refuse, replan"
+                )
+            plan = self._plan
+            self._time = TimeBudget(
+                plan.schedule, loop.seconds, plan.warmup, plan.warmup_factor,
+                plan.warmup_method, dict(plan.params),
+            )  # fmt: skip
+            self._clock = loop.clock
+            self._apply_value()
+
+    def check_in_runner(self, schedulers: Any, iteration: int) -> None:
+        """Refuse what only the built runner shows (before the first iteration, after resuming):
+        another scheduler of the same parameter and optimizer active in an overlapping range
+        (:func:`~budgeted.mmengine.scheduler_checks.check_no_overlap`), and a resume that gave
+        this scheduler no state (:func:`~budgeted.mmengine.scheduler_checks.check_resumed`).
+
+        Args:
+            schedulers: the runner's ``param_schedulers`` (a list, or a dict of lists).
+            iteration (int): the iteration the runner starts at.
+
+        Raises:
+            BudgetConfigError: an overlapping scheduler (one line).
+            budgeted.schedules.BudgetMismatchError: a resume that skipped this scheduler.
+        """
+        if isinstance(schedulers, Mapping):
+            schedulers = [s for group in schedulers.values() for s in group]
+        check_no_overlap(self, schedulers or [])
+        check_resumed(self, self._loaded, iteration)
+
+    def _apply_value(self) -> None:
+        """Set the parameter to this scheduler's value for the next iteration (after its plan
+        changed: a re-plan, a resumed clock, a time budget)."""
+        for group, value in zip(self.optimizer.param_groups, self._get_value()):
+            group[self.param_name] = value
+        self._last_value = [group[self.param_name] for group in self.optimizer.param_groups]
 
     @property
     def schedule(self) -> str:
@@ -424,94 +317,11 @@ class BudgetParamScheduler(_ParamScheduler):
             >>> sched.begin, sched.end
             (10, 40)
         """
-        if not by_epoch:
-            raise BudgetConfigError(
-                f"{cls.__name__}: convert_to_iter_based=True needs by_epoch=True"
-            )
-        if not isinstance(epoch_length, int) or epoch_length <= 0:
-            raise BudgetConfigError(
-                f"{cls.__name__}: epoch_length={epoch_length!r} is invalid; allowed: an int > 0"
-            )
-        for key, value in (("begin", begin), ("end", end)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise BudgetConfigError(
-                    f"{cls.__name__}: {key}={value!r} is invalid; allowed: a whole number of "
-                    "epochs >= 0"
-                    + (" (end defaults to train_cfg.max_epochs)" if key == "end" else "")
-                )
+        check_epoch_arguments(cls.__name__, begin, end, by_epoch, epoch_length)
         end_iters = end if end >= INF else int(end * epoch_length)
-        loop, max_iters = _building_train_loop(), _building_loop_max_iters()
-        if loop is not None and max_iters is not None and end_iters != max_iters:
-            head = (
-                f"{cls.__name__}: end={end} epochs x {epoch_length} iterations = {end_iters} "
-                f"differs from the train loop's max_iters={max_iters}"
-            )
-            if isinstance(loop, EpochBasedTrainLoop):
-                effect = "be cut short" if end_iters > max_iters else "end before training does"
-                raise BudgetConfigError(
-                    f"{head}: the budget would {effect}; "
-                    "leave out end so that the runner fills it from train_cfg.max_epochs, or "
-                    f"set train_cfg.max_epochs={end}"
-                )
-            raise BudgetConfigError(
-                f"{head} (by_epoch=True with convert_to_iter_based=True in an iteration-based "
-                f"loop, {type(loop).__name__}); allowed there: by_epoch=False without "
-                "convert_to_iter_based (end then defaults to train_cfg.max_iters)"
-            )
-        return cls(*args, begin=int(begin * epoch_length), end=end_iters, by_epoch=False, **kwargs)
-
-    def step(self) -> None:
-        """MMEngine's step, after checking once, at the first step in training, that the runner
-        trains this scheduler as planned (:meth:`check_in_runner`)."""
-        if not self._runner_checked and self._global_step >= 0:
-            self._runner_checked = True
-            self.check_in_runner()
-        super().step()
-
-    def check_in_runner(self) -> None:
-        """Refuse what the runner's build and resume cannot tell this scheduler:
-
-        - another scheduler of the same parameter and optimizer active in an overlapping range
-          (this one computes its value from the initial one: the other would be overwritten,
-          or compound with it);
-        - a resume that gave this scheduler no state (MMEngine pairs the config's schedulers
-          with the checkpoint's by position: the list changed since the checkpoint), so that it
-          would start its budget again at the runner's iteration.
-
-        Raises:
-            BudgetConfigError: an overlapping scheduler (one line).
-            budgeted.schedules.core.BudgetMismatchError: a resume that skipped this scheduler (one
-            line).
-        """
-        name = type(self).__name__
-        loop = self._loop
-        schedulers = getattr(getattr(loop, "runner", None), "param_schedulers", None) or []
-        if isinstance(schedulers, Mapping):
-            schedulers = [s for group in schedulers.values() for s in group]
-        for other in schedulers:
-            if (
-                other is not self
-                and getattr(other, "optimizer", None) is self.optimizer
-                and getattr(other, "param_name", None) == self.param_name
-                and other.begin < self.end
-                and self.begin < other.end
-            ):
-                raise BudgetConfigError(
-                    f"{name} [{self.begin}, {self.end}) and {type(other).__name__} "
-                    f"[{other.begin}, {other.end}) both schedule {self.param_name}: {name} sets "
-                    "it from its initial value, so the other would be overwritten or compound "
-                    f"with it; allowed: {name} alone (its warmup_iters is the warmup), or a "
-                    f"stock warmup before it that ends where {name} begins"
-                )
-        if not self._loaded and loop is not None and self._global_step != loop.iter:
-            raise BudgetMismatchError(
-                f"cannot resume: {name} got no state from the checkpoint (the runner resumed at "
-                f"iteration {loop.iter}, this scheduler would start its budget there): MMEngine "
-                "pairs param_scheduler entries with the checkpoint's by position, and the list "
-                "has changed since the checkpoint; to resume, keep the checkpoint's "
-                "param_scheduler list; to train another schedule, start a new run from its "
-                "weights with load_from=<checkpoint> and resume=False"
-            )
+        built = cls(*args, begin=int(begin * epoch_length), end=end_iters, by_epoch=False, **kwargs)
+        built._epochs = (end, epoch_length)  # checked against the train loop by bind()
+        return built
 
     def multiplier(self, step: int | None = None) -> float:
         """The multiplier of the initial value ``step`` steps after ``begin`` (default: now).
@@ -547,8 +357,8 @@ class BudgetParamScheduler(_ParamScheduler):
             at (int, optional): the checkpoint's ``last_step`` (where a re-plan starts).
 
         Raises:
-            budgeted.schedules.core.BudgetMismatchError: one line naming what differs and what to
-            do. budgeted.schedules.core.BudgetReplanError: a re-plan that cannot be made (one line).
+            budgeted.schedules.BudgetMismatchError: one line naming what differs and what to
+            do. budgeted.schedules.BudgetReplanError: a re-plan that cannot be made (one line).
 
         Example:
             >>> import torch
@@ -557,38 +367,11 @@ class BudgetParamScheduler(_ParamScheduler):
             >>> sched.check_resume(dict(sched.budget))[1] is None  # the same budget: resumes
             True
         """
-        if saved is not None and not isinstance(saved, Mapping):
-            saved = None
-        old_end = None
-        if saved is not None and isinstance(saved.get("total"), (int, float)):
-            old_end = int(saved.get("begin", 0) + saved["total"])
-        fix = (
-            "to resume, keep the checkpoint's budget"
-            + (f" (train_cfg.max_iters={old_end})" if old_end is not None else "")
-            + "; to train another budget, start a new run from its weights with "
-            "load_from=<checkpoint> and resume=False"
-        )
-        if saved is not None and saved.get("begin") != self.begin:
-            raise BudgetMismatchError(
-                f"cannot resume: the checkpoint's budget has begin={saved.get('begin')!r}, the "
-                f"config's begin={self.begin!r}; {fix}"
-            )
-        state = None if saved is None else {k: v for k, v in saved.items() if k != "begin"}
-        try:
-            return self._plan.resume(
-                state,
-                at=at or 0,
-                on_resume=self.on_resume,
-                names={"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
-                if self.on_resume == "replan"
-                else RESUME_NAMES,
-                fix=fix,
-            )
-        except BudgetReplanError as err:
-            raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
+        return check_budget_resume(self, saved, at)
 
     _NOT_STATE: ClassVar[tuple[str, ...]] = (
-        "optimizer", "_plan", "on_resume", "_time", "_clock", "_loop", "_loaded", "_runner_checked",
+        "optimizer", "_plan", "on_resume", "_on_resume_given", "_time", "_clock", "_loaded",
+        "_epochs",
     )  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
@@ -626,10 +409,7 @@ class BudgetParamScheduler(_ParamScheduler):
         if line is not None:
             print_log(f"{type(self).__name__}: {line}", logger="current")
         if line is not None or timed is not None:
-            # the next iteration's value from the new plan (the optimizer holds the old one)
-            for group, value in zip(self.optimizer.param_groups, self._get_value()):
-                group[self.param_name] = value
-            self._last_value = [group[self.param_name] for group in self.optimizer.param_groups]
+            self._apply_value()  # the next iteration's value from the new plan
 
 
 @PARAM_SCHEDULERS.register_module()

@@ -1,1 +1,115 @@
-"""Run folders: what each training tool's output folder holds, read as data (never run)."""
+"""Run folders: what each training tool's output folder holds, read as data (never run).
+
+The experiments (sweeps, reports, ranking) read run folders through one interface, the
+:class:`RunFolderReader` protocol, and find a framework's reader with :func:`reader`; they never
+import a framework's module by name. A reader is anything with the protocol's four functions: the
+built-in ones are the modules :mod:`budgeted.runs.detectron2`, :mod:`budgeted.runs.mmengine` and
+:mod:`budgeted.runs.pytorch` (a module with those functions satisfies the protocol as it is).
+Each is imported the first time it is asked for, so reading one framework's runs never imports
+another's reader.
+
+Adding a framework is one module with the four functions and one line, as plain PyTorch's:
+
+    register_reader("pytorch", "budgeted.runs.pytorch")
+
+Example:
+    >>> reader("mmseg").__name__, reader("detectron2").final_metrics("/no/such/run") is None
+    ('budgeted.runs.mmengine', True)
+    >>> isinstance(reader("mmdet"), RunFolderReader)
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Protocol, runtime_checkable
+
+from ..errors import RecordError
+
+__all__ = ["RunFolderReader", "reader", "readers", "register_reader"]
+
+Folder = str | os.PathLike[str]
+
+
+@runtime_checkable
+class RunFolderReader(Protocol):
+    """What the experiments read from a framework's run folder (an ``OUTPUT_DIR``, a work dir).
+
+    Every function takes the run folder (which may not exist) and reads it as data only: logs as
+    JSON, configs parsed without being run, checkpoints by name. A file that cannot be read as
+    data raises :class:`~budgeted.errors.RecordError` (one line naming it); a run that is
+    missing or unfinished is an empty answer, never an error.
+    """
+
+    def holds_run(self, folder: Folder) -> bool:
+        """Whether the training tool has left a run there (started or finished: checkpoints,
+        logs)."""
+        ...
+
+    def final_metrics(self, folder: Folder) -> dict[str, float] | None:
+        """The evaluation after the last iteration of a finished run, keyed as the tool logs it
+        (``bbox/AP``, ``mIoU``); None while the run has not finished; ``{}`` for a final
+        evaluation that logged no metric (the model predicted nothing)."""
+        ...
+
+    def train_curve(self, folder: Folder) -> list[dict[str, float]]:
+        """One point per logged training iteration, ascending: ``iteration`` and those of
+        :data:`budgeted.runs.records.CURVE_KEYS` (``lr``, ``loss``, ``grad_norm``) it logged;
+        ``[]`` without a log."""
+        ...
+
+    def evaluations(self, folder: Folder) -> list[tuple[int, dict[str, float]]]:
+        """Every evaluation logged, in order: (iteration counted from 1, results keyed as
+        logged); ``[]`` without one."""
+        ...
+
+
+_READERS: dict[str, str | RunFolderReader] = {}
+"""framework -> its reader, or the name of the module that is its reader (imported when first
+asked for)."""
+
+
+def register_reader(framework: str, found: str | RunFolderReader) -> None:
+    """Make ``found`` (a reader, or the dotted name of a module that is one) the run-folder
+    reader of ``framework`` (the name sweeps record: ``detectron2``, ``mmseg``, ...)."""
+    _READERS[framework] = found
+
+
+def readers() -> list[str]:
+    """The frameworks that have a reader, sorted."""
+    return sorted(_READERS)
+
+
+def reader(framework: str) -> RunFolderReader:
+    """The run-folder reader of ``framework``, importing its module the first time.
+
+    Raises:
+        RecordError: no reader is registered for ``framework`` (one line naming the known ones).
+    """
+    found = _READERS.get(framework)
+    if found is None:
+        raise RecordError(
+            f"no run-folder reader for framework {framework!r}; allowed: {', '.join(readers())}"
+        )
+    if isinstance(found, str):
+        found = importlib.import_module(found)
+        if not isinstance(found, RunFolderReader):
+            missing = [
+                name
+                for name in ("holds_run", "final_metrics", "train_curve", "evaluations")
+                if not callable(getattr(found, name, None))
+            ]
+            raise RecordError(
+                f"{found.__name__} is not a run-folder reader (no {', '.join(missing)}); "
+                "allowed: a module with holds_run, final_metrics, train_curve, evaluations"
+            )
+        _READERS[framework] = found
+    return found
+
+
+register_reader("detectron2", "budgeted.runs.detectron2")
+for _codebase in ("mmengine", "mmseg", "mmdet", "mmpretrain", "mmaction"):
+    register_reader(_codebase, "budgeted.runs.mmengine")
+del _codebase
+register_reader("pytorch", "budgeted.runs.pytorch")

@@ -6,7 +6,7 @@ Reads only the files Detectron2 writes (``config.yaml``, ``metrics.json``, ``las
 from anyone), so it is read as data only: ``metrics.json`` as JSON, ``config.yaml`` with
 ``yaml.safe_load`` (never yacs' or Detectron2's config loaders, which fall back to an unsafe
 load that can run code), and of the checkpoints only their names (loading one is the training
-tools' job, through :func:`budgeted.safety.checkpoints.load_checkpoint`).
+tools' job, through :func:`budgeted.safety.load_checkpoint`).
 """
 
 from __future__ import annotations

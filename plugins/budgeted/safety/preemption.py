@@ -10,7 +10,7 @@ the job (``tools/slurm_train_net.sh``), and ``--resume`` continues where it stop
 
 The handler does nothing but record the signal, so a second signal (during the checkpoint's write,
 say) changes nothing; the checkpoint itself is written atomically
-(:func:`budgeted.safety.checkpoints.atomic_save`).
+(:func:`budgeted.safety.writing.atomic_save`).
 
 Example::
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = [
     "UNDECAYED_EXIT_CODE",
     "Preempted",
     "PreemptionGuard",
+    "PreemptionPolicy",
     "active_guard",
     "ignore_late_signals",
     "restore_default_signals",
@@ -179,6 +181,101 @@ def active_guard() -> PreemptionGuard | None:
         True
     """
     return _ACTIVE[-1] if _ACTIVE else None
+
+
+class PreemptionPolicy:
+    """The one stop policy both frameworks' preemption hooks call: which signal stops the run,
+    agreed by every rank, and after which iteration.
+
+    - :meth:`begin` (before the first iteration) takes the guard a tool installed around the
+      whole run (:func:`active_guard`; a signal that came while the model was built is not
+      lost) or installs its own, and returns the agreed signal: non-zero means stop now, with
+      nothing new to save.
+    - :meth:`stop_after` (after each iteration) returns the agreed signal to stop on, 0 to go
+      on. With several ranks the flag is all-reduced (max, :func:`budgeted.safety.ranks.agree_max`)
+      every ``interval`` iterations, at the same iterations on every rank; a rank that learns
+      the signal from another records it in its guard. A signal during the last iteration lets
+      the run end as planned (0).
+    - :meth:`end` releases a guard it installed and returns one line of the all-reduces' cost
+      (None without any).
+
+    The hook then writes the checkpoint, waits for every rank and raises :class:`Preempted`
+    (exit status :data:`PREEMPTED_EXIT_CODE`).
+
+    Args:
+        guard (PreemptionGuard, optional): the guard to read; default: the active one, else one
+            installed by :meth:`begin`.
+        interval (int): with several ranks, agree every ``interval`` iterations.
+        world_size (callable): the number of ranks (default
+            :func:`budgeted.safety.ranks.world_size`).
+
+    Example:
+        >>> import os
+        >>> policy = PreemptionPolicy()
+        >>> policy.begin(), policy.stop_after(trained=3, total=10)
+        (0, 0)
+        >>> os.kill(os.getpid(), signal.SIGTERM)  # only sets the flag
+        >>> policy.stop_after(trained=4, total=10) == signal.SIGTERM
+        True
+        >>> policy.stop_after(trained=10, total=10)  # the last iteration: the run ends anyway
+        0
+        >>> policy.end()
+    """
+
+    def __init__(
+        self,
+        guard: PreemptionGuard | None = None,
+        interval: int = 1,
+        world_size: Callable[[], int] | None = None,
+    ) -> None:
+        from .ranks import world_size as default_world_size
+
+        self.guard = guard
+        self.interval = interval
+        self.world_size = world_size or default_world_size
+        self.syncs = 0
+        self.sync_seconds = 0.0
+        self._own: PreemptionGuard | None = None
+
+    def begin(self) -> int:
+        """Take (or install) the guard; the signal any rank got already (0: none)."""
+        if self.guard is None:
+            self.guard = active_guard()
+        if self.guard is None:
+            self._own = self.guard = PreemptionGuard().__enter__()
+        return self.agreed()
+
+    def agreed(self) -> int:
+        """The first preemption signal any rank got (0: none), the same on every rank."""
+        from .ranks import agree_max
+
+        local = (self.guard.signum if self.guard is not None else None) or 0
+        if self.world_size() == 1:
+            return local
+        start = time.perf_counter()
+        agreed = agree_max(local)
+        self.sync_seconds += time.perf_counter() - start
+        self.syncs += 1
+        if agreed and not local and self.guard is not None:
+            self.guard.request(agreed)  # another rank got the signal
+        return agreed
+
+    def stop_after(self, trained: int, total: int) -> int:
+        """The agreed signal to stop on after ``trained`` of ``total`` iterations (0: go on)."""
+        if self.world_size() > 1 and trained % self.interval:
+            return 0
+        signum = self.agreed()
+        return 0 if trained >= total else signum
+
+    def end(self) -> str | None:
+        """Release a guard :meth:`begin` installed; the all-reduces' cost as one line."""
+        if self._own is not None:
+            self._own.__exit__(None, None, None)
+            self._own = None
+        if not self.syncs:
+            return None
+        each = 1e6 * self.sync_seconds / self.syncs
+        return f"preemption flag: {self.syncs} all-reduces, {each:.1f} us each on average"
 
 
 def restore_default_signals(

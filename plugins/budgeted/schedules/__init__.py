@@ -1,2 +1,89 @@
 """The schedule math: what a budget is, the schedules, budget units and time budgets (no torch, no
-framework)."""
+framework). Import every public name from here: ``from budgeted.schedules import BudgetSchedule``.
+
+- :mod:`~budgeted.schedules.registry`: a schedule is a function ``m(p)`` of the progress ``p`` in
+  [0, 1], registered with :func:`register_schedule` and its parameters' rules;
+- :mod:`~budgeted.schedules.builtin`: the built-in schedules (linear, cosine, poly, htd, step,
+  exp, constant, wsd, rex);
+- :mod:`~budgeted.schedules.budget`: :class:`BudgetSchedule`, a warmup then a schedule over a
+  budget ``T`` (``p = (e - W) / (T - W)``), its state and its resume rules (refuse, re-plan,
+  branch);
+- :mod:`~budgeted.schedules.units`: a budget stated in fractions, epochs or images, as iterations;
+- :mod:`~budgeted.schedules.clock`: a budget of training seconds, on a clock every rank agrees on.
+
+>>> BudgetSchedule("linear", total=1000, warmup=0)(250)
+0.75
+>>> budget_iters(fraction=0.25, full_iters=90000)
+22500
+"""
+
+from .budget import (
+    RESUME_POLICIES,
+    TIME_RESUME_POLICIES,
+    WARMUP_METHODS,
+    BudgetMismatchError,
+    BudgetReplanError,
+    BudgetSchedule,
+    check_on_resume,
+    lr_multiplier,
+    name_keys,
+)
+from .builtin import constant, cosine, exp, htd, linear, poly, rex, step, wsd
+from .clock import DECAYED_PROGRESS, TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
+from .registry import (
+    PARAM_RULES,
+    Rule,
+    ScheduleFn,
+    ScheduleInfo,
+    check_params,
+    full_params,
+    get_schedule,
+    on_schedule_registered,
+    register_schedule,
+    same_params,
+    schedule_info,
+    schedule_names,
+    schedule_params,
+)
+from .units import BUDGET_FRACTIONS, budget_iters
+
+__all__ = [
+    "BUDGET_FRACTIONS",
+    "DECAYED_PROGRESS",
+    "PARAM_RULES",
+    "RESUME_POLICIES",
+    "TIME_RESUME_POLICIES",
+    "WARMUP_METHODS",
+    "BudgetMismatchError",
+    "BudgetReplanError",
+    "BudgetSchedule",
+    "Rule",
+    "ScheduleFn",
+    "ScheduleInfo",
+    "TimeBudget",
+    "TimeBudgetReached",
+    "TrainingClock",
+    "budget_iters",
+    "check_on_resume",
+    "check_params",
+    "constant",
+    "cosine",
+    "exp",
+    "full_params",
+    "get_schedule",
+    "htd",
+    "linear",
+    "lr_multiplier",
+    "name_keys",
+    "on_schedule_registered",
+    "parse_duration",
+    "poly",
+    "register_schedule",
+    "rex",
+    "same_params",
+    "schedule_info",
+    "schedule_names",
+    "schedule_params",
+    "step",
+    "wsd",
+]

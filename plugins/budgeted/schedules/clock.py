@@ -6,7 +6,7 @@ adapters pause it around evaluation and checkpoint writing; start-up, data-loade
 final evaluation are outside it). The warmup stays in iterations; the decay runs over the time
 left after it:
 
-- iteration ``i < W``: the warmup multiplier of :class:`~budgeted.schedules.core.BudgetSchedule`;
+- iteration ``i < W``: the warmup multiplier of :class:`~budgeted.schedules.BudgetSchedule`;
 - otherwise ``p = (e - e_W) / (T - e_W)`` with ``e`` the agreed training seconds and ``e_W`` those
   at the end of the warmup, and the multiplier is ``schedule(p)``: the core's
   ``BudgetSchedule(schedule, total=T, warmup=e_W)`` evaluated at ``e`` (:meth:`TimeBudget.plan`).
@@ -39,14 +39,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import (
+from .budget import (
     TIME_RESUME_POLICIES,
     BudgetMismatchError,
     BudgetReplanError,
     BudgetSchedule,
     check_on_resume,
-    same_params,
 )
+from .registry import same_params
 
 __all__ = [
     "DECAYED_PROGRESS",
@@ -338,7 +338,7 @@ class TimeBudget:
         The same budget: its measured warmup end and any re-plan are taken over. Another ``seconds``
         with ``on_resume="replan"``: the decay goes on from the progress reached at ``elapsed`` to
         the schedule's end at the new ``seconds``
-        (:meth:`budgeted.schedules.core.BudgetSchedule.replan`, in seconds); the line to log is
+        (:meth:`budgeted.schedules.BudgetSchedule.replan`, in seconds); the line to log is
         returned. Anything else raises a one-line ``BudgetMismatchError`` (or
         ``BudgetReplanError``).
 

@@ -1,5 +1,8 @@
 """``launch``: Detectron2's ``launch`` on GPUs; on a CPU-only machine, CPU processes with gloo.
 
+(This module was ``budgeted.detectron2.launch``, a name now only the function's:
+``from budgeted.detectron2 import launch``.)
+
 Detectron2 v0.6's ``launch`` asserts CUDA for more than one process and hard-codes NCCL. Without
 CUDA, :func:`launch` spawns the processes itself, joins them with the gloo backend and sets up
 Detectron2's local process group the same way, so ``--num-gpus N`` means N CPU processes.

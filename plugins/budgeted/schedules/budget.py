@@ -1,45 +1,62 @@
-"""Budget-aware learning-rate multipliers: the schedule math, with no framework imports.
+"""What a budget is: a warmup, then a registered schedule over the rest; its state and resume rules.
 
 Li, Yumer, Ramanan, "Budgeted Training: Rethinking Deep Neural Network Training Under Resource
-Constraints", ICLR 2020. A schedule is a function of the progress ``p`` in [0, 1] through the
-decay phase of a budget; :class:`BudgetSchedule` adds the fixed-length warmup in front of it:
+Constraints", ICLR 2020. :class:`BudgetSchedule` puts a fixed-length warmup ``W`` in front of a
+schedule (:mod:`budgeted.schedules.registry`) over a budget ``T``; at ``e`` elapsed:
 
-- ``elapsed < warmup``: linear warmup ``f (1 - e/W) + e/W`` from ``f = warmup_factor`` to 1
+- ``e < W``: linear warmup ``f (1 - e/W) + e/W`` from ``f = warmup_factor`` to 1
   (``warmup_method="constant"``: ``f``);
-- otherwise ``p = (elapsed - W) / (T - W)``, clipped to 1, and the multiplier is ``schedule(p)``.
+- otherwise ``p = (e - W) / (T - W)``, clipped to 1, and the multiplier is ``schedule(p)``.
 
-``elapsed``, ``W`` and ``T`` share one unit: iterations for the framework adapters, but nothing
-here counts iterations, so seconds of wall-clock time or images seen work the same way.
+``e``, ``W`` and ``T`` share one unit: iterations for the framework adapters, but nothing here
+counts iterations, so seconds of wall-clock time or images seen work the same way.
 
-A new schedule is one function of ``p`` (keyword parameters with defaults) plus one
-``@register_schedule(name, rules=...)`` line: the rules say what values a parameter may take
-(:data:`PARAM_RULES` holds those of the parameter names the built-ins share), and every adapter
-that listens (:func:`on_schedule_registered`) adds it under its own names.
+A budget is also what a checkpoint records and a resume checks: :meth:`BudgetSchedule.state`
+(plain values, checkpointed by every adapter), :meth:`BudgetSchedule.from_state`,
+:meth:`BudgetSchedule.differences`, and the resume rules: :meth:`BudgetSchedule.check_resume`
+raises the one :class:`BudgetMismatchError` all adapters use (they only rename keys for their
+messages, :func:`name_keys`); :meth:`BudgetSchedule.resume` applies an on-resume policy
+(:data:`RESUME_POLICIES`, checked by :func:`check_on_resume`), re-planning
+(:meth:`BudgetSchedule.replan`) or branching where asked.
 
-The core also owns what a budget *is*: :meth:`BudgetSchedule.state` (plain values, checkpointed by
-every adapter), :meth:`BudgetSchedule.from_state`, :meth:`BudgetSchedule.differences` and
-:meth:`BudgetSchedule.check_resume`, which raises the one :class:`BudgetMismatchError` all adapters
-use; the adapters only rename keys for their messages.
+>>> budget = BudgetSchedule("linear", total=1000, warmup=100, warmup_factor=0.1)
+>>> budget(0), budget(50), budget(100), budget(550), budget(1000)
+(0.1, 0.55, 1.0, 0.5, 0.0)
+>>> lr_multiplier("cosine", 550, 1000, warmup_iters=100)
+0.5
 """
 
 from __future__ import annotations
 
 import bisect
-import inspect
 import math
-import numbers
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar
 
 from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
+from .registry import (
+    check_params,
+    full_params,
+    get_schedule,
+    is_finite_number,
+    plain_number,
+    same_params,
+)
 
-ScheduleFn = Callable[..., float]
-Rule = tuple[Callable[[Any], bool], str]
-"""A parameter rule: (test of a value, description of what is allowed)."""
-
+__all__ = [
+    "RESUME_POLICIES",
+    "TIME_RESUME_POLICIES",
+    "WARMUP_METHODS",
+    "BudgetMismatchError",
+    "BudgetReplanError",
+    "BudgetSchedule",
+    "check_on_resume",
+    "lr_multiplier",
+    "name_keys",
+]
 
 RESUME_POLICIES = ("refuse", "replan", "branch")
 """What a resume does when the checkpoint's budget differs from the configured one
@@ -70,274 +87,8 @@ refuse, replan
     return value
 
 
-@dataclass(frozen=True)
-class ScheduleInfo:
-    """A registered schedule: its function, parameters with defaults, and their rules.
-
-    ``label`` is the schedule's name in adapter class names (``"HTD"`` -> ``BudgetHTD``,
-    ``BudgetHTDLR``); by default the name capitalized (``"sqrt"`` -> ``"Sqrt"``).
-    """
-
-    name: str
-    fn: ScheduleFn
-    label: str
-    defaults: dict[str, Any]
-    rules: dict[str, Rule]
-
-
-_REGISTRY: dict[str, ScheduleInfo] = {}
-_LISTENERS: list[Callable[[ScheduleInfo], None]] = []
-
-
-def register_schedule(
-    name: str, *, rules: dict[str, Rule] | None = None, label: str | None = None
-) -> Callable[[ScheduleFn], ScheduleFn]:
-    """Register ``fn(p, **params) -> multiplier`` under ``name``; every adapter picks it up.
-
-    Each keyword parameter of ``fn`` needs a default and a rule: from ``rules``
-    (``{"k": (test, "what is allowed")}``) or, for the parameter names the built-in schedules
-    share (``eta``, ``power``, ``gamma``, ...), from :data:`PARAM_RULES`.
-
-    Example::
-
-        @register_schedule("sqrt", rules={"floor": (lambda v: 0 <= v < 1, "a number in [0, 1)")})
-        def sqrt_decay(p: float, floor: float = 0.0) -> float:
-            return floor + (1 - floor) * (1 - p) ** 0.5
-
-    Detectron2 then knows ``BudgetSqrt`` (``SOLVER.BUDGET.SQRT_FLOOR``) and MMEngine
-    ``BudgetSqrtLR`` (``floor=...``), with no further edit.
-    """
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise ValueError(f"schedule name {name!r} is invalid; allowed: lower-case [a-z0-9_]")
-
-    def register(fn: ScheduleFn) -> ScheduleFn:
-        if name in _REGISTRY:
-            raise ValueError(f"schedule {name!r} is already registered")
-        params = list(inspect.signature(fn).parameters.values())[1:]
-        defaults = {}
-        own = dict(rules or {})
-        for param in params:
-            if param.default is inspect.Parameter.empty:
-                raise ValueError(
-                    f"schedule {name!r}: parameter {param.name!r} has no default; allowed: "
-                    "keyword parameters with defaults after the progress p"
-                )
-            if param.name not in own and param.name not in PARAM_RULES:
-                raise ValueError(
-                    f"schedule {name!r}: parameter {param.name!r} has no rule; pass "
-                    f"rules={{{param.name!r}: (test, 'what is allowed')}}"
-                )
-            defaults[param.name] = param.default
-        unknown = sorted(set(own) - set(defaults))
-        if unknown:
-            raise ValueError(f"schedule {name!r}: rules for unknown parameters {unknown}")
-        info = ScheduleInfo(
-            name=name,
-            fn=fn,
-            label=label or name.capitalize(),
-            defaults=defaults,
-            rules={k: own.get(k) or PARAM_RULES[k] for k in defaults},
-        )
-        _REGISTRY[name] = info
-        for listener in list(_LISTENERS):
-            listener(info)
-        return fn
-
-    return register
-
-
-def on_schedule_registered(listener: Callable[[ScheduleInfo], None]) -> None:
-    """Call ``listener(info)`` for every registered schedule: those already registered now, the
-    later ones as they register. This is how the adapters add ``Budget<Label>`` names."""
-    _LISTENERS.append(listener)
-    for info in list(_REGISTRY.values()):
-        listener(info)
-
-
-def _is_number(value: Any) -> bool:
-    """A finite real number, Python's or NumPy's (not a bool)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _plain(value: Any) -> Any:
-    """A real number as Python's ``int`` or ``float`` (NumPy scalars too), so that a budget's
-    state stays plain; anything else as it is."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return value
-    return int(value) if isinstance(value, numbers.Integral) else float(value)
-
-
-def _fraction_list(value: Any) -> bool:
-    try:
-        values = [float(v) for v in value]
-    except (TypeError, ValueError):
-        return False
-    return all(0.0 < v < 1.0 for v in values) and values == sorted(values)
-
-
-# What each parameter shared by the built-in schedules may be: (test, what is allowed).
-PARAM_RULES: dict[str, Rule] = {
-    "eta": (lambda v: _is_number(v) and 0.0 <= v < 1.0, "a number in [0, 1)"),
-    "power": (lambda v: _is_number(v) and v > 0.0, "a number > 0"),
-    "lower": (_is_number, "a finite number below upper"),
-    "upper": (_is_number, "a finite number above lower"),
-    "milestones": (_fraction_list, "an increasing list of fractions in (0, 1)"),
-    "gamma": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
-    "end_factor": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
-}
-
-
-@register_schedule("linear")
-def linear(p: float) -> float:
-    """``1 - p``: the paper's recommendation, parameter-free."""
-    return 1.0 - p
-
-
-@register_schedule("cosine")
-def cosine(p: float, eta: float = 0.0) -> float:
-    """``eta + (1 - eta) (1 + cos(pi p)) / 2``."""
-    return eta + (1.0 - eta) * (1.0 + math.cos(math.pi * p)) / 2.0
-
-
-@register_schedule("poly")
-def poly(p: float, power: float = 0.9) -> float:
-    """``(1 - p) ** power``."""
-    return (1.0 - p) ** power
-
-
-@register_schedule("htd", label="HTD")
-def htd(p: float, lower: float = -6.0, upper: float = 3.0, eta: float = 0.0) -> float:
-    """Hyperbolic-tangent decay ``eta + (1 - eta) (1 - tanh(lower + (upper - lower) p)) / 2``."""
-    return eta + (1.0 - eta) * (1.0 - math.tanh(lower + (upper - lower) * p)) / 2.0
-
-
-@register_schedule("step")
-def step(p: float, milestones: Sequence[float] = (2 / 3, 8 / 9), gamma: float = 0.1) -> float:
-    """Budget-aware step decay ``gamma ** (number of milestones <= p)``, milestones as fractions."""
-    return gamma ** bisect.bisect_right(milestones, p)
-
-
-@register_schedule("exp")
-def exp(p: float, end_factor: float = 0.01) -> float:
-    """Budget-aware exponential decay ``end_factor ** p`` (``gamma ** (p T0)`` rescaled)."""
-    return end_factor**p
-
-
-@register_schedule("constant")
-def constant(p: float) -> float:
-    """``1``: no decay (the warmup still applies)."""
-    return 1.0
-
-
-@register_schedule(
-    "wsd",
-    label="WSD",
-    rules={"cooldown": (lambda v: _is_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]")},
-)
-def wsd(p: float, cooldown: float = 0.2) -> float:
-    """Warmup-stable-decay: ``1`` while ``p <= 1 - c``, then ``(1 - p) / c`` down to 0.
-
-    The cooldown is the last fraction ``c`` of the decay phase (the budget after the warmup), so
-    the stable phase is the same for every budget: one stable run can be branched into a
-    cooldown per budget (Hägele et al. 2024; HF ``get_wsd_schedule`` with a linear decay).
-
-    >>> wsd(0.5), round(wsd(0.9), 9), wsd(1.0)
-    (1.0, 0.5, 0.0)
-    """
-    return 1.0 if p <= 1.0 - cooldown else (1.0 - p) / cooldown
-
-
-@register_schedule("rex")
-def rex(p: float) -> float:
-    """REX: ``(1 - p) / (1 - p / 2)``, parameter-free (Chen, Wolfe, Kyrillidis, "REX: Revisiting
-    Budgeted Training with an Improved Schedule", MLSys 2022): above linear's ``1 - p`` over the
-    whole decay, by the factor ``1 / (1 - p / 2)``, then down to 0 at twice linear's slope.
-
-    >>> rex(0.0), rex(0.5), rex(1.0)
-    (1.0, 0.6666666666666666, 0.0)
-    """
-    return (1.0 - p) / (1.0 - p / 2.0)
-
-
 WARMUP_METHODS = ("linear", "constant")
-
-
-def schedule_names() -> tuple[str, ...]:
-    """The registered schedule names, in registration order."""
-    return tuple(_REGISTRY)
-
-
-def schedule_info(name: str) -> ScheduleInfo:
-    """The registration of schedule ``name`` (one-line ``ValueError`` for an unknown name)."""
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown schedule {name!r}; valid schedules: {', '.join(_REGISTRY)}"
-        ) from None
-
-
-def schedule_params(name: str) -> dict[str, Any]:
-    """The parameters of schedule ``name`` with their defaults."""
-    return dict(schedule_info(name).defaults)
-
-
-def full_params(name: Any, params: Any) -> Any:
-    """``params`` with every default of schedule ``name`` filled in and sequences as lists: the
-    form in which two budgets' parameters are compared (``eta=0.0`` written out is the default
-    left out). An unknown schedule or params that are not a mapping come back as they are.
-
-    >>> full_params("step", {"gamma": 0.1})
-    {'milestones': [0.6666666666666666, 0.8888888888888888], 'gamma': 0.1}
-    """
-    if not isinstance(params, Mapping):
-        return params
-    defaults = _REGISTRY[name].defaults if isinstance(name, str) and name in _REGISTRY else {}
-    return {
-        k: list(v) if isinstance(v, (tuple, list)) else v for k, v in {**defaults, **params}.items()
-    }
-
-
-def get_schedule(name: str) -> ScheduleFn:
-    """The function of progress registered as ``name``."""
-    return schedule_info(name).fn
-
-
-def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``params`` for schedule ``name``; return them with milestones as a tuple."""
-    info = schedule_info(name)
-    allowed = info.defaults
-    checked = dict(params)
-    for key, value in params.items():
-        if key not in allowed:
-            takes = ", ".join(allowed) or "no parameters"
-            raise ValueError(f"schedule {name!r} has no parameter {key!r}; it takes: {takes}")
-        test, what = info.rules[key]
-        if not test(value):
-            raise ValueError(f"{name} schedule: {key}={value!r} is invalid; allowed: {what}")
-        if key == "milestones":
-            checked[key] = tuple(float(v) for v in value)
-        else:
-            checked[key] = _plain(value)
-    merged = {**allowed, **checked}
-    if "lower" in merged and not merged["lower"] < merged["upper"]:
-        raise ValueError(
-            f"{name} schedule: lower={merged['lower']!r} must be below upper={merged['upper']!r}"
-        )
-    return checked
-
-
-def same_params(saved_schedule: Any, saved_params: Any, schedule: str, params: Any) -> bool:
-    """Whether a saved budget's ``saved_params`` (of ``saved_schedule``) are ``params`` of
-    ``schedule``: the same schedule and the same values once its defaults are filled in
-    (:func:`full_params`), so a default written out is no change.
-
-    >>> same_params("cosine", {}, "cosine", {"eta": 0.0}), same_params("linear", {}, "cosine", {})
-    (True, False)
-    """
-    return saved_schedule == schedule and full_params(schedule, saved_params) == full_params(
-        schedule, params
-    )
+"""How the warmup rises: linearly from ``warmup_factor`` to 1, or constant at ``warmup_factor``."""
 
 
 def name_keys(message: str, names: Mapping[str, str]) -> str:
@@ -381,16 +132,16 @@ class BudgetSchedule:
 
     def __post_init__(self) -> None:
         fn = get_schedule(self.schedule)
-        if not _is_number(self.total) or self.total <= 0:
+        if not is_finite_number(self.total) or self.total <= 0:
             raise ValueError(f"budget total={self.total!r} is invalid; allowed: a number > 0")
-        if not _is_number(self.warmup) or self.warmup < 0:
+        if not is_finite_number(self.warmup) or self.warmup < 0:
             raise ValueError(f"warmup={self.warmup!r} is invalid; allowed: a number >= 0")
         if self.warmup >= self.total:
             raise ValueError(
                 f"warmup={self.warmup!r} is not shorter than the budget total={self.total!r}: "
                 "the decay phase would be empty; allowed: 0 <= warmup < total"
             )
-        if not _is_number(self.warmup_factor) or not 0.0 < self.warmup_factor <= 1.0:
+        if not is_finite_number(self.warmup_factor) or not 0.0 < self.warmup_factor <= 1.0:
             raise ValueError(
                 f"warmup_factor={self.warmup_factor!r} is invalid; allowed: a number in (0, 1]"
             )
@@ -399,9 +150,9 @@ class BudgetSchedule:
                 f"unknown warmup_method {self.warmup_method!r}; valid: {', '.join(WARMUP_METHODS)}"
             )
         if self.replanned_at is not None and not (
-            _is_number(self.replanned_at)
+            is_finite_number(self.replanned_at)
             and 0 <= self.replanned_at < self.total
-            and _is_number(self.replanned_from)
+            and is_finite_number(self.replanned_from)
             and 0.0 <= self.replanned_from < 1.0
         ):
             raise ValueError(
@@ -412,7 +163,7 @@ class BudgetSchedule:
         earlier = self._checked_earlier_replans()
         object.__setattr__(self, "earlier_replans", earlier)
         for key in ("total", "warmup", "warmup_factor", "replanned_at", "replanned_from"):
-            object.__setattr__(self, key, _plain(getattr(self, key)))
+            object.__setattr__(self, key, plain_number(getattr(self, key)))
         params = check_params(self.schedule, self.params)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "_decay", partial(fn, **params) if params else fn)
@@ -421,11 +172,11 @@ class BudgetSchedule:
         """``earlier_replans`` as plain numbers, checked: ``(elapsed, progress)`` pairs that
         rise strictly from ``(W, 0)`` to ``(replanned_at, replanned_from)``."""
         try:
-            earlier = tuple((_plain(a), _plain(p)) for a, p in self.earlier_replans)
+            earlier = tuple((plain_number(a), plain_number(p)) for a, p in self.earlier_replans)
             points = [(self.warmup, 0.0), *earlier, (self.replanned_at, self.replanned_from)]
             ok = not earlier or (
                 self.replanned_at is not None
-                and all(_is_number(a) and _is_number(p) for a, p in earlier)
+                and all(is_finite_number(a) and is_finite_number(p) for a, p in earlier)
                 and all(a0 < a1 and p0 < p1 for (a0, p0), (a1, p1) in zip(points, points[1:]))
             )
         except (TypeError, ValueError):
@@ -495,7 +246,7 @@ class BudgetSchedule:
         >>> s(500), s(1250), s(2000)
         (0.5, 0.25, 0.0)
         """
-        if not _is_number(at) or at < 0:
+        if not is_finite_number(at) or at < 0:
             raise BudgetReplanError(f"replan at={at!r} is invalid; allowed: a number >= 0")
         reached = self.progress(at)
         if reached >= 1.0:
@@ -505,7 +256,7 @@ class BudgetSchedule:
                 f"{self.total:g}"
             )
         floor = max(at, self.warmup)
-        if not _is_number(total) or total <= floor:
+        if not is_finite_number(total) or total <= floor:
             raise BudgetReplanError(
                 f"cannot change the budget to {total!r}: {at:g} of it has already elapsed"
                 + (f" and the warmup is {self.warmup:g}" if self.warmup > at else "")
@@ -681,7 +432,9 @@ class BudgetSchedule:
 
     def __call__(self, elapsed: float) -> float:
         # an iteration count (int, the common case) is checked cheaply, anything else in full
-        if not (elapsed >= 0 if type(elapsed) is int else _is_number(elapsed) and elapsed >= 0):
+        if not (
+            elapsed >= 0 if type(elapsed) is int else is_finite_number(elapsed) and elapsed >= 0
+        ):
             raise ValueError(f"elapsed={elapsed!r} is invalid; allowed: a finite number >= 0")
         if elapsed < self.warmup:
             if self.warmup_method == "constant":

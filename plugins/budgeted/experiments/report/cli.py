@@ -1,0 +1,151 @@
+"""Tabulate and plot a sweep (``budgeted-sweep``) in the paper's form.
+
+``budgeted-report``'s command line: check the outputs before reading anything
+(:func:`check_outputs`), read the sweeps into groups (:mod:`.model`), print the tables
+(:mod:`.tables`), write ``--csv`` and ``--plot`` (:mod:`.plots`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from ...errors import ReportError
+from ...safety.locks import unwritable
+from ..sweep.records import load_sweep
+from .model import Group, group_sweeps
+from .plots import plot_files, plot_formats, plot_sweeps, written_by_report
+from .tables import CSV_HEADER, best_progress, markdown, write_csv
+
+__all__ = ["check_outputs", "main"]
+
+
+def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequence[Path]) -> None:
+    """Refuse, before reading anything, an output that would overwrite what is not ours.
+
+    ``--csv`` must end in ``.csv`` and be new or an earlier report's CSV (its first row is
+    :data:`CSV_HEADER`); ``--plot`` must end in a format matplotlib writes, and each of its
+    :func:`plot_files` be new or an earlier report's figure (:func:`written_by_report`);
+    neither may be a folder, lie inside a run folder of a reported sweep or in a folder that
+    cannot be written (read-only). Raises :class:`ReportError`.
+    """
+    for flag, out in (("--csv", csv_path), ("--plot", plot_path)):
+        if out is None:
+            continue
+        if out.is_dir():
+            raise ReportError(f"{flag} {out} is a folder; allowed: a file path")
+        problem = unwritable(out.parent)
+        if problem is not None:
+            raise ReportError(
+                f"{flag} {out} cannot be written ({problem}); allowed: a path in a folder you "
+                "can write to (nothing was written)"
+            )
+        inside = next(
+            (s for s in sweeps if out.resolve().parent != s.resolve()
+             and out.resolve().is_relative_to(s.resolve())), None,
+        )  # fmt: skip
+        if inside is not None:
+            raise ReportError(
+                f"{flag} {out} lies inside a run folder of the sweep {inside}; allowed: a path "
+                "outside the run folders (the sweep folder itself, or anywhere else)"
+            )
+    if csv_path is not None:
+        if csv_path.suffix.lower() != ".csv":
+            raise ReportError(
+                f"--csv {csv_path} does not end in .csv; allowed: a FILE.csv path (new, or an "
+                "earlier report's CSV, which is replaced)"
+            )
+        if csv_path.is_file():
+            with csv_path.open(newline="", errors="replace") as f:
+                first = next(csv.reader(f), None)
+            if tuple(first or ())[: len(CSV_HEADER)] != CSV_HEADER:
+                raise ReportError(
+                    f"--csv {csv_path} exists and is not a CSV written by budgeted-report; "
+                    "allowed: a new path, or an earlier report's CSV (which is replaced)"
+                )
+    if plot_path is not None:
+        formats = plot_formats()
+        if plot_path.suffix[1:].lower() not in formats:
+            raise ReportError(
+                f"--plot {plot_path} has no image file type matplotlib writes; allowed: a file "
+                f"ending in one of .{', .'.join(formats)}"
+            )
+        for figure in plot_files(plot_path):
+            if figure.exists() and (not figure.is_file() or not written_by_report(figure)):
+                raise ReportError(
+                    f"--plot {plot_path} would replace {figure}, which budgeted-report did not "
+                    "write; allowed: a path whose figures are new, or an earlier report's (.png, "
+                    ".pdf, .svg, .svgz, .eps, .ps), which are replaced"
+                )
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"report: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``budgeted-report``: print the tables, write ``--csv`` / ``--plot``; the exit status.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Example:
+        >>> main(["output/sweep/mmseg_toy", "--csv", "mmseg.csv"])  # doctest: +SKIP
+        0
+    """
+    parser = _Parser(prog="budgeted-report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders (budgeted-sweep --out)")
+    parser.add_argument("--csv", type=Path, metavar="FILE.csv", help="write one row per run")
+    parser.add_argument(
+        "--plot", type=Path, metavar="FILE.png",
+        help="metric vs budget (error bars, best LR); beside it FILE_lr.png, FILE_loss.png and "
+        "FILE_grad_norm.png from the runs' logs (any matplotlib file type)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--best-progress", action="store_true",
+        help="also tabulate where the best periodic evaluation fell in training (Table 4)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    try:
+        if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+            raise ReportError(
+                f"--plot {args.plot} needs matplotlib, which is not installed; install it with "
+                'pip install "budgeted-training[plot]", or leave out --plot'
+            )
+        check_outputs(args.csv, args.plot, args.sweeps)
+        sweeps = [load_sweep(p) for p in args.sweeps]
+        groups = group_sweeps(sweeps)
+    except (ReportError, ImportError) as err:
+        print(f"report: error: {err}", file=sys.stderr)
+        return 2
+    print("\n\n".join(markdown(g) for g in groups))
+    for sweep in sweeps:  # a partial sweep (cells queued, running, failed): say how many
+        missing = [c.run_dir.name for c in sweep.cells if c.final is None and c.status is None]
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            print(f"report: note: {sweep.path} is partial: {len(missing)} of {len(sweep.cells)} "
+                  f"cells have no result yet ({shown}); budgeted-sweep --status {sweep.path} "
+                  "shows where they are", file=sys.stderr)  # fmt: skip
+    if args.best_progress:
+        print("\n\n" + "\n\n".join(best_progress(g) for g in groups))
+    try:
+        _write_outputs(groups, args.csv, args.plot)
+    except OSError as err:  # checked writable before; a disk that filled up meanwhile, say
+        print(f"report: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_outputs(groups: Sequence[Group], csv_path: Path | None, plot: Path | None) -> None:
+    """Write ``--csv`` and ``--plot`` (each atomically) and name them."""
+    if csv_path is not None:
+        write_csv(groups, csv_path)
+        print(f"\nCSV: {csv_path}")
+    if plot is not None:
+        print("\n" + "\n".join(f"plot: {path}" for path in plot_sweeps(groups, plot)))

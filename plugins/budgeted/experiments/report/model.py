@@ -1,0 +1,109 @@
+"""The report's model: the cells of one or more sweep folders (:func:`load_sweep`), merged per
+framework and config family into a :class:`Group`, whose :meth:`Group.best` picks each schedule's
+best base LR at a budget (the paper's protocol: the highest mean over seeds, never an LR at which
+a run diverged or ended undecayed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import ReportError
+from ..stats import best_lr
+from ..sweep.records import Cell, CellKey, Sweep, cell_name
+
+__all__ = ["Group", "group_sweeps"]
+
+
+@dataclass
+class Group:
+    """Cells of the same framework and config family, from one sweep folder or several."""
+
+    framework: str
+    family: str
+    sources: list[Path] = field(default_factory=list)
+    cells: dict[CellKey, Cell] = field(default_factory=dict)
+
+    @property
+    def schedules(self) -> list[str]:
+        return list(dict.fromkeys(k.schedule for k in self.cells))
+
+    @property
+    def budgets(self) -> list[float]:
+        return sorted({k.budget for k in self.cells})
+
+    @property
+    def lrs(self) -> list[float | None]:
+        """The base LRs of the grid, ascending (None, the config's own, first)."""
+        found = {k.lr for k in self.cells}
+        return [None] * (None in found) + sorted(lr for lr in found if lr is not None)
+
+    @property
+    def seeds(self) -> list[int | None]:
+        found = {k.seed for k in self.cells}
+        return [None] * (None in found) + sorted(s for s in found if s is not None)
+
+    def values(self, metric: str, schedule: str, budget: float, lr: float | None) -> dict:
+        """seed -> the metric of each finished run of that schedule, budget and LR."""
+        return {
+            key.seed: cell.final.metrics[metric]
+            for key, cell in self.cells.items()
+            if (key.schedule, key.budget, key.lr) == (schedule, budget, lr)
+            and cell.final is not None
+            and metric in cell.final.metrics
+        }
+
+    def with_status(self, status: str, schedule: str, budget: float, lr: float | None) -> int:
+        """How many runs of that schedule, budget and LR came to ``status``."""
+        return sum(
+            (key.schedule, key.budget, key.lr) == (schedule, budget, lr) and cell.status == status
+            for key, cell in self.cells.items()
+        )
+
+    def best(self, metric: str, schedule: str, budget: float) -> tuple[float | None, bool] | None:
+        """(best base LR, at the grid's edge) of ``schedule`` at ``budget``; None if no run of
+        it finished. An LR at which a run diverged or ended undecayed is never the best (it
+        still counts as searched, for the edge)."""
+        by_lr = {
+            lr: []
+            if self.with_status("diverged", schedule, budget, lr)
+            or self.with_status("undecayed", schedule, budget, lr)
+            else list(self.values(metric, schedule, budget, lr).values())
+            for lr in self.lrs
+        }
+        if not any(by_lr.values()):
+            return None
+        return best_lr(by_lr)
+
+
+def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
+    """Merge the sweeps' cells per (framework, family); a cell finished twice is an error."""
+    groups: dict[tuple[str, str], Group] = {}
+    for sweep in sweeps:
+        group = groups.setdefault(
+            (sweep.framework, sweep.family), Group(sweep.framework, sweep.family)
+        )
+        group.sources.append(sweep.path)
+        for cell in sweep.cells:
+            old = group.cells.get(cell.key)
+            if old is not None and old.final is not None and cell.final is not None:
+                raise ReportError(
+                    f"cell {cell_name(*cell.key)} is finished in both {old.run_dir.parent} and "
+                    f"{sweep.path}; allowed: each cell finished in one of the sweeps reported"
+                )
+            if old is None or old.final is None:
+                group.cells[cell.key] = cell
+    for group in groups.values():
+        seeded = [k for k in group.cells if k.seed is not None]
+        unseeded = [k for k in group.cells if k.seed is None]
+        if seeded and unseeded:
+            raise ReportError(
+                f"the {group.framework} sweeps of {group.family} in "
+                f"{', '.join(map(str, group.sources))} mix runs at the config's seed "
+                f"({cell_name(*unseeded[0])}, ...) with runs at --seeds "
+                f"({cell_name(*seeded[0])}, ...): they cannot be paired seed by seed; allowed: "
+                "sweeps that all set --seeds, or none of them (report those apart)"
+            )
+    return list(groups.values())

@@ -1,0 +1,214 @@
+"""The figures of ``budgeted-report --plot FILE.png`` (needs matplotlib, imported only to plot).
+
+- ``FILE.png``: each metric against the budget fraction (log x), one line per schedule at its
+  best base LR, error bars one std over seeds (the paper's Figure 1, right);
+- ``FILE_lr.png`` and ``FILE_loss.png``: the LR and the training loss the runs *logged* against
+  the iteration (not the formula: a broken run shows), one panel per budget, one line per
+  schedule at its best LR (the first seed that finished); each only where runs logged it (a
+  sweep of evaluations, ``budgeted-sweep --evaluate-from``, logged neither);
+- ``FILE_grad_norm.png``, where runs logged it (``FullGradNormHook``): the full-gradient norm
+  against the LR, one panel per schedule, one line per budget (the paper's Figure 3).
+
+Unfinished runs are left out; the best LR is chosen by the group's first metric (box AP, mIoU).
+Each figure carries :data:`PLOT_MARK`, so a later report replaces its own figures and nothing
+else (:func:`written_by_report`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...runs import reader
+from ...safety import atomic_write
+from ..stats import summarize
+from ..sweep.records import METRICS, Cell
+from .model import Group
+
+__all__ = [
+    "MARKED_PLOT_FORMATS",
+    "PLOT_ENDINGS",
+    "PLOT_MARK",
+    "plot_files",
+    "plot_formats",
+    "plot_sweeps",
+    "written_by_report",
+]
+
+
+PLOT_MARK = "budgeted-report"
+"""The ``Creator`` the ``--plot`` figures carry where the file type keeps one (the report's
+own figures are recognized by it, to be replaced; any other file is left alone)."""
+
+MARKED_PLOT_FORMATS = ("eps", "pdf", "png", "ps", "svg", "svgz")
+"""The file types that keep :data:`PLOT_MARK` (matplotlib writes no metadata into the others)."""
+
+
+PLOT_ENDINGS = ("", "_lr", "_loss", "_grad_norm")
+"""What :func:`plot_files` adds to the ``--plot`` file's stem, the metric figure first."""
+
+
+def plot_files(path: Path) -> list[Path]:
+    """The figures ``--plot path`` may write: ``path`` and, beside it, the ``_lr``, ``_loss``
+    and ``_grad_norm`` ones.
+
+    >>> [p.name for p in plot_files(Path("out/g.png"))]
+    ['g.png', 'g_lr.png', 'g_loss.png', 'g_grad_norm.png']
+    """
+    return [path.with_name(f"{path.stem}{end}{path.suffix}") for end in PLOT_ENDINGS]
+
+
+def written_by_report(path: Path) -> bool:
+    """Whether the file at ``path`` is a figure an earlier ``--plot`` wrote (it carries
+    :data:`PLOT_MARK`)."""
+    data = path.read_bytes()
+    if path.suffix.lower() == ".svgz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError):
+            return False
+    return PLOT_MARK.encode() in data
+
+
+def plot_formats() -> list[str]:
+    """The file types ``--plot`` can write (matplotlib's: png, pdf, svg, ...)."""
+    from matplotlib.figure import Figure
+
+    return sorted(Figure().canvas.get_supported_filetypes())
+
+
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kind = path.suffix[1:].lower()
+    marked = {"metadata": {"Creator": PLOT_MARK}} if kind in MARKED_PLOT_FORMATS else {}
+    with atomic_write(path, "wb") as f:  # the mark: a later report may replace this figure
+        fig.savefig(f, dpi=110, format=kind, **marked)
+    plt.close(fig)
+    return path
+
+
+def _best_cell(group: Group, schedule: str, budget: float) -> Cell | None:
+    """The first finished run (lowest seed) of ``schedule`` at ``budget`` at its best LR."""
+    metric = METRICS[group.framework][0][0]
+    found = group.best(metric, schedule, budget)
+    if found is None:
+        return None
+    cells = [
+        c for k, c in group.cells.items()
+        if (k.schedule, k.budget, k.lr) == (schedule, budget, found[0]) and c.final is not None
+    ]  # fmt: skip
+    return min(cells, key=lambda c: -1 if c.key.seed is None else c.key.seed, default=None)
+
+
+Curves = dict[tuple[int, str, float], list[dict[str, float]]]
+"""(id of the group, schedule, budget) -> the training curve of its best cell."""
+
+
+def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
+    """Write the figures (see the module's docstring) beside ``path``; the files written.
+
+    Args:
+        groups: the report's groups (:func:`budgeted.experiments.report.group_sweeps`).
+        path: the metric figure; its stem and file type name the others.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    metric_file, lr_file, loss_file, grad_norm_file = plot_files(path)
+    written = [_metric_figure(groups, metric_file)]
+    curves: Curves = {
+        (id(g), s, b): reader(g.framework).train_curve(cell.run_dir)
+        for g in groups for s in g.schedules for b in g.budgets
+        if (cell := _best_cell(g, s, b)) is not None
+    }  # fmt: skip
+    for key, label, file in (
+        ("lr", "learning rate (logged)", lr_file),
+        ("loss", "training loss (logged)", loss_file),
+    ):
+        if any(key in p for points in curves.values() for p in points):
+            written.append(_curve_figure(groups, curves, key, label, file))
+    if any("grad_norm" in p for points in curves.values() for p in points):
+        written.append(_grad_norm_figure(groups, curves, grad_norm_file))
+    return written
+
+
+def _metric_figure(groups: Sequence[Group], file: Path) -> Path:
+    """Each metric against the budget, one line per schedule at its best LR (± 1 std)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
+
+    panels = [(g, metric) for g in groups for metric, _ in METRICS[g.framework]]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
+    for ax, (group, metric) in zip(axes[0], panels):
+        for schedule in group.schedules:
+            means, stds = [], []
+            for budget in group.budgets:
+                found = group.best(metric, schedule, budget)
+                values = [] if found is None else list(
+                    group.values(metric, schedule, budget, found[0]).values()
+                )  # fmt: skip
+                summary = summarize(values) if values else None
+                means.append(math.nan if summary is None else summary.mean)
+                stds.append(0.0 if summary is None or summary.std is None else summary.std)
+            ax.errorbar(group.budgets, means, yerr=stds, marker="o", capsize=3, label=schedule)
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(group.budgets)
+        ax.set_xticklabels([f"{b:g}" for b in group.budgets])
+        ax.set_xlabel("budget (fraction of the full schedule)")
+        ax.set_ylabel(f"{metric} (best base LR; ± 1 std over seeds)")
+        ax.set_title(f"{group.framework}: {Path(group.family).name}", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(fig, file)
+
+
+def _curve_figure(
+    groups: Sequence[Group], curves: Curves, key: str, label: str, file: Path
+) -> Path:
+    """The logged ``key`` (``lr``, ``loss``) against the iteration: a panel per budget, a line
+    per schedule."""
+    import matplotlib.pyplot as plt
+
+    panels = [(g, b) for g in groups for b in g.budgets]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (group, budget) in zip(axes[0], panels):
+        for schedule in group.schedules:
+            points = [p for p in curves.get((id(group), schedule, budget), []) if key in p]
+            ax.plot([p["iteration"] for p in points], [p[key] for p in points],
+                    label=schedule, lw=1.2)  # fmt: skip
+        ax.set_title(f"{group.framework}, budget {budget:g}", fontsize=9)
+        ax.set_xlabel("iteration")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(fig, file)
+
+
+def _grad_norm_figure(groups: Sequence[Group], curves: Curves, file: Path) -> Path:
+    """The full-gradient norm against the logged LR: a panel per schedule, a line per budget
+    (the paper's Figure 3)."""
+    import matplotlib.pyplot as plt
+
+    panels = [(g, s) for g in groups for s in g.schedules]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (group, schedule) in zip(axes[0], panels):
+        for budget in group.budgets:
+            points = [
+                p for p in curves.get((id(group), schedule, budget), [])
+                if "grad_norm" in p and "lr" in p
+            ]  # fmt: skip
+            ax.plot([p["lr"] for p in points], [p["grad_norm"] for p in points],
+                    marker=".", lw=1, label=f"budget {budget:g}")  # fmt: skip
+        ax.set_title(f"{group.framework}: {schedule}", fontsize=9)
+        ax.set_xlabel("learning rate (logged)")
+        ax.set_ylabel("full-gradient norm")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(fig, file)

@@ -1,0 +1,268 @@
+"""The report's tables: Markdown per metric (every cell; with several base LRs or seeds the
+best-LR, paired-difference and normalized tables), where the best evaluation fell (the paper's
+Table 4), and the CSV of every run.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from ...runs import reader
+from ...safety import atomic_write
+from ..stats import paired_difference, summarize, verdict
+from ..sweep.records import METRICS, NOTHING_PREDICTED, CellKey, cell_name, number_text
+from .model import Group
+
+__all__ = ["COMPARISONS", "CSV_HEADER", "best_progress", "markdown", "write_csv"]
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else ("nan" if math.isnan(value) else f"{value:.2f}")
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> list[str]:
+    """A Markdown table whose first ``right`` columns are right-aligned (numbers)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * right + "---|" * (len(head) - right)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _lr_text(lr: float | None) -> str:
+    return "config's" if lr is None else number_text(lr)
+
+
+def _iterations(group: Group, budget: float) -> str:
+    iters = sorted(
+        {c.final.iters for k, c in group.cells.items() if k.budget == budget and c.final}
+    )
+    return "/".join(str(i) for i in iters) or "-"
+
+
+def _cell_text(group: Group, metric: str, schedule: str, budget: float, lr: float | None) -> str:
+    """One cell of the every-run table: ``mean ± std (n)`` of its finished runs, `` *`` where
+    runs that ended undecayed are among them, ``, k diverged`` beside; ``diverged`` where every
+    run that ended diverged; ``-`` where none finished."""
+    values = list(group.values(metric, schedule, budget, lr).values())
+    diverged = group.with_status("diverged", schedule, budget, lr)
+    if not values:
+        return "diverged" if diverged else "-"
+    undecayed = " *" if group.with_status("undecayed", schedule, budget, lr) else ""
+    return f"{summarize(values).text()}{undecayed}{f', {diverged} diverged' if diverged else ''}"
+
+
+def _status_notes(group: Group) -> list[str]:
+    """The notes under the every-run table that name the runs that diverged or ended
+    undecayed (neither is ever a best LR)."""
+    lines = []
+    for status, what in (
+        ("diverged", "diverged (a non-finite training loss): no result, and their base LR is "
+         "never picked as the best"),
+        ("undecayed", "ended undecayed (the time budget ran out before the LR decayed): their "
+         "metrics are marked *, and their base LR is never picked as the best"),
+    ):  # fmt: skip
+        names = sorted(cell_name(*k) for k, c in group.cells.items() if c.status == status)
+        if names:
+            lines += ["", f"{len(names)} run(s) {what}: {', '.join(names)}."]
+    return lines
+
+
+def markdown(group: Group) -> str:
+    """The report's tables for ``group``, one section per metric (see the module's docstring):
+    every cell as ``mean ± std (n)`` over seeds (``-`` where none finished); with several base
+    LRs or seeds, the best-LR, paired-difference and normalized tables."""
+    blocks = []
+    done = sum(c.final is not None for c in group.cells.values())
+    diverged = sum(c.status == "diverged" for c in group.cells.values())
+    also = f", {diverged} diverged" if diverged else ""
+    lrs, seeds = group.lrs, group.seeds
+    axes = len(lrs) > 1 or lrs != [None] or len(seeds) > 1 or seeds != [None]
+    for metric, _ in METRICS[group.framework]:
+        columns = [(s, lr) for s in group.schedules for lr in lrs]
+        head = [
+            "budget", "iterations",
+            *(s if lr is None else f"{s} lr={number_text(lr)}" for s, lr in columns),
+        ]  # fmt: skip
+        rows = []
+        for budget in group.budgets:
+            row = [f"{budget:g}", _iterations(group, budget)]
+            row += [_cell_text(group, metric, schedule, budget, lr) for schedule, lr in columns]
+            rows.append(row)
+        lines = [
+            f"### {metric}: {group.framework} {group.family}* "
+            f"({', '.join(str(p) for p in group.sources)}; {done}/{len(group.cells)} runs "
+            f"finished{also})",
+            "",
+            *_table(head, rows, len(head)),
+            *_status_notes(group),
+        ]
+        empty = [
+            cell_name(*k)
+            for k, c in group.cells.items()
+            if c.final and metric in c.final.no_predictions
+        ]
+        if empty:
+            lines += [
+                "",
+                f"{len(empty)} finished run(s) predicted nothing at the final evaluation ({metric} "
+                f"{NOTHING_PREDICTED[group.framework]}): counted as {metric} 0: "
+                f"{', '.join(sorted(empty))}.",
+            ]
+        if axes:
+            lines += ["", *_best_tables(group, metric)]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+COMPARISONS = (("linear", "step"), ("linear", "poly"), ("linear", "wsd"), ("rex", "linear"))
+"""The paired differences the report shows, where both schedules are in the sweep."""
+
+
+def _best_tables(group: Group, metric: str) -> list[str]:
+    """The best-LR, paired-difference and normalized tables of ``metric``."""
+    lines = [
+        f"#### {metric} at the best base LR per budget and schedule (the paper's protocol: mean "
+        '± std over seeds (n) @ LR; "edge": the best LR is at the edge of the grid, widen it)',
+        "",
+    ]
+    best: dict[tuple[str, float], tuple[float | None, bool]] = {}
+    rows = []
+    for budget in group.budgets:
+        row = [f"{budget:g}"]
+        for schedule in group.schedules:
+            found = group.best(metric, schedule, budget)
+            if found is None:
+                row.append("-")
+                continue
+            best[schedule, budget] = found
+            values = list(group.values(metric, schedule, budget, found[0]).values())
+            edge = " (edge)" if found[1] else ""
+            row.append(f"{summarize(values).text()} @ {_lr_text(found[0])}{edge}")
+        rows.append(row)
+    lines += _table(["budget", *group.schedules], rows, 1 + len(group.schedules))
+    pairs = [(a, b) for a, b in COMPARISONS if a in group.schedules and b in group.schedules]
+    if pairs:
+        lines += [
+            "",
+            f"#### {metric}: paired differences at each schedule's best LR (seed k against seed "
+            "k; mean [95 % t-interval] (pairs))",
+            "",
+        ]
+        rows = []
+        for budget in group.budgets:
+            row = [f"{budget:g}"]
+            for a, b in pairs:
+                if (a, budget) not in best or (b, budget) not in best:
+                    row += ["-", "-"]
+                    continue
+                interval = paired_difference(
+                    group.values(metric, a, budget, best[a, budget][0]),
+                    group.values(metric, b, budget, best[b, budget][0]),
+                )
+                row += [interval.text() if interval else "-", verdict(interval, a, b)]
+            rows.append(row)
+        head = ["budget", *(c for a, b in pairs for c in (f"{a} − {b}", "verdict"))]
+        lines += _table(head, rows, 1)
+    reference = max((b for _, b in best), default=None)  # the largest budget that has results
+    means = {
+        key: summarize(list(group.values(metric, key[0], key[1], lr).values())).mean
+        for key, (lr, _) in best.items()
+    }
+    top = max((m for (_, b), m in means.items() if b == reference), default=None)
+    if top:
+        what = "the full budget" if reference == 1.0 else f"budget {reference:g}, the largest run"
+        lines += [
+            "",
+            f"#### {metric} normalized: mean at the best LR / the best schedule's at {what} "
+            f"({top:.2f})",
+            "",
+        ]
+        rows = [
+            [f"{budget:g}", *(
+                f"{means[s, budget] / top:.3f}" if (s, budget) in means else "-"
+                for s in group.schedules
+            )]
+            for budget in group.budgets
+        ]  # fmt: skip
+        lines += _table(["budget", *group.schedules], rows, 1 + len(group.schedules))
+    return lines
+
+
+def best_progress(group: Group) -> str:
+    """Where the best periodic evaluation fell in training (iteration / the run's length), per
+    budget and schedule at the best base LR: mean over seeds (the paper's Table 4). Runs need
+    periodic evaluation (``TEST.EVAL_PERIOD``, ``train_cfg.val_interval``) for it to say
+    anything; with one evaluation at the end it is 1.00."""
+    runs = reader(group.framework)
+    blocks = []
+    for metric, key in METRICS[group.framework]:
+        rows = []
+        for budget in group.budgets:
+            row = [f"{budget:g}"]
+            for schedule in group.schedules:
+                found = group.best(metric, schedule, budget)
+                fractions = []
+                for cell_key, cell in group.cells.items():
+                    if found is None or cell.final is None:
+                        continue
+                    if (cell_key.schedule, cell_key.budget, cell_key.lr) != (
+                        schedule, budget, found[0],
+                    ):  # fmt: skip
+                        continue
+                    evals = [(it, m[key]) for it, m in runs.evaluations(cell.run_dir) if key in m]
+                    if evals:
+                        at = max(evals, key=lambda e: e[1])[0]
+                        fractions.append(at / cell.final.iters)
+                row.append(summarize(fractions).text() if fractions else "-")
+            rows.append(row)
+        blocks.append("\n".join([
+            f"#### {metric}: where the best evaluation fell (fraction of training, at the best "
+            "LR; mean ± std over seeds (n))",
+            "",
+            *_table(["budget", *group.schedules], rows, 1 + len(group.schedules)),
+        ]))  # fmt: skip
+    return "\n\n".join(blocks)
+
+
+CSV_HEADER = ("framework", "family", "schedule", "budget", "lr", "seed", "iterations")
+"""The first columns of :func:`write_csv`'s file (and how an earlier report's CSV is recognized);
+then one column per metric, ``wall_s``, ``run_dir`` and ``status`` (:func:`run_status`)."""
+
+
+def write_csv(groups: Sequence[Group], path: Path) -> None:
+    """One row per run: its axes, iterations, each metric (empty where the run has not
+    finished or diverged), wall time, folder and status (``finished``, ``undecayed``,
+    ``diverged``; empty while unfinished). Written atomically (a temporary file renamed into
+    place)."""
+    metrics = list(dict.fromkeys(m for g in groups for m, _ in METRICS[g.framework]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "w") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow([*CSV_HEADER, *metrics, "wall_s", "run_dir", "status"])
+        for group in groups:
+            for key, cell in sorted(group.cells.items(), key=lambda kv: _sort_key(kv[0])):
+                final = cell.final
+                values = [final.metrics.get(m) if final else None for m in metrics]
+                writer.writerow(
+                    [group.framework, group.family, key.schedule, f"{key.budget:g}",
+                     "" if key.lr is None else number_text(key.lr),
+                     "" if key.seed is None else key.seed,
+                     final.iters if final else "", *("" if v is None else v for v in values),
+                     "" if cell.wall_s is None else f"{cell.wall_s:.1f}", _shown(cell.run_dir),
+                     cell.status or ""]
+                )  # fmt: skip
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it lies under it (portable CSVs)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _sort_key(key: CellKey) -> tuple:
+    return (key.budget, key.schedule, -1 if key.lr is None else key.lr,
+            -1 if key.seed is None else key.seed)  # fmt: skip

@@ -1,0 +1,226 @@
+"""Run the paper's comparison: one training run per (schedule, budget, base LR, seed).
+
+``budgeted-sweep``'s command line: parse the arguments, plan every cell (:mod:`.plan`), then
+print the plan (``--dry-run``) or run it (:mod:`.execute`) under the sweep's lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from ...errors import FolderBusyError, ReportError, SweepError
+from ...safety.locks import FolderLock
+from ..families import FRAMEWORKS, family
+from .commands import short, show
+from .execute import (
+    SignalForwarder,
+    check_writable,
+    save_sweep,
+    skip_text,
+    sweep_lock,
+)
+from .local import jobs_environment, run_cells
+from .plan import (
+    Plan,
+    check_grid,
+    estimate,
+    make_toy_data,
+    plan_cells,
+    plan_evaluations,
+    toy_environment,
+)
+from .records import family_label
+from .slurm import (
+    SLURM_FLAGS,
+    add_slurm_arguments,
+    check_cluster,
+    run_on_slurm,
+    show_options,
+    slurm_options,
+)
+from .status import status_main
+
+__all__ = ["main", "parse_args", "print_dry_run"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line (``<label>: error: ...``), exit status 2."""
+
+    label = "sweep"
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.label}: error: {message}\n")
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The sweep's arguments and the overrides after ``--``."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    parser = _Parser(prog="budgeted-sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("framework", help=f"one of: {', '.join(FRAMEWORKS)}")
+    parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
+    parser.add_argument(
+        "--task", help="where a framework ships several families: mmpretrain cifar10 or imagenet"
+    )
+    parser.add_argument("--schedules", nargs="+", help="default: every committed one")
+    parser.add_argument(
+        "--budgets", nargs="+", help="budget fractions, of the committed ones (default: all)"
+    )
+    parser.add_argument(
+        "--lrs", nargs="+", metavar="LR",
+        help="base LRs, one cell each (SOLVER.BASE_LR / optim_wrapper.optimizer.lr; default: "
+        "the config's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seeds", nargs="+", metavar="SEED",
+        help="seeds, one cell each (SEED / randomness.seed; default: the config's)",
+    )  # fmt: skip
+    parser.add_argument("--out", type=Path, help="sweep folder (default: output/sweep/<framework>)")
+    parser.add_argument(
+        "--data", type=Path, help="with --toy: the toy set's root (default: as the demos)"
+    )
+    parser.add_argument(
+        "--evaluate-from", type=Path, nargs="+", metavar="SWEEP",
+        help="train nothing: evaluate each cell's final weights from these sweep folders "
+        "(--eval-only; Detectron2) on --data's test set, into --out",
+    )  # fmt: skip
+    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument(
+        "--keep-going", action="store_true",
+        help="go on after a failed run (a diverged LR of a grid, say); exit 1 at the end",
+    )  # fmt: skip
+    parser.add_argument(
+        "--executor", choices=("local", "slurm"), default="local",
+        help="local: the cells on this machine (default); slurm: each cell a Slurm job "
+        "(submitit; docs/sweeps.md)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N",
+        help="--executor local: N cells at once on this machine, each with cores // N threads "
+        "(OMP_NUM_THREADS, MKL_NUM_THREADS; default: 1, one cell at a time)",
+    )  # fmt: skip
+    add_slurm_arguments(parser)
+    args = parser.parse_args(argv[:cut])
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs} is invalid; allowed: a whole number >= 1 (cells at "
+                     "once on this machine)")  # fmt: skip
+    if args.jobs != 1 and args.executor != "local":
+        parser.error(f"--jobs is the local executor's; allowed: --executor local --jobs "
+                     f"{args.jobs}, or leave --jobs out")  # fmt: skip
+    if args.executor != "slurm":
+        given = [flag for flag, dest in SLURM_FLAGS.items()
+                 if getattr(args, dest) != parser.get_default(dest)]  # fmt: skip
+        if given:
+            parser.error(f"{given[0]} is for --executor slurm; allowed: --executor slurm "
+                         f"{given[0]} ..., or leave it out")  # fmt: skip
+    try:
+        args.family = family(args.framework, args.toy, args.task)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.data is not None and not args.toy:
+        parser.error("--data is for --toy runs; full datasets come from the configs")
+    if args.out is None:
+        name = "_".join(filter(None, (args.framework, args.task, "toy" if args.toy else "")))
+        args.out = Path("output/sweep") / name
+    args.out = args.out.resolve()
+    return args, argv[cut + 1 :]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``budgeted-sweep``: plan, then run, skip or resume every cell; the exit status.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``); overrides for the training tool after
+            ``--``.
+
+    Example:
+        >>> main(["mmseg", "--toy", "--budgets", "0.05", "--dry-run"])  # doctest: +SKIP
+        0
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--status" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+        return status_main(argv)
+    args, extra = parse_args(argv)
+    try:
+        return _sweep(args, extra)
+    except KeyboardInterrupt:  # before the cells run (planning, writing the toy set)
+        print("sweep: interrupted before any cell ran; run the same command again", file=sys.stderr)
+        return 130
+
+
+def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
+    lock = sweep_lock(args.out)
+    try:
+        if not args.dry_run:
+            lock.check()
+        grid = check_grid(args, extra)
+        data, present, env = toy_environment(args.family, args.toy, args.data)
+        if args.evaluate_from is not None:
+            plans = plan_evaluations(args, grid, extra, data)
+        else:
+            plans = plan_cells(args, grid, extra, data)
+        options = None
+        if args.executor == "slurm":
+            if args.evaluate_from is not None:
+                raise SweepError("--evaluate-from runs on this machine; allowed: --executor "
+                                 "local (the default) with --evaluate-from")  # fmt: skip
+            options = slurm_options(args)
+            check_cluster(options)
+        if not args.dry_run:
+            check_writable(args.out, None if present else data)
+            lock.acquire()  # the first write; another sweep may have taken it meanwhile
+    except (SweepError, ReportError, FolderBusyError, ImportError) as err:
+        print(f"sweep: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the lock file: unreadable, say
+        print(f"sweep: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print_dry_run(args, plans, lock, data, present)
+        if options is not None:
+            todo = sum(1 for plan in plans if plan.action != "skip")
+            print(f"[sweep] --executor slurm: would submit the {todo} cell(s) not finished (and "
+                  f"not queued) as a job array: {show_options(options)}")  # fmt: skip
+        return 0
+    with lock, SignalForwarder() as forwarder:
+        try:
+            if args.toy and not present:
+                print(f"[sweep] writing the toy set in {data}", flush=True)
+                make_toy_data(args.family, data)
+            save_sweep(args.out, args.framework, family_label(args.family), plans)
+            if options is not None:
+                return run_on_slurm(args.out, plans, data, extra, env, options, args.detach)
+            env, note = jobs_environment(env, args.jobs)
+            if note:
+                print(note, flush=True)
+            return run_cells(
+                args.out, plans, env, forwarder, keep_going=args.keep_going, jobs=args.jobs
+            )
+        except OSError as err:  # checked writable before; a disk that filled up, say
+            print(f"sweep: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+            return 1
+
+
+def print_dry_run(
+    args: argparse.Namespace, plans: Sequence[Plan], lock: FolderLock, data: Path | None,
+    present: bool,
+) -> None:  # fmt: skip
+    """``--dry-run``: the estimate, a running sweep's note, then each cell's command or why it
+    is skipped."""
+    print(estimate(plans, args.out, args.jobs))
+    try:
+        lock.check()
+    except FolderBusyError:
+        print(f"[sweep] note: {lock.holder()} is running a sweep in {short(str(args.out))} now")
+    if args.toy and not present:
+        print(f"[sweep] would write the toy set in {data}")
+    env_note = f"DETECTRON2_DATASETS={data} " if data and args.framework == "detectron2" else ""
+    for plan in plans:
+        line = (
+            f"skip ({skip_text(plan)})" if plan.action == "skip" else env_note + show(plan.command)
+        )
+        print(f"{plan.run_dir.name}: {line}")

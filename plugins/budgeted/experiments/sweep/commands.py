@@ -1,0 +1,175 @@
+"""The training tools' command lines of a sweep's cells: which tool runs a framework, which
+overrides the sweep sets itself (refused after ``--``), and each cell's command.
+
+Each cell runs the framework's own training tool (``budgeted-train-net``,
+``budgeted-train-seg``) in a subprocess, as this interpreter calling the console script's
+function (no ``bin/`` folder on ``PATH`` needed).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import SweepError
+from ..families import FRAMEWORKS
+from .records import number_text
+
+__all__ = [
+    "LR_KEYS",
+    "MMENGINE_FRAMEWORKS",
+    "RESERVED",
+    "SEED_KEYS",
+    "TRAIN_TOOLS",
+    "axis_overrides",
+    "build_command",
+    "check_extra",
+    "script_command",
+    "short",
+    "show",
+    "split_mmseg_extra",
+    "tool_command",
+]
+
+MMENGINE_FRAMEWORKS = tuple(f for f in FRAMEWORKS if f not in ("detectron2", "pytorch"))
+"""The MMEngine codebases (mmseg, mmdet, mmpretrain, mmaction): one training tool, one set of
+config keys."""
+
+
+def _per_framework(detectron2: Any, mmengine: Any) -> dict[str, Any]:
+    return {"detectron2": detectron2, **dict.fromkeys(MMENGINE_FRAMEWORKS, mmengine)}
+
+
+TRAIN_TOOLS = _per_framework(
+    ("budgeted-train-net", "budgeted.detectron2.cli", "run"),
+    ("budgeted-train-seg", "budgeted.mmengine.cli", "main"),
+)
+"""framework -> (console script, module, function) of its training tool."""
+RESERVED = {
+    **_per_framework(
+        ("OUTPUT_DIR", "SOLVER.BUDGET.FRACTION", "SOLVER.BUDGET.FULL_ITERS", "SOLVER.MAX_ITER",
+         "--config-file", "--config", "--resume", "--eval-only"),
+        ("work_dir", "train_cfg.max_iters", "budget_fraction", "full_schedule_iters",
+         "--work-dir", "--resume", "--budget"),
+    ),
+    "pytorch": ("--budget", "--schedule", "--full-iters", "--out"),
+}  # fmt: skip
+"""Overrides the sweep sets per cell (run folder, budget, resuming): refused after ``--``."""
+LR_KEYS = {**_per_framework("SOLVER.BASE_LR", "optim_wrapper.optimizer.lr"), "pytorch": "--lr"}
+"""framework -> the config key ``--lrs`` sets (the base LR the schedule multiplies)."""
+SEED_KEYS = {**_per_framework("SEED", "randomness.seed"), "pytorch": "--seed"}
+"""framework -> the config key ``--seeds`` sets."""
+
+
+def check_extra(
+    framework: str, extra: Sequence[str], lrs: bool = False, seeds: bool = False
+) -> None:
+    """Refuse overrides that would clash with what the sweep sets per cell (with ``--lrs`` /
+    ``--seeds``, also the base LR / seed key)."""
+    reserved = [
+        *RESERVED[framework],
+        *([LR_KEYS[framework]] if lrs else []),
+        *([SEED_KEYS[framework]] if seeds else []),
+    ]
+    for token in extra:
+        key = token.split("=", 1)[0] if framework != "detectron2" or "=" in token else token
+        if key in reserved:
+            raise SweepError(
+                f"override {token!r} after -- is set by the sweep per cell; allowed: any "
+                f"override but {', '.join(reserved)}"
+            )
+
+
+def axis_overrides(framework: str, lr: float | None, seed: int | None) -> list[str]:
+    """The overrides that set a cell's base LR and seed, in the training tool's syntax.
+
+    Example:
+        >>> axis_overrides("detectron2", 0.03, 1), axis_overrides("mmseg", None, 2)
+        (['SOLVER.BASE_LR', '0.03', 'SEED', '1'], ['randomness.seed=2'])
+    """
+    pairs = [(LR_KEYS[framework], lr), (SEED_KEYS[framework], seed)]
+    pairs = [(k, v) for k, v in pairs if v is not None]
+    texts = [(k, number_text(v) if isinstance(v, float) else str(v)) for k, v in pairs]
+    if framework in ("detectron2", "pytorch"):
+        return [t for pair in texts for t in pair]
+    return [f"{k}={v}" for k, v in texts]
+
+
+def split_mmseg_extra(extra: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(flags, ``key=value`` config options) of MMSeg overrides, each in their order."""
+    options = [t for t in extra if "=" in t and not t.startswith("-")]
+    return [t for t in extra if t not in options], options
+
+
+def tool_command(framework: str, args: Sequence[str]) -> list[str]:
+    """The command that runs ``framework``'s training tool with ``args``: this interpreter
+    calling the console script's function (so it needs no ``bin/`` folder on ``PATH``)."""
+    script, module, function = TRAIN_TOOLS[framework]
+    boot = (
+        f"import sys; from {module} import {function} as f; sys.argv[0] = {script!r}; sys.exit(f())"
+    )
+    return [sys.executable, "-c", boot, *args]
+
+
+def build_command(
+    framework: str, config: Path, run_dir: Path, data: Path | None, extra: Sequence[str],
+    resume: bool, launcher: Sequence[str] = (),
+) -> list[str]:  # fmt: skip
+    """The training tool's command line for one cell (``extra``: the user's overrides, then
+    the cell's :func:`axis_overrides`; ``launcher``: the framework's launcher flags across a
+    Slurm job's GPUs and nodes, ``--num-gpus 8 --num-machines 2 ...`` or ``--launcher slurm``)."""
+    again = ["--resume"] if resume else []
+    if framework == "detectron2":
+        args = [
+            "--config-file", str(config), *again, *launcher, *extra, "OUTPUT_DIR", str(run_dir)
+        ]  # fmt: skip
+        return tool_command(framework, args)
+    flags, options = split_mmseg_extra(extra)
+    if data is not None:  # as the toy demo points the toy config at the toy set
+        options = [
+            *(f"{split}_dataloader.dataset.data_root={data}" for split in ("train", "val")),
+            f"test_dataloader.dataset.data_root={data}",
+            *options,
+        ]
+    args = [
+        str(config), "--work-dir", str(run_dir), *again, *launcher, *flags,
+        *(["--cfg-options", *options] if options else []),
+    ]  # fmt: skip
+    return tool_command(framework, args)
+
+
+def script_command(
+    script: Path, schedule: str, budget: float, full_iters: int, run_dir: Path,
+    extra: Sequence[str],
+) -> list[str]:  # fmt: skip
+    """A script family's cell (plain PyTorch): this interpreter running ``script`` with the
+    user's flags and the cell's :func:`axis_overrides` (``extra``), then the cell's own flags,
+    last so that they win (argparse keeps a flag's last value).
+
+    Example:
+        >>> show(script_command(Path("examples/digits_budget.py"), "rex", 0.01, 1720,
+        ...                     Path("out/rex_budget1_lr0.1"), ["--lr", "0.1"]))
+        'python examples/digits_budget.py --lr 0.1 --budget 0.01 --schedule rex --full-iters 1720 --out out/rex_budget1_lr0.1'
+    """  # noqa: E501
+    return [
+        sys.executable, str(script), *extra, "--budget", number_text(budget), "--schedule",
+        schedule, "--full-iters", str(full_iters), "--out", str(run_dir),
+    ]  # fmt: skip
+
+
+def short(path: str) -> str:
+    """``path`` relative to the current folder when it lies under it, for printing."""
+    return path.replace(f"{Path.cwd()}{os.sep}", "")
+
+
+def show(command: Sequence[str]) -> str:
+    """A tool command as printed: the console script's name and its arguments, paths shortened
+    (``budgeted-train-seg configs/mmseg/toy/... --work-dir output/...``)."""
+    if len(command) > 2 and command[1] == "-c":
+        script = next(s for s, m, _ in TRAIN_TOOLS.values() if f"from {m} import" in command[2])
+        return shlex.join([script, *(short(t) for t in command[3:])])
+    return shlex.join(["python", *(short(t) for t in command[1:])])

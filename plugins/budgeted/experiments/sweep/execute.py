@@ -1,0 +1,402 @@
+"""Running a sweep's planned cells: a cell's training process started and finished
+(:func:`start_cell`, :func:`finish_cell`), signals forwarded to every running one, every try
+recorded in the cell's ``sweep_cell.json`` (atomically, as each cell ends), and the sweep's exit
+status from what the cells came to. The local executor (``--jobs N``) is :mod:`.local`.
+
+The sweep holds a lock in its ``--out`` folder while it runs (:func:`sweep_lock`): one sweep at a
+time per folder, one controller starting every cell. SIGINT, SIGTERM and SIGUSR1 are forwarded to
+every running training process (:class:`SignalForwarder`), each of which saves and exits 75; the
+sweep then starts no other cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from ...errors import ReportError, SweepError
+from ...safety import atomic_write_text
+from ...safety.locks import FolderLock, unwritable
+from ...safety.preemption import (
+    DIVERGED_EXIT_CODE,
+    PREEMPTED_EXIT_CODE,
+    UNDECAYED_EXIT_CODE,
+    restore_default_signals,
+    signal_name,
+)
+from .commands import show
+from .plan import Plan
+from .records import (
+    CELL_FILE,
+    SWEEP_FILE,
+    SWEEP_LOCK,
+    Final,
+    divergence,
+    read_final,
+    read_record,
+    run_status,
+)
+
+__all__ = [
+    "ENDED",
+    "Interrupted",
+    "RunningCell",
+    "SignalForwarder",
+    "check_writable",
+    "ended_status",
+    "finish_cell",
+    "run_cell",
+    "save_sweep",
+    "skip_text",
+    "start_cell",
+    "sweep_lock",
+    "try_status",
+]
+
+
+def metrics_text(final: Final) -> str:
+    return ", ".join(f"{k} {v:.2f}" for k, v in final.metrics.items())
+
+
+def _start_child() -> None:
+    """In the training process, before it runs (``preexec_fn``): default signal handling
+    (whatever the sweep inherited: a background job's ignored SIGINT), its own process group (a
+    terminal's Ctrl-C reaches the sweep alone, which forwards it once), and SIGTERM when the
+    sweep dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``), so it is never left training
+    alone."""
+    restore_default_signals()
+    os.setpgid(0, 0)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the sweep died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class SignalForwarder:
+    """While a sweep runs: SIGINT, SIGTERM and SIGUSR1 stop it cleanly instead of killing it.
+
+    A signal to the sweep is forwarded to every running training process (``--jobs``: one or
+    more), each of which finishes its iteration, writes a checkpoint and exits 75
+    (:mod:`budgeted.safety.preemption`): SIGTERM and SIGINT (Ctrl-C) as SIGTERM, SIGUSR1 as
+    SIGUSR1. The sweep waits for them, records their tries and starts no other cell. A second
+    SIGINT kills them at once (SIGKILL; their last checkpoints stay whole, checkpoints being
+    written atomically).
+
+    Example::
+
+        with SignalForwarder() as forwarder:
+            code = forwarder.run(command, stdout=log)  # or start() ... release(), several
+            if forwarder.signum is not None:
+                ...  # interrupted: stop the sweep
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.count = 0
+        self.children: list[subprocess.Popen] = []
+        self._old: dict[int, Any] = {}
+
+    @property
+    def child(self) -> subprocess.Popen | None:
+        """The running training process started first (None: none runs)."""
+        return self.children[0] if self.children else None
+
+    def __enter__(self) -> SignalForwarder:
+        for signum in self.SIGNALS:
+            self._old[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, old in self._old.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+
+    @property
+    def exit_code(self) -> int:
+        """The sweep's exit status once interrupted: 130 after SIGINT (as a shell reports
+        Ctrl-C), 75 after SIGTERM / SIGUSR1 (:data:`PREEMPTED_EXIT_CODE`: rerun to resume)."""
+        return 130 if self.signum == signal.SIGINT else PREEMPTED_EXIT_CODE
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if signum == signal.SIGINT and not first:
+            forward = signal.SIGKILL
+        elif signum == signal.SIGUSR1:
+            forward = signal.SIGUSR1
+        else:
+            forward = signal.SIGTERM
+        for child in list(self.children):
+            if child.returncode is None:  # not yet reaped: its process group still exists
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, forward)
+
+    def start(self, command: Sequence[str], **popen: Any) -> subprocess.Popen | None:
+        """Start ``command`` (``subprocess.Popen`` keywords ``popen``) in its own process group,
+        signals forwarded to it until :meth:`release`; None where a signal came before (between
+        cells): nothing is started."""
+        if self.signum is not None:
+            return None
+        child = subprocess.Popen(command, preexec_fn=_start_child, **popen)
+        self.children.append(child)
+        if self.signum is not None:  # arrived while the process was being started
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGTERM)
+        return child
+
+    def release(self, child: subprocess.Popen | None) -> None:
+        """Forward nothing more to ``child`` (it has ended)."""
+        if child in self.children:
+            self.children.remove(child)
+
+    def run(self, command: Sequence[str], **popen: Any) -> int:
+        """Run ``command`` (``subprocess.Popen`` keywords ``popen``) to its end; its exit status.
+        A signal that came before it starts (between cells) starts nothing: -1."""
+        child = self.start(command, **popen)
+        if child is None:
+            return -1
+        try:
+            return child.wait()
+        finally:
+            self.release(child)
+
+
+class Interrupted(Exception):
+    """The sweep got a signal while a cell ran; that cell's try is recorded."""
+
+
+def _read_cell_record(plan: Plan) -> dict:
+    """The cell's record if it holds the same settings (its tries carry on), else a new one."""
+    path = plan.run_dir / CELL_FILE
+    old = read_record(path) if path.is_file() else {}
+    if not all(old.get(k) == v for k, v in plan.spec.items()):
+        return {**plan.spec, "tries": []}
+    tries = old.get("tries")
+    if tries is None:  # a record from before tries were recorded: its total as one try
+        tries = [{"wall_s": old["wall_s"]}] if old.get("wall_s") else []
+    return {**old, "tries": tries}
+
+
+def run_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> float:
+    """Run one cell's command, its output appended to ``<run_dir>/sweep.log``; its wall time.
+
+    Every try is recorded in ``sweep_cell.json`` (written atomically): start, action, wall time,
+    exit status, and the signal that interrupted it; the cell's ``wall_s`` is the sum over its
+    tries, interrupted ones included, and its ``status`` what the last try came to
+    (:func:`try_status`; ``plan.status``): a run that diverged or ended undecayed is a result.
+
+    Raises:
+        Interrupted: a signal stopped the try (the training process saved and exited).
+        RuntimeError: the training tool failed (one line: its last log line, the log's path).
+    """
+    cell = start_cell(plan, env, forwarder)
+    return finish_cell(cell, cell.wait(), forwarder)
+
+
+@dataclass
+class RunningCell:
+    """A cell whose training process runs (:func:`start_cell`), until :func:`finish_cell`."""
+
+    plan: Plan
+    record: dict
+    attempt: dict
+    log: IO[str]
+    process: subprocess.Popen | None  # None: a signal came first, nothing was started
+    start: float = field(default_factory=time.monotonic)
+    head: str = ""  # how the sweep names it in its output: ``[3/20] linear_budget1:``
+
+    def poll(self) -> int | None:
+        """Its exit status once it has ended (-1: never started), else None."""
+        return -1 if self.process is None else self.process.poll()
+
+    def wait(self) -> int:
+        """Wait for it to end (signals still forwarded meanwhile); its exit status."""
+        return -1 if self.process is None else self.process.wait()
+
+
+def start_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> RunningCell:
+    """Start one cell's command (output appended to ``<run_dir>/sweep.log``), its try recorded
+    as started; :func:`finish_cell` records how it ended."""
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    spec_file = plan.run_dir / CELL_FILE
+    record = _read_cell_record(plan)
+    record["command"] = plan.command
+    attempt = {
+        "action": plan.action,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "wall_s": None,
+        "exit": None,
+    }
+    record["tries"].append(attempt)
+    atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
+    log = (plan.run_dir / "sweep.log").open("a")
+    try:
+        log.write(f"\n$ {show(plan.command)}  # {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        log.write(f"# exactly: {shlex.join(plan.command)}\n")
+        log.flush()
+        start = time.monotonic()
+        process = forwarder.start(
+            plan.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+    except BaseException:
+        log.close()
+        raise
+    return RunningCell(plan, record, attempt, log, process, start)
+
+
+def finish_cell(cell: RunningCell, code: int, forwarder: SignalForwarder) -> float:
+    """Record how a started cell's try ended (exit status ``code``), atomically; its wall time.
+
+    Raises:
+        Interrupted: a signal stopped the try (the training process saved and exited).
+        RuntimeError: the training tool failed (one line: its last log line, the log's path).
+    """
+    wall = time.monotonic() - cell.start
+    cell.log.close()
+    forwarder.release(cell.process)
+    plan, record, attempt = cell.plan, cell.record, cell.attempt
+    spec_file = plan.run_dir / CELL_FILE
+    attempt.update(wall_s=round(wall, 3), exit=code)
+    if forwarder.signum is not None:
+        attempt["signal"] = signal_name(forwarder.signum)
+    record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in record["tries"]), 3)
+    record["exit"] = code
+    plan.status = try_status(plan, code, interrupted=forwarder.signum is not None)
+    record["status"] = plan.status
+    record["metrics"] = None if plan.final is None else plan.final.metrics
+    atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
+    if plan.status == "interrupted":
+        raise Interrupted(f"training stopped with exit status {code}")
+    if plan.status == "failed":
+        log = plan.run_dir / "sweep.log"
+        if code in (0, UNDECAYED_EXIT_CODE):
+            raise RuntimeError(f"{plan.run_dir.name} exited {code} but {plan.note} (log: {log})")
+        raise RuntimeError(
+            f"{plan.run_dir.name} failed (exit {code}): {last_log_line(plan)} (log: {log}); "
+            "rerun the sweep to resume it"
+        )
+    return wall
+
+
+def try_status(plan: Plan, code: int, interrupted: bool) -> str:
+    """What a try that ended with exit status ``code`` came to (one of
+    :data:`budgeted.runs.records.CELL_STATUSES`); ``plan.final`` holds its result, if any.
+
+    :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`: ``diverged``; a signal: ``interrupted``;
+    0 or :data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE` with the final evaluation logged:
+    ``finished`` or ``undecayed`` (``diverged`` where the log holds a non-finite loss all the
+    same: a tool that trained on through it); anything else: ``failed``.
+    """
+    plan.final, plan.note = None, last_log_line(plan)
+    if code == DIVERGED_EXIT_CODE:
+        return "diverged"
+    if interrupted and code != 0:
+        return "interrupted"
+    if code not in (0, UNDECAYED_EXIT_CODE):
+        return "failed"
+    try:
+        final = read_final(plan.family, plan.budget, plan.run_dir)
+    except ReportError as err:
+        plan.note = f"its final metric cannot be read: {err}"
+        return "failed"
+    recorded = "undecayed" if code == UNDECAYED_EXIT_CODE else None
+    status = run_status(plan.family.framework, plan.run_dir, final, recorded)
+    if status is None:
+        plan.note = f"has no final metric in {plan.run_dir}"
+    elif status == "diverged":  # a tool that trained on through a NaN loss, exit 0
+        plan.note = f"{divergence(plan.family.framework, plan.run_dir)} (exit {code})"
+    plan.final = final if status in ("finished", "undecayed") else None
+    return status or "failed"
+
+
+def last_log_line(plan: Plan) -> str:
+    """The last line the cell's training tool printed (its one-line account of how it ended)."""
+    lines = [ln for ln in (plan.run_dir / "sweep.log").read_text().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> None:
+    """Write ``<out>/sweep.json``: the framework, family and every cell ever planned."""
+    record = out / SWEEP_FILE
+    cells = read_record(record)["cells"] if record.is_file() else []
+    for plan in plans:
+        axes = [plan.lr, plan.seed] if (plan.lr, plan.seed) != (None, None) else []
+        cell = [plan.schedule, plan.budget, *axes]  # [schedule, budget] without --lrs / --seeds
+        if cell not in cells:
+            cells.append(cell)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"framework": framework, "family": label, "cells": cells}
+    atomic_write_text(record, json.dumps(meta, indent=1) + "\n")
+
+
+def sweep_lock(out: Path) -> FolderLock:
+    """The lock a sweep holds in ``out`` (:data:`SWEEP_LOCK`) while it runs."""
+    return FolderLock(
+        out,
+        SWEEP_LOCK,
+        "--out {folder} is in use: {holder} is running a sweep there (it holds {lock}); wait "
+        "for it to end, stop it, or choose another --out (nothing was written)",
+    )
+
+
+def check_writable(out: Path, toy_root: Path | None) -> None:
+    """Refuse (:class:`SweepError`, before anything is written) an ``--out`` folder, or a toy
+    set's folder the sweep would write, in which nothing can be created (read-only)."""
+    for what, folder in (("--out", out), ("the toy set's folder", toy_root)):
+        problem = None if folder is None else unwritable(folder)
+        if problem is not None:
+            raise SweepError(
+                f"{what} {folder} cannot be written ({problem}); allowed: a folder you can write "
+                "to (nothing was written)"
+            )
+
+
+ENDED = (
+    ("diverged", DIVERGED_EXIT_CODE, "diverged (a non-finite loss)", "results of their base LR, "
+     "kept and not retrained; budgeted-report names them and never picks their LR as the best "
+     "(move a cell's folder away to train it again)"),
+    ("undecayed", UNDECAYED_EXIT_CODE, "ended undecayed (the time budget ran out before the LR "
+     "decayed)", "their metrics are kept, marked in budgeted-report, and their LR is never the "
+     "best"),
+)  # fmt: skip
+"""(status, the sweep's exit status, what happened, what it means) of the runs that ended
+without a plain result."""
+
+
+def ended_status(plans: Sequence[Plan]) -> int:
+    """The sweep's exit status from its cells that diverged (3, first) or ended undecayed (4);
+    0 where there are none. Each kind is named in one line."""
+    code = 0
+    for status, exit_code, happened, meaning in ENDED:
+        names = [p.run_dir.name for p in plans if p.status == status]
+        if names:
+            print(f"sweep: {len(names)} cell(s) {happened}: {', '.join(names)}; {meaning}",
+                  file=sys.stderr)  # fmt: skip
+            code = code or exit_code
+    return code
+
+
+def skip_text(plan: Plan) -> str:
+    """Why a skipped cell is done: ``finished: <metrics>`` (``finished undecayed: ...``), or
+    that it diverged."""
+    if plan.status == "diverged":
+        return "diverged: a result of that base LR (move its folder away to train it again)"
+    undecayed = " undecayed" if plan.status == "undecayed" else ""
+    return f"finished{undecayed}: {metrics_text(plan.final)}"

@@ -1,0 +1,317 @@
+"""``budgeted-sweep --executor slurm``: each cell one Slurm job, submitted through submitit.
+
+    budgeted-sweep detectron2 --budgets 0.01 0.05 0.1 0.25 0.5 1 --schedules linear step \\
+        --lrs 0.01 0.02 0.04 --seeds 0 1 2 --out output/sweep/coco \\
+        --executor slurm --partition gpu --nodes 1 --gpus-per-node 8 --cpus-per-task 80 \\
+        --mem 480G --time 48:00:00 --detach
+
+The cells are submitted together as one job array (submitit's ``executor.batch()``); each job
+runs the same training command the local executor runs (:func:`.commands.build_command`), with
+the framework's launcher across the job's GPUs and nodes (Detectron2's ``--num-gpus
+--num-machines --machine-rank --dist-url``; MMEngine's ``--launcher slurm``, one task per GPU).
+
+Preemption and time limits: submitit asks Slurm for ``--signal=USR2@90``; a preempted or
+timed-out job's submitit process gets USR2 and calls :meth:`CellJob.checkpoint`, which sends
+SIGUSR1 to the training tool (it saves at the end of its iteration and exits 75), records the
+try and hands submitit the same job to requeue; the requeued job finds the run started and adds
+``--resume``. ``scancel`` sends SIGTERM: the tool saves and exits 75, the try is recorded as
+interrupted, and rerunning the sweep resubmits the cell, which resumes.
+
+The options and cluster checks are :mod:`.slurm_options`, the job :mod:`.slurm_job`; this module is
+the controller. The controller (the ``budgeted-sweep`` process) holds the sweep lock, checks the
+cluster before writing anything (:func:`check_cluster`), records each cell's job id in its
+``sweep_cell.json`` (:func:`.status.update_cell_record`), then waits for the jobs (or exits:
+``--detach``). It never reads submitit's result pickles: what a cell came to is read from its
+record and the run folder, as JSON; a sweep folder's pickles are never loaded by the controller.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...safety.preemption import PREEMPTED_EXIT_CODE, signal_name
+from .commands import MMENGINE_FRAMEWORKS, short
+from .plan import Plan, committed_configs
+from .records import CELL_FILE, read_final
+from .slurm_job import CellJob, job_threads, utc_now
+from .slurm_options import (
+    OWN_OPTIONS,
+    SLURM_FLAGS,
+    SLURM_FOLDER,
+    SlurmOptions,
+    add_slurm_arguments,
+    check_cluster,
+    parse_time,
+    slurm_options,
+)
+from .status import (
+    LIVE_STATES,
+    _result_text,
+    ended_state,
+    job_of,
+    queue_states,
+    update_cell_record,
+)
+
+__all__ = [
+    "OWN_OPTIONS",
+    "SLURM_FLAGS",
+    "SLURM_FOLDER",
+    "CellJob",
+    "SlurmOptions",
+    "add_slurm_arguments",
+    "check_cluster",
+    "job_threads",
+    "parse_time",
+    "run_on_slurm",
+    "slurm_options",
+]
+
+# --- the controller -----------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """SIGINT / SIGTERM to the controller while it waits: the jobs go on."""
+
+
+def _executor(out: Path, options: SlurmOptions, framework: str, cells: int) -> Any:
+    import submitit
+
+    tasks = options.gpus_per_node if (
+        framework in MMENGINE_FRAMEWORKS and options.nodes * options.gpus_per_node > 1
+    ) else 1  # fmt: skip
+    executor = submitit.SlurmExecutor(folder=out / SLURM_FOLDER / "%j", max_num_timeout=20)
+    params: dict[str, Any] = {
+        "job_name": f"sweep:{out.name}",
+        "time": options.time_min,
+        "nodes": options.nodes,
+        "ntasks_per_node": tasks,
+        "stderr_to_stdout": True,
+        "array_parallelism": max(cells, 1),
+        **options.named,
+    }
+    for key in ("partition", "cpus_per_task", "mem", "account", "qos"):
+        if getattr(options, key) is not None:
+            params[key] = getattr(options, key)
+    if options.gpus_per_node:
+        params["gpus_per_node"] = options.gpus_per_node
+    if options.extra:
+        params["additional_parameters"] = dict(options.extra)
+    executor.update_parameters(**params)
+    return executor
+
+
+def _stop_on_signals() -> dict[int, Any]:
+    def raise_stop(signum: int, frame: Any) -> None:
+        raise _Stop(signal_name(signum))
+
+    return {s: signal.signal(s, raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def run_on_slurm(
+    out: Path, plans: Sequence[Plan], data: Path | None, extra: Sequence[str],
+    env: dict[str, str], options: SlurmOptions, detach: bool,
+) -> int:  # fmt: skip
+    """Submit every cell that is neither finished nor still queued / running, record the job ids,
+    then wait for the jobs and print each cell as it ends (``detach``: return after submitting).
+    The sweep's exit status: 0 when every cell has a result, 1 when one failed or was cancelled,
+    130 / 75 when the controller was stopped (the jobs go on; rerun to collect them)."""
+    total = time.monotonic()
+    configs = committed_configs(plans[0].family) if plans else {}
+    waiting: dict[str, Plan] = {}  # job id -> cell
+    to_submit: list[Plan] = []
+    for i, plan in enumerate(plans, 1):
+        head = f"[{i}/{len(plans)}] {plan.run_dir.name}:"
+        record = _record(plan)
+        job = job_of(record)
+        if plan.action == "skip":
+            print(f"{head} skipped, already {_done_text(plan)}", flush=True)
+            continue
+        state = None
+        if job is not None:
+            state = (queue_states([job]) or {}).get(job)
+        if state in LIVE_STATES:
+            print(f"{head} {state.lower()} as Slurm job {job}, not resubmitted", flush=True)
+            waiting[job] = plan
+            continue
+        if job is not None:  # ended without a result: cancelled, failed, preempted for good
+            ended = ended_state(job) or record.get("slurm", {}).get("state") or "gone"
+            _note_ended(plan, ended)
+            why = "cancelled" if ended == "CANCELLED" else f"job {job} {ended.lower()}"
+            print(f"{head} {why}; resubmitting ({plan.action})", flush=True)
+        to_submit.append(plan)
+    if to_submit:
+        executor = _executor(out, options, plans[0].family.framework, len(to_submit))
+        jobs = [
+            CellJob(p, configs[p.schedule, p.budget], data, extra, _env_changes(env), options)
+            for p in to_submit
+        ]
+        submitted_at = utc_now()
+        began = time.monotonic()
+        try:
+            with executor.batch():
+                handles = [executor.submit(job) for job in jobs]
+        except Exception as err:  # sbatch refused: one line, nothing recorded
+            said = str(err).strip().splitlines()
+            print(f"sweep: error: sbatch refused the jobs: {said[-1] if said else err}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        for plan, handle in zip(to_submit, handles):
+            _record_job(plan, handle.job_id, submitted_at, options)
+            waiting[handle.job_id] = plan
+        ids = [h.job_id for h in handles]
+        print(f"[sweep] submitted {len(ids)} cell(s) as Slurm job(s) {_ids_text(ids)} in "
+              f"{time.monotonic() - began:.1f} s ({show_options(options)}); status: "
+              f"budgeted-sweep --status {short(str(out))}", flush=True)  # fmt: skip
+    if detach or not waiting:
+        if detach and waiting:
+            print(f"[sweep] detached: {len(waiting)} job(s) queued or running; rerun the same "
+                  "command to collect them and resubmit what is missing", flush=True)  # fmt: skip
+        return 0 if detach else _exit_status(plans)
+    old = _stop_on_signals()
+    try:
+        _wait(waiting, plans)
+    except _Stop as stop:
+        print(f"sweep: stopped waiting ({stop}); {len(waiting)} job(s) go on in Slurm "
+              f"({_ids_text(list(waiting))}); rerun the same command to collect them",
+              file=sys.stderr)  # fmt: skip
+        return 130 if str(stop) == "SIGINT" else PREEMPTED_EXIT_CODE
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+    ran = sum(1 for p in plans if p.action != "skip")
+    print(
+        f"[sweep] {ran} cell(s) on Slurm, {len(plans) - ran} skipped in "
+        f"{time.monotonic() - total:.0f} s; table: budgeted-report {short(str(out))}"
+    )
+    return _exit_status(plans)
+
+
+def show_options(options: SlurmOptions) -> str:
+    parts = [f"partition {options.partition or '(default)'}", f"{options.nodes} node(s)",
+             f"{options.gpus_per_node} GPU(s)/node", f"time {options.time_min} min"]  # fmt: skip
+    return ", ".join(parts)
+
+
+def _ids_text(ids: Sequence[str]) -> str:
+    if len(ids) > 1 and all("_" in i for i in ids) and len({i.split("_")[0] for i in ids}) == 1:
+        return f"{ids[0].split('_')[0]}_[{ids[0].split('_')[1]}-{ids[-1].split('_')[1]}]"
+    return " ".join(ids)
+
+
+def _env_changes(env: dict[str, str]) -> dict[str, str]:
+    """What the cells' environment adds to the controller's (the toy set's DETECTRON2_DATASETS):
+    sbatch exports the rest."""
+    return {k: v for k, v in env.items() if os.environ.get(k) != v}
+
+
+def _record(plan: Plan) -> dict[str, Any]:
+    from .records import read_record
+
+    path = plan.run_dir / CELL_FILE
+    return read_record(path) if path.is_file() else {}
+
+
+def _record_job(plan: Plan, job: str, submitted: str, options: SlurmOptions) -> None:
+    def change(record: dict[str, Any]) -> dict[str, Any]:
+        if not all(record.get(k) == v for k, v in plan.spec.items()):
+            record = {**plan.spec, "tries": [], **{k: record[k] for k in ("slurm",) if k in record}}
+        history = list(record.get("slurm", {}).get("history", [])) if isinstance(
+            record.get("slurm"), dict) else []  # fmt: skip
+        old = job_of(record)
+        if old is not None:
+            history.append({"job_id": old, "state": record["slurm"].get("state")})
+        record["slurm"] = {
+            "job_id": job, "submitted": submitted, "state": "PENDING",
+            "partition": options.partition, "history": history,
+        }  # fmt: skip
+        return record
+
+    update_cell_record(plan.run_dir, change)
+
+
+def _note_ended(plan: Plan, state: str) -> None:
+    def change(record: dict[str, Any]) -> None:
+        if isinstance(record.get("slurm"), dict):
+            record["slurm"]["state"] = state
+
+    update_cell_record(plan.run_dir, change)
+
+
+def _done_text(plan: Plan) -> str:
+    from .execute import skip_text
+
+    return skip_text(plan)
+
+
+def _wait(waiting: dict[str, Plan], plans: Sequence[Plan]) -> None:
+    """Poll the queue until every job in ``waiting`` has ended for good; print each cell as it
+    ends (removing it from ``waiting``). A job must be missing from the queue twice in a row
+    (a requeued job is listed again at once)."""
+    gone_once: set[str] = set()
+    index = {p.run_dir.name: i for i, p in enumerate(plans, 1)}
+    while waiting:
+        states = queue_states(list(waiting))
+        if states is None:
+            time.sleep(2.0)
+            continue
+        for job, plan in list(waiting.items()):
+            if job in states:
+                gone_once.discard(job)
+                continue
+            if job not in gone_once:
+                gone_once.add(job)
+                continue
+            del waiting[job]
+            _collect(plan, job, f"[{index[plan.run_dir.name]}/{len(plans)}]")
+        if waiting:
+            time.sleep(1.0)
+
+
+def _collect(plan: Plan, job: str, head: str) -> None:
+    """A cell whose job has ended: what its record says it came to, printed in one line."""
+    ended = ended_state(job) or "gone"
+    _note_ended(plan, ended)
+    record = _record(plan)
+    status = record.get("status")
+    plan.status = status if status in ("finished", "undecayed", "diverged", "failed") else None
+    if ended == "CANCELLED" and status not in ("finished", "undecayed", "diverged"):
+        plan.status = "cancelled"
+    plan.final = read_final(plan.family, plan.budget, plan.run_dir) if plan.status in (
+        "finished", "undecayed") else None  # fmt: skip
+    wall = record.get("wall_s") or 0.0
+    name = plan.run_dir.name
+    if plan.status in ("finished", "undecayed"):
+        mark = " (UNDECAYED)" if plan.status == "undecayed" else ""
+        print(f"{head} {name}: job {job} done in {wall:.1f} s: {_result_text(record)}{mark}",
+              flush=True)  # fmt: skip
+    elif plan.status == "diverged":
+        print(f"{head} {name}: job {job} DIVERGED after {wall:.1f} s", flush=True)
+    elif plan.status == "cancelled":
+        print(f"{head} {name}: job {job} CANCELLED; rerun the same command to resume it",
+              flush=True)  # fmt: skip
+    else:
+        log = plan.run_dir / "sweep.log"
+        print(f"{head} {name}: job {job} FAILED ({ended}, status {status}); log: {short(str(log))}"
+              "; rerun the same command to retry it", flush=True)  # fmt: skip
+
+
+def _exit_status(plans: Sequence[Plan]) -> int:
+    from .execute import ended_status
+
+    bad = [p.run_dir.name for p in plans if p.action != "skip" and p.status in (
+        None, "failed", "cancelled", "interrupted")]  # fmt: skip
+    if bad:
+        print(
+            f"sweep: error: {len(bad)} cell(s) have no result: {', '.join(bad)}; rerun the same "
+            "command to resume them (budgeted-sweep --status shows why)",
+            file=sys.stderr,
+        )
+        return 1
+    return ended_status(plans)

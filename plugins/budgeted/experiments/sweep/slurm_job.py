@@ -1,0 +1,240 @@
+"""The job of a cell under ``budgeted-sweep --executor slurm`` (:class:`CellJob`): what runs on the
+cluster, inside the Slurm job submitit starts. It runs the cell's training command (the same the
+local executor runs), records each try in the cell's ``sweep_cell.json`` (with the job id,
+Slurm's restart count and the node), and on preemption or a time limit (submitit's USR2 ->
+:meth:`CellJob.checkpoint`) sends SIGUSR1 to the training tool, which saves at the end of its
+iteration and exits 75, and hands submitit the same job to requeue: the requeued job finds the
+run started and adds ``--resume``. Each job's threads come from ``SLURM_CPUS_PER_TASK``
+(:func:`job_threads`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...safety.preemption import PREEMPTED_EXIT_CODE, restore_default_signals, signal_name
+from .commands import MMENGINE_FRAMEWORKS, axis_overrides, build_command, show
+from .plan import Plan
+from .records import holds_run
+from .slurm_options import SlurmOptions
+from .status import update_cell_record
+
+__all__ = ["GRACE_S", "CellJob", "job_threads"]
+
+GRACE_S = 300.0
+"""How long :meth:`CellJob.checkpoint` waits for the training tool to save (Slurm sends SIGTERM
+then SIGKILL after the partition's GraceTime anyway)."""
+
+
+# --- the job -----------------------------------------------------
+
+
+def _job_child() -> None:
+    """In the training process (``preexec_fn``): default handling of SIGINT, SIGTERM, SIGUSR1
+    (SIGTERM, SIGUSR1: save and exit 75), SIGUSR2 ignored (Slurm signals every process of the
+    job step: submitit's process handles it and asks this one to save with SIGUSR1), its own
+    process group, SIGTERM when the job's process dies."""
+    restore_default_signals()
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    os.setpgid(0, 0)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+
+def job_threads(env: dict[str, str]) -> dict[str, str]:
+    """The training tool's environment in a job: ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set
+    to the CPUs Slurm gave each task (``SLURM_CPUS_PER_TASK``, 1 without ``--cpus-per-task``)
+    where the user has not set them: PyTorch would otherwise start a thread per core of the
+    node, whatever the job was given, and jobs sharing a node slow each other down.
+
+    >>> job_threads({"SLURM_CPUS_PER_TASK": "8"})["OMP_NUM_THREADS"]
+    '8'
+    >>> job_threads({"OMP_NUM_THREADS": "2"})["OMP_NUM_THREADS"]
+    '2'
+    """
+    cpus = env.get("SLURM_CPUS_PER_TASK", "1")
+    cpus = cpus if cpus.isdigit() and int(cpus) > 0 else "1"
+    return {"OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus, **env}
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class CellJob:
+    """One cell as a submitit job (picklable; runs on a node of the cluster).
+
+    ``__call__`` builds the cell's command (``--resume`` where the run folder holds a started
+    run: a requeued or resubmitted job resumes), runs it with its output appended to
+    ``<cell>/sweep.log``, and records the try in ``sweep_cell.json`` (:func:`update_cell_record`):
+    job id, restart, node, wall time, exit status, what it came to. ``checkpoint`` is submitit's
+    preemption / timeout hook (see the module's docstring).
+    """
+
+    def __init__(
+        self, plan: Plan, config: Path, data: Path | None, extra: Sequence[str],
+        env: dict[str, str], options: SlurmOptions,
+    ) -> None:  # fmt: skip
+        self.plan = plan
+        self.config = config
+        self.data = data
+        self.overrides = [*extra, *axis_overrides(plan.family.framework, plan.lr, plan.seed)]
+        self.env = dict(env)
+        self.nodes = options.nodes
+        self.gpus_per_node = options.gpus_per_node
+        self._child: subprocess.Popen | None = None
+        self._attempt: dict[str, Any] | None = None
+        self._start = 0.0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_child": None, "_attempt": None}
+
+    def launcher(self, hosts: Sequence[str], node: int) -> list[str]:
+        """The framework's launcher flags for the job's GPUs and nodes (none for one process)."""
+        framework = self.plan.family.framework
+        if self.nodes * self.gpus_per_node <= 1:
+            return []
+        if framework in MMENGINE_FRAMEWORKS:
+            return ["--launcher", "slurm"]
+        port = 29500 + int(os.environ.get("SLURM_JOB_ID", "0")) % 20000
+        return [
+            "--num-gpus", str(self.gpus_per_node), "--num-machines", str(self.nodes),
+            "--machine-rank", str(node), "--dist-url", f"tcp://{hosts[0]}:{port}",
+        ]  # fmt: skip
+
+    def command(self, hosts: Sequence[str], node: int) -> list[str]:
+        framework = self.plan.family.framework
+        if getattr(self.plan.family, "script", None):  # a script family: runs from its start
+            return list(self.plan.command)
+        resume = holds_run(framework, self.plan.run_dir)
+        self.plan.action = "resume" if resume else "run"
+        return build_command(
+            framework, self.config, self.plan.run_dir, self.data, self.overrides, resume,
+            self.launcher(hosts, node),
+        )  # fmt: skip
+
+    def __call__(self) -> str:
+        import submitit
+
+        job = submitit.JobEnvironment()
+        command = self.command(job.hostnames, job.node)
+        env = job_threads({**os.environ, **self.env})
+        run_dir = self.plan.run_dir
+        if job.global_rank != 0:  # another task of a multi-task job: trains, records nothing
+            with (run_dir / f"sweep_rank{job.global_rank}.log").open("a") as log:
+                return str(subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=env))
+        self._attempt = {
+            "action": self.plan.action,
+            "started": utc_now(),
+            "wall_s": None,
+            "exit": None,
+            "job_id": job.job_id,
+            "restart": int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0),
+            "node": socket.gethostname(),
+        }
+        attempt = self._attempt
+
+        def start_try(record: dict[str, Any]) -> dict[str, Any]:
+            slurm = record.get("slurm")
+            fresh = _read_cell_record_from(record, self.plan)
+            fresh["command"] = command
+            fresh["tries"].append(attempt)
+            if isinstance(slurm, dict):
+                fresh["slurm"] = {**slurm, "state": "RUNNING"}
+            return fresh
+
+        update_cell_record(run_dir, start_try)
+        with (run_dir / "sweep.log").open("a") as log:
+            log.write(f"\n$ {show(command)}  # {time.strftime('%Y-%m-%d %H:%M:%S')} "
+                      f"(Slurm job {job.job_id} on {socket.gethostname()})\n")  # fmt: skip
+            log.flush()
+            self._start = time.monotonic()
+            self._child = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                preexec_fn=_job_child,
+            )  # fmt: skip
+            while self._child.poll() is None:  # never a blocking wait: checkpoint() may run
+                time.sleep(0.5)
+        code = self._child.returncode
+        self._child = None
+        signalled = "SIGTERM" if code == PREEMPTED_EXIT_CODE else None
+        return self._finish(code, signalled, None)
+
+    def _finish(self, code: int, signalled: str | None, slurm_state: str | None) -> str:
+        """Record the try's end: wall time, exit status, what it came to."""
+        from .execute import try_status
+
+        attempt = self._attempt or {}
+        attempt.update(wall_s=round(time.monotonic() - self._start, 3), exit=code)
+        if signalled is not None:
+            attempt["signal"] = signalled
+        status = try_status(self.plan, code, interrupted=signalled is not None)
+        plan = self.plan
+
+        def end_try(record: dict[str, Any]) -> None:
+            tries = record.setdefault("tries", [])
+            for i, old in enumerate(tries):  # this try, as start_try wrote it
+                if isinstance(old, dict) and old.get("started") == attempt.get("started") and \
+                        old.get("job_id") == attempt.get("job_id"):  # fmt: skip
+                    tries[i] = attempt
+                    break
+            else:
+                tries.append(attempt)
+            record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in tries), 3)
+            record["exit"] = code
+            record["status"] = status
+            record["metrics"] = None if plan.final is None else plan.final.metrics
+            if isinstance(record.get("slurm"), dict) and slurm_state is not None:
+                record["slurm"]["state"] = slurm_state
+
+        update_cell_record(plan.run_dir, end_try)
+        return status
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """submitit's hook on preemption or timeout (SIGUSR2): ask the training tool to save
+        (SIGUSR1), wait until it has exited, record the try, and hand back this job to requeue."""
+        import submitit
+
+        child = self._child
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGUSR1)
+            code = _wait_exit(child.pid, GRACE_S)
+            self._finish(code, signal_name(signal.SIGUSR2), "REQUEUED")
+        return submitit.helpers.DelayedSubmission(self)
+
+
+def _read_cell_record_from(record: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """The record with this cell's settings (its tries carried on), as the local executor keeps
+    it (``execute._read_cell_record``), from a record already read under the lock."""
+    if not all(record.get(k) == v for k, v in plan.spec.items()):
+        return {**plan.spec, "tries": [], **({"slurm": record["slurm"]} if "slurm" in record
+                                              else {})}  # fmt: skip
+    tries = record.get("tries")
+    if tries is None:
+        tries = [{"wall_s": record["wall_s"]}] if record.get("wall_s") else []
+    return {**record, "tries": tries}
+
+
+def _wait_exit(pid: int, timeout: float) -> int:
+    """Wait (without reaping it: the job's own loop does) until process ``pid`` has exited; its
+    exit status (-N for a signal N), or -1 after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except ChildProcessError:
+            return -1
+        if info is not None and info.si_pid == pid:
+            return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        time.sleep(0.2)
+    return -1

@@ -1,0 +1,360 @@
+"""The checks of a budget scheduler's arguments and of the runner that trains it, each a one-line
+:class:`~budgeted.errors.BudgetConfigError` (or :class:`~budgeted.errors.BudgetMismatchError`)
+naming the value and what is allowed.
+
+Two moments: the arguments alone, when the scheduler is built (:func:`check_scheduler_arguments`,
+:func:`check_param_name`); the train loop, the other schedulers and the resume, once the runner
+has built them (:func:`check_loop_end`, :func:`check_epoch_entry_end`, :func:`check_no_overlap`,
+:func:`check_resumed`; called by :class:`~budgeted.mmengine.scheduler_hook.
+BudgetParamSchedulerHook`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+from mmengine.optim.scheduler.param_scheduler import INF
+
+from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
+from ..schedules import BudgetSchedule, schedule_params
+
+__all__ = [
+    "RESUME_NAMES",
+    "SCHEDULER_ARGUMENTS",
+    "check_budget_resume",
+    "check_epoch_arguments",
+    "check_epoch_entry_end",
+    "check_loop_end",
+    "check_no_overlap",
+    "check_param_name",
+    "check_resumed",
+    "check_scheduler_arguments",
+    "resume_step",
+]
+
+SCHEDULER_ARGUMENTS = (
+    "begin", "end", "by_epoch", "warmup_iters", "warmup_factor", "warmup_method", "on_resume",
+)  # fmt: skip
+"""The arguments every budget scheduler takes (besides ``optimizer`` and the schedule's own)."""
+
+RESUME_NAMES = {"total": "train_cfg.max_iters (end - begin)", "warmup": "warmup_iters"}
+"""How the core's budget keys read in a refused resume's message (MMEngine's names)."""
+
+
+def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bool = False) -> None:
+    """Refuse a budget scheduler whose ``end`` is not the train loop's ``max_iters``.
+
+    A budget that ends before the loop trains on at the last value; one that ends after it is
+    cut short and never decays to its end. Either way the run would not train the budget the
+    config states.
+
+    Args:
+        name (str): The scheduler's type name, for the message.
+        end (int): The scheduler's ``end`` in iterations.
+        max_iters (int, optional): The train loop's length in iterations; None skips the check.
+        epoch_loop (bool): the loop is an ``EpochBasedTrainLoop`` (its length is
+            ``train_cfg.max_epochs``, there is no ``max_iters`` key to set).
+
+    Raises:
+        BudgetConfigError: one line naming both values and the fix.
+
+    Example:
+        >>> check_loop_end("BudgetLinearLR", 8000, 8000)
+        >>> check_loop_end("BudgetLinearLR", 8000, None)  # no train loop: nothing to compare
+    """
+    if max_iters is None or end == max_iters:
+        return
+    effect = "be cut short" if end > max_iters else "end before training does"
+    fix = (
+        "in an epoch-based loop give begin/end in epochs with by_epoch=True and "
+        "convert_to_iter_based=True, and leave out end so that the runner fills it from "
+        "train_cfg.max_epochs"
+        if epoch_loop
+        else f"remove end so that the runner fills it from train_cfg.max_iters, or set "
+        f"train_cfg.max_iters={end}"
+    )
+    raise BudgetConfigError(
+        f"{name}: end={end} differs from the train loop's max_iters={max_iters}: the budget "
+        f"would {effect}; {fix}"
+    )
+
+
+def check_epoch_entry_end(
+    name: str, epochs: tuple[int, int], max_iters: int, *, epoch_loop: bool, loop_name: str
+) -> None:
+    """Refuse an epoch-based entry (``convert_to_iter_based=True``) whose length in iterations is
+    not the train loop's.
+
+    Args:
+        name (str): the scheduler's type name.
+        epochs (tuple): ``(end in epochs, iterations an epoch)``.
+        max_iters (int): the train loop's length in iterations.
+        epoch_loop (bool): the loop is an ``EpochBasedTrainLoop``.
+        loop_name (str): the loop's type name, for the message.
+
+    Raises:
+        BudgetConfigError: one line naming both lengths and the loop's own key.
+
+    Example:
+        >>> check_epoch_entry_end("BudgetLinearLR", (3, 4), 12, epoch_loop=True, loop_name="x")
+    """
+    end, epoch_length = epochs
+    end_iters = end * epoch_length
+    if end_iters == max_iters:
+        return
+    head = (
+        f"{name}: end={end} epochs x {epoch_length} iterations = {end_iters} "
+        f"differs from the train loop's max_iters={max_iters}"
+    )
+    if epoch_loop:
+        effect = "be cut short" if end_iters > max_iters else "end before training does"
+        raise BudgetConfigError(
+            f"{head}: the budget would {effect}; leave out end so that the runner fills it "
+            f"from train_cfg.max_epochs, or set train_cfg.max_epochs={end}"
+        )
+    raise BudgetConfigError(
+        f"{head} (by_epoch=True with convert_to_iter_based=True in an iteration-based "
+        f"loop, {loop_name}); allowed there: by_epoch=False without convert_to_iter_based "
+        "(end then defaults to train_cfg.max_iters)"
+    )
+
+
+def _check_schedule_arguments(name: str, schedule: str, params: Mapping[str, Any]) -> None:
+    """Refuse an argument that is neither a budget scheduler's nor the schedule's parameter,
+    naming both lists and the closest match (a typo such as ``warmup_iter``)."""
+    try:
+        own = list(schedule_params(schedule))
+    except ValueError as err:
+        raise BudgetConfigError(f"{name}: {err}") from None
+    for key in params:
+        if key in own:
+            continue
+        close = difflib.get_close_matches(key, [*SCHEDULER_ARGUMENTS, *own], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        takes = f"its parameters {', '.join(own)}" if own else "no parameters of its own"
+        raise BudgetConfigError(
+            f"{name}: unknown argument {key!r}; {hint}allowed: "
+            f"{', '.join(SCHEDULER_ARGUMENTS)}, and the {schedule} schedule takes {takes}"
+        )
+
+
+def check_scheduler_arguments(
+    name: str,
+    schedule: str,
+    params: Mapping[str, Any],
+    *,
+    begin: Any,
+    end: Any,
+    warmup_iters: Any,
+    by_epoch: bool,
+) -> None:
+    """The arguments of a budget scheduler, before it is built (no optimizer, no runner).
+
+    Raises:
+        BudgetConfigError: one line naming the argument, its value and what is allowed.
+
+    Example:
+        >>> check_scheduler_arguments("BudgetLinearLR", "linear", {}, begin=0, end=100,
+        ...                           warmup_iters=5, by_epoch=False)
+    """
+    _check_schedule_arguments(name, schedule, params)
+    if by_epoch:
+        raise BudgetConfigError(
+            f"{name}: by_epoch=True without convert_to_iter_based=True; the budget is planned "
+            "in iterations: set by_epoch=False in an iteration-based config "
+            "(IterBasedTrainLoop) or convert_to_iter_based=True in an epoch-based one"
+        )
+    for key, value in (("begin", begin), ("end", end), ("warmup_iters", warmup_iters)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise BudgetConfigError(
+                f"{name}: {key}={value!r} is invalid; allowed: an integer >= 0"
+                + (" (end defaults to train_cfg.max_iters)" if key == "end" else "")
+            )
+    if end >= INF:
+        raise BudgetConfigError(
+            f"{name}: end is not set; pass end=<last iteration + 1> or let the runner fill it "
+            "from train_cfg.max_iters"
+        )
+    if end <= begin + warmup_iters:
+        raise BudgetConfigError(
+            f"{name}: end={end} <= begin + warmup_iters = {begin} + {warmup_iters}: the decay "
+            "phase would be empty; allowed: end > begin + warmup_iters (end defaults to "
+            "train_cfg.max_iters)"
+        )
+
+
+def check_epoch_arguments(
+    name: str, begin: Any, end: Any, by_epoch: bool, epoch_length: Any
+) -> None:
+    """The arguments of an epoch-based entry (``convert_to_iter_based=True``).
+
+    Raises:
+        BudgetConfigError: one line naming the argument, its value and what is allowed.
+
+    Example:
+        >>> check_epoch_arguments("BudgetLinearLR", 0, 3, True, 4)
+    """
+    if not by_epoch:
+        raise BudgetConfigError(f"{name}: convert_to_iter_based=True needs by_epoch=True")
+    if not isinstance(epoch_length, int) or epoch_length <= 0:
+        raise BudgetConfigError(
+            f"{name}: epoch_length={epoch_length!r} is invalid; allowed: an int > 0"
+        )
+    for key, value in (("begin", begin), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise BudgetConfigError(
+                f"{name}: {key}={value!r} is invalid; allowed: a whole number of "
+                "epochs >= 0" + (" (end defaults to train_cfg.max_epochs)" if key == "end" else "")
+            )
+
+
+def _is_scalar(value: Any) -> bool:
+    """One number a scheduler can scale: a real number (not a bool) or a one-element tensor."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_param_name(name: str, optimizer: Any, param_name: str) -> None:
+    """``param_name`` must be one number in every param group of ``optimizer``.
+
+    Raises:
+        BudgetConfigError: one line naming the group and the keys that hold numbers.
+
+    Example:
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> check_param_name("BudgetLinearLR", opt, "lr")
+    """
+    groups = getattr(optimizer, "param_groups", None) or []
+    missing = [i for i, group in enumerate(groups) if param_name not in group]
+    numbers_at = sorted(
+        {k for group in groups for k, v in group.items() if _is_scalar(v) and k != "params"}
+    )
+    if missing:
+        raise BudgetConfigError(
+            f"{name}: param_name={param_name!r} is not a key of the optimizer's param groups "
+            f"(group {missing[0]}); allowed: one of {', '.join(numbers_at)}"
+        )
+    not_scalar = [i for i, group in enumerate(groups) if not _is_scalar(group[param_name])]
+    if not_scalar:
+        value = groups[not_scalar[0]][param_name]
+        raise BudgetConfigError(
+            f"{name}: param_name={param_name!r} holds {value!r} in group {not_scalar[0]}, not "
+            f"one number to scale; allowed: one of {', '.join(numbers_at)}"
+        )
+
+
+def check_no_overlap(scheduler: Any, schedulers: Iterable[Any]) -> None:
+    """Refuse another scheduler of the same parameter and optimizer active in an overlapping
+    range: ``scheduler`` computes its value from the initial one, so the other would be
+    overwritten, or compound with it.
+
+    Raises:
+        BudgetConfigError: one line naming both schedulers and their ranges.
+    """
+    name = type(scheduler).__name__
+    for other in schedulers:
+        if (
+            other is not scheduler
+            and getattr(other, "optimizer", None) is scheduler.optimizer
+            and getattr(other, "param_name", None) == scheduler.param_name
+            and other.begin < scheduler.end
+            and scheduler.begin < other.end
+        ):
+            raise BudgetConfigError(
+                f"{name} [{scheduler.begin}, {scheduler.end}) and {type(other).__name__} "
+                f"[{other.begin}, {other.end}) both schedule {scheduler.param_name}: {name} sets "
+                "it from its initial value, so the other would be overwritten or compound "
+                f"with it; allowed: {name} alone (its warmup_iters is the warmup), or a "
+                f"stock warmup before it that ends where {name} begins"
+            )
+
+
+def check_resumed(scheduler: Any, loaded: bool, iteration: int) -> None:
+    """Refuse a resume that gave ``scheduler`` no state (MMEngine pairs the config's schedulers
+    with the checkpoint's by position: the list changed since the checkpoint), so that it would
+    start its budget again at the runner's ``iteration``.
+
+    Raises:
+        BudgetMismatchError: one line saying what to keep or do instead.
+    """
+    if loaded or scheduler._global_step == iteration:
+        return
+    raise BudgetMismatchError(
+        f"cannot resume: {type(scheduler).__name__} got no state from the checkpoint (the runner "
+        f"resumed at iteration {iteration}, this scheduler would start its budget there): "
+        "MMEngine pairs param_scheduler entries with the checkpoint's by position, and the list "
+        "has changed since the checkpoint; to resume, keep the checkpoint's "
+        "param_scheduler list; to train another schedule, start a new run from its "
+        "weights with load_from=<checkpoint> and resume=False"
+    )
+
+
+def check_budget_resume(
+    scheduler: Any, saved: Mapping[str, Any] | None, at: int | None = None
+) -> tuple[BudgetSchedule, str | None]:
+    """Refuse to resume ``scheduler`` (a budget scheduler) from a checkpoint whose budget differs
+    from its own (unless ``on_resume="replan"`` and only the length differs); return the budget to
+    go on with and the re-plan line to log (None: not re-planned).
+
+    Args:
+        scheduler (BudgetParamScheduler): the config's scheduler.
+        saved (dict, optional): the ``budget`` of the checkpoint's scheduler state; None for a
+            scheduler that is not budget-aware.
+        at (int, optional): the checkpoint's ``last_step`` (where a re-plan starts).
+
+    Raises:
+        BudgetMismatchError: one line naming what differs and what to do.
+        BudgetReplanError: a re-plan that cannot be made (one line).
+    """
+    if saved is not None and not isinstance(saved, Mapping):
+        saved = None
+    old_end = None
+    if saved is not None and isinstance(saved.get("total"), (int, float)):
+        old_end = int(saved.get("begin", 0) + saved["total"])
+    fix = (
+        "to resume, keep the checkpoint's budget"
+        + (f" (train_cfg.max_iters={old_end})" if old_end is not None else "")
+        + "; to train another budget, start a new run from its weights with "
+        "load_from=<checkpoint> and resume=False"
+    )
+    if saved is not None and saved.get("begin") != scheduler.begin:
+        raise BudgetMismatchError(
+            f"cannot resume: the checkpoint's budget has begin={saved.get('begin')!r}, the "
+            f"config's begin={scheduler.begin!r}; {fix}"
+        )
+    state = None if saved is None else {k: v for k, v in saved.items() if k != "begin"}
+    replan = scheduler.on_resume == "replan"
+    try:
+        return scheduler._plan.resume(
+            state,
+            at=at or 0,
+            on_resume=scheduler.on_resume,
+            names={"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
+            if replan
+            else RESUME_NAMES,
+            fix=fix,
+        )
+    except BudgetReplanError as err:
+        raise BudgetReplanError(f"{type(scheduler).__name__}: {err}") from None
+
+
+def resume_step(state: Mapping[str, Any]) -> int:
+    """The steps a budget scheduler's saved ``state`` has trained since its ``begin``.
+
+    MMEngine's ``_global_step`` (every ``step()``), less ``begin``: ``last_step`` stops one short
+    at the end of the budget (it only counts steps inside ``[begin, end)``), so a finished run's
+    ``last_step`` would read as one iteration still to train.
+
+    Example:
+        >>> resume_step({"_global_step": 12, "last_step": 11, "begin": 0})
+        12
+    """
+    step = state.get("_global_step")
+    if not isinstance(step, int):
+        return int(state.get("last_step") or 0)
+    return max(step - int(state.get("begin") or 0), 0)

@@ -1,0 +1,139 @@
+"""The package's layout holds: layers without import cycles, adapters that load only what they
+use, modules and functions small enough to read in one sitting, and no framework internals
+reached by walking the call stack. (Old import paths: tests/test_public_api.py.)"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "plugins" / "budgeted"
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+NOT_FOR_ADAPTERS = ("toys", "sweep", "report", "plots", "launch", "launcher")
+"""What importing an adapter must not load: toy data writers, the sweep, the report, plots and
+launchers (module names, or a package on the way to one)."""
+STACK_WALKERS = ("_getframe", "f_back", "f_locals", "inspect.stack", "inspect.currentframe")
+
+
+def modules() -> dict[str, Path]:
+    """Dotted name -> file, for every module of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports anywhere in its file (a function-level
+    import counts: it is a cycle all the same)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            candidates = [target] + [f"{target}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            candidates = [a.name for a in node.names]
+        else:
+            continue
+        found |= {c for c in candidates if c in known and c != name}
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(part) > 1:
+                cycles.append(sorted(part))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+@pytest.mark.unit
+def test_no_import_cycles():
+    mods = modules()
+    graph = {name: imported_modules(name, path, set(mods)) for name, path in mods.items()}
+    for name in graph:  # a package re-exporting its own submodules is not a cycle
+        graph[name] = {d for d in graph[name] if not d.startswith(name + ".")}
+    assert import_cycles(graph) == []
+
+
+@pytest.mark.unit
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("adapter", ["budgeted.detectron2", "budgeted.mmengine"])
+def test_an_adapter_loads_no_toy_sweep_report_plot_or_launcher(adapter):
+    code = (
+        f"import json, sys, {adapter}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('budgeted'))))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded = json.loads(run.stdout)
+    assert adapter in loaded
+    unwanted = [m for m in loaded if set(m.split(".")) & set(NOT_FOR_ADAPTERS)]
+    assert unwanted == [], loaded
+
+
+@pytest.mark.unit
+def test_no_module_over_500_lines_and_no_function_over_80():
+    long_modules, long_functions = {}, []
+    for name, path in modules().items():
+        text = path.read_text()
+        if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+            long_modules[name] = lines
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{name}.{node.name}: {length}")
+    assert long_modules == {}
+    assert long_functions == []
+
+
+@pytest.mark.unit
+def test_no_stack_walking():
+    """Framework internals are reached through documented routes, never the call stack."""
+    found = [
+        f"{name}: {walker}"
+        for name, path in modules().items()
+        for walker in STACK_WALKERS
+        if walker in path.read_text()
+    ]
+    assert found == []
