@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import logging
 import re
 from pathlib import Path
@@ -57,6 +58,10 @@ class RecordLR(Hook):
         self.lrs[runner.iter] = runner.optim_wrapper.optimizer.param_groups[0]["lr"]
 
 
+RUNS = itertools.count()
+"""Numbers the runners of this module's tests."""
+
+
 def train(
     work_dir: Path, schedulers, *, train_cfg=None, resume=False, stop_at=None, cfg=None
 ) -> dict[int, float]:
@@ -66,6 +71,10 @@ def train(
     runner = Runner(
         model=TinyNet(),
         work_dir=str(work_dir),
+        # a name of its own: MMEngine keeps one visualizer / logger per name in a process, and
+        # the default name (the time, to the second) would reuse a previous test's, whose folder
+        # is gone
+        experiment_name=f"runner_checks_{next(RUNS)}",
         train_dataloader=dict(
             dataset=Pairs(), sampler=dict(type="DefaultSampler", shuffle=False), batch_size=2,
             collate_fn=dict(type="default_collate"),

@@ -225,8 +225,13 @@ EPOCHS = dict(  # 8 toy train images at batch 2: 4 iterations an epoch
             "BudgetLinearLR: end=20 differs from the train loop's max_iters=12: the budget would "
             "be cut short",
         ),
-        (  # an epoch-based entry in an iteration-based loop: end = 1 epoch of 4 iterations
-            {"param_scheduler.0.by_epoch": True, "param_scheduler.0.convert_to_iter_based": True},
+        (  # an epoch-based entry in an iteration-based loop: end = 1 epoch of 4 iterations (no
+            # warmup: a warmup as long as the budget is refused first, when the entry is built)
+            {
+                "param_scheduler.0.by_epoch": True,
+                "param_scheduler.0.convert_to_iter_based": True,
+                "param_scheduler.0.warmup_iters": 0,
+            },
             "BudgetLinearLR: end=1 epochs x 4 iterations = 4 differs from the train loop's "
             "max_iters=12 (by_epoch=True with convert_to_iter_based",
         ),
@@ -234,7 +239,13 @@ EPOCHS = dict(  # 8 toy train images at batch 2: 4 iterations an epoch
             {
                 **EPOCHS,
                 "param_scheduler": [
-                    dict(type="BudgetStepLR", end=2, by_epoch=True, convert_to_iter_based=True)
+                    dict(
+                        type="BudgetStepLR",
+                        end=2,
+                        by_epoch=True,
+                        convert_to_iter_based=True,
+                        warmup_iters=0,
+                    )
                 ],
             },
             "BudgetStepLR: end=2 epochs x 4 iterations = 8 differs from the train loop's "

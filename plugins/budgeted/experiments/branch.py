@@ -102,7 +102,8 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     parser = _Parser(prog="budgeted-branch", description=__doc__.split("\n\n")[0])
-    parser.add_argument("framework", choices=FRAMEWORKS)
+    config_frameworks = [f for f in FRAMEWORKS if f != "pytorch"]  # branching needs configs
+    parser.add_argument("framework", choices=config_frameworks)
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
     parser.add_argument("--task", help="mmpretrain: cifar10 or imagenet")
     parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")

@@ -282,7 +282,7 @@ class PreemptionHook(Hook):
         if not isinstance(getattr(runner, "_train_loop", None), BaseLoop):
             return  # runner.val() / runner.test(): SIGTERM keeps its usual meaning
         self._policy = PreemptionPolicy(interval=self.interval)  # from here on, loading the
-        self._policy.begin()  # checkpoint too, a signal is a flag
+        self._policy.take_guard()  # checkpoint too, a signal is a flag
 
     def before_train(self, runner: Any) -> None:
         loop = runner.train_loop

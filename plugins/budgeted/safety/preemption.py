@@ -237,12 +237,17 @@ class PreemptionPolicy:
         self.sync_seconds = 0.0
         self._own: PreemptionGuard | None = None
 
-    def begin(self) -> int:
-        """Take (or install) the guard; the signal any rank got already (0: none)."""
+    def take_guard(self) -> None:
+        """From now on a signal is a flag: the guard given, else the active one, else one of
+        its own (no all-reduce: a hook may call this early, before its ranks agree)."""
         if self.guard is None:
             self.guard = active_guard()
         if self.guard is None:
             self._own = self.guard = PreemptionGuard().__enter__()
+
+    def begin(self) -> int:
+        """Take (or install) the guard; the signal any rank got already (0: none)."""
+        self.take_guard()
         return self.agreed()
 
     def agreed(self) -> int:
