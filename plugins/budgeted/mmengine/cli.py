@@ -29,6 +29,7 @@ decayed exits 4 after its checkpoint and validation
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import math
 import os
@@ -37,6 +38,7 @@ import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
+import torch.distributed as dist
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
@@ -377,6 +379,7 @@ def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
             runner.logger.warning(cleaned)
         runner.train()
     except (Preempted, Diverged, Undecayed) as stop:  # the hook printed its one line
+        _meet_before_leaving()  # every rank stops here (the stop was agreed)
         return int(stop.code)
     except (BudgetMismatchError, BudgetConfigError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
@@ -391,6 +394,15 @@ def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
             lock.release()
         destroy_process_group()
     return 0
+
+
+def _meet_before_leaving() -> None:
+    """With several ranks, wait for all of them before the process group goes: a rank that
+    tore its group down while a peer still used the connection aborted at exit
+    (``terminate called without an active exception``, SIGABRT) now and then."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        with contextlib.suppress(RuntimeError):
+            dist.barrier()
 
 
 def _build_custom(cfg: Config) -> Runner:
