@@ -441,14 +441,8 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
         (["mmpretrain", "--task", "cifar"], "mmpretrain has no task 'cifar'; allowed: cifar10"),
         (["mmdet", "--task", "coco"], "mmdet has no task 'coco'; allowed: none (leave it out)"),
         (
-            ["detectron2", "--toy", "--schedules", "poly", "--budgets", "0.1"],
-            "no committed config for schedule 'poly' at budget 0.1 (the mask_rcnn_toy family "
-            "ships no 'poly' configs); "
-            "committed: linear (0.01 0.05 0.1 0.25 0.5 1), step (0.01 0.05 0.1 0.25 0.5 1)",
-        ),
-        (
-            ["mmseg", "--schedules", "cosine"],
-            "no committed config for schedule 'cosine' at budget 0.01",
+            ["detectron2", "--toy", "--schedules", "linear", "Rex", "--budgets", "0.1"],
+            "schedule 'Rex' is not a registered schedule; allowed: linear, cosine, poly, htd, ",
         ),
         (
             ["mmseg", "--toy", "--budgets", "0.05", "0.2"],

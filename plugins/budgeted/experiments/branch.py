@@ -34,7 +34,7 @@ from pathlib import Path
 from ..errors import FolderBusyError, ReportError, SweepError
 from .families import FRAMEWORKS, family
 from .sweep.cli import _Parser as SweepParser
-from .sweep.commands import check_extra
+from .sweep.commands import check_extra, schedule_overrides
 from .sweep.execute import SignalForwarder, check_writable, save_sweep, sweep_lock
 from .sweep.local import run_cells
 from .sweep.plan import (
@@ -76,12 +76,13 @@ def compute(iters: dict[float, int], points: dict[float, int]) -> tuple[int, int
 def wsd_overrides(framework: str, cooldown: float, save_at: Sequence[int]) -> list[str]:
     """The training tool's overrides that turn a linear budget config into WSD (and save the
     branch points)."""
+    out = schedule_overrides(framework, "wsd")
     if framework == "detectron2":
-        out = ["SOLVER.LR_SCHEDULER_NAME", "BudgetWSD", "SOLVER.BUDGET.WSD_COOLDOWN", f"{cooldown}"]
+        out += ["SOLVER.BUDGET.WSD_COOLDOWN", f"{cooldown}"]
         if save_at:
             out += ["SOLVER.BUDGET.SAVE_AT", f"({','.join(map(str, save_at))},)"]
         return out
-    out = ["param_scheduler.0.type=BudgetWSDLR", f"param_scheduler.0.cooldown={cooldown}"]
+    out.append(f"param_scheduler.0.cooldown={cooldown}")
     if save_at:
         out.append(f"checkpoint_at=[{','.join(map(str, save_at))}]")
     return out

@@ -55,6 +55,7 @@ from .commands import (
     split_mmseg_extra,
     tool_command,
 )
+from .cost import PRIOR_COST, cost_model, estimate
 from .execute import (
     ENDED,
     Interrupted,
@@ -70,13 +71,10 @@ from .execute import (
 from .local import run_cells
 from .plan import (
     EVALUATED_WEIGHTS,
-    PRIOR_COST,
     Plan,
     check_grid,
     committed_configs,
-    cost_model,
     describe,
-    estimate,
     make_toy_data,
     parse_budget,
     parse_lr,

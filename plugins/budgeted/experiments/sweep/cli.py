@@ -16,6 +16,7 @@ from ...errors import FolderBusyError, ReportError, SweepError
 from ...safety.locks import FolderLock
 from ..families import FRAMEWORKS, family
 from .commands import short, show
+from .cost import estimate
 from .execute import (
     SignalForwarder,
     check_writable,
@@ -27,7 +28,6 @@ from .local import jobs_environment, run_cells
 from .plan import (
     Plan,
     check_grid,
-    estimate,
     make_toy_data,
     plan_cells,
     plan_evaluations,
@@ -66,7 +66,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument(
         "--task", help="where a framework ships several families: mmpretrain cifar10 or imagenet"
     )
-    parser.add_argument("--schedules", nargs="+", help="default: every committed one")
+    parser.add_argument(
+        "--schedules", nargs="+",
+        help="any registered schedule (without shipped configs: the linear configs with its "
+        "scheduler name); default: the family's shipped ones",
+    )  # fmt: skip
     parser.add_argument(
         "--budgets", nargs="+", help="budget fractions, of the committed ones (default: all)"
     )

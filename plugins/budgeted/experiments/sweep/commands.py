@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SweepError
+from ...schedules import schedule_info
 from ..families import FRAMEWORKS
 from .records import number_text
 
@@ -23,11 +24,13 @@ __all__ = [
     "LR_KEYS",
     "MMENGINE_FRAMEWORKS",
     "RESERVED",
+    "SCHEDULER_KEYS",
     "SEED_KEYS",
     "TRAIN_TOOLS",
     "axis_overrides",
     "build_command",
     "check_extra",
+    "schedule_overrides",
     "script_command",
     "short",
     "show",
@@ -63,6 +66,25 @@ LR_KEYS = {**_per_framework("SOLVER.BASE_LR", "optim_wrapper.optimizer.lr"), "py
 """framework -> the config key ``--lrs`` sets (the base LR the schedule multiplies)."""
 SEED_KEYS = {**_per_framework("SEED", "randomness.seed"), "pytorch": "--seed"}
 """framework -> the config key ``--seeds`` sets."""
+
+SCHEDULER_KEYS = _per_framework("SOLVER.LR_SCHEDULER_NAME", "param_scheduler.0.type")
+"""framework -> the config key that names a config's LR scheduler: :func:`schedule_overrides`
+sets it where a family ships no config of a cell's schedule."""
+
+
+def schedule_overrides(framework: str, schedule: str) -> list[str]:
+    """The overrides that turn a family's ``linear`` budget config into registered ``schedule``
+    (its adapter's ``Budget<Label>`` name, the schedule's default parameters; the warmup, the
+    budget and everything else stay the config's).
+
+    Example:
+        >>> schedule_overrides("detectron2", "rex"), schedule_overrides("mmseg", "cosine")
+        (['SOLVER.LR_SCHEDULER_NAME', 'BudgetRex'], ['param_scheduler.0.type=BudgetCosineLR'])
+    """
+    name = f"Budget{schedule_info(schedule).label}"
+    if framework == "detectron2":
+        return [SCHEDULER_KEYS[framework], name]
+    return [f"{SCHEDULER_KEYS[framework]}={name}LR"]
 
 
 def check_extra(

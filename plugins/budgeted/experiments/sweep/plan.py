@@ -1,6 +1,6 @@
 """A sweep's plan: its cells (schedule, budget, base LR, seed), checked before anything runs,
 each with its run folder, its command and what it needs (new: run; started: resume; finished or
-diverged: skip); ``--evaluate-from``'s evaluations; and ``--dry-run``'s cost estimate.
+diverged: skip); and ``--evaluate-from``'s evaluations (``--dry-run``'s cost: :mod:`.cost`).
 
 Planning writes nothing: it reads the ``--out`` folder's records (:mod:`.records`) and the run
 folders through their framework's reader. Raises :class:`~budgeted.errors.SweepError` (one line)
@@ -10,20 +10,25 @@ for an argument or a folder it must refuse.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import math
 import os
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...config_files import config_root
-from ...errors import ReportError, SweepError
+from ...errors import SweepError
 from ...schedules import schedule_names
 from ..families import ConfigFamily
-from .commands import axis_overrides, build_command, check_extra, script_command
+from .commands import (
+    SCHEDULER_KEYS,
+    axis_overrides,
+    build_command,
+    check_extra,
+    schedule_overrides,
+    script_command,
+)
 from .records import (
     CELL_FILE,
     SWEEP_FILE,
@@ -40,13 +45,11 @@ from .records import (
 
 __all__ = [
     "EVALUATED_WEIGHTS",
-    "PRIOR_COST",
     "Plan",
+    "cell_source",
     "check_grid",
     "committed_configs",
-    "cost_model",
     "describe",
-    "estimate",
     "family_configs",
     "find_script",
     "make_toy_data",
@@ -223,6 +226,57 @@ def make_toy_data(fam: ConfigFamily, root: Path) -> None:
         make_toy_coco(str(root))
 
 
+def cell_source(
+    fam: ConfigFamily, configs: dict[tuple[str, float], Path], schedule: str, budget: float
+) -> tuple[Path, list[str]]:
+    """What trains a cell of a config family: (config file, overrides after the user's).
+
+    The family's committed config of ``schedule`` at ``budget`` where it ships one (the step-BAC
+    baselines, MMSegmentation's stock ``PolyLR``), else its ``linear`` config with
+    :func:`~.commands.schedule_overrides`: any registered schedule, with the config's warmup and
+    budget. A script family's cells take ``--schedule`` instead (:func:`~.commands.script_command`).
+
+    Example:
+        >>> from budgeted.experiments.families import PSPNET_TOY
+        >>> config, switch = cell_source(PSPNET_TOY, committed_configs(PSPNET_TOY), "rex", 0.05)
+        >>> config.name, switch
+        ('pspnet_r18-toy_cityscapes_budget5.py', ['param_scheduler.0.type=BudgetRexLR'])
+    """
+    if (schedule, budget) in configs or fam.script:
+        return configs[schedule, budget], []
+    return configs["linear", budget], schedule_overrides(fam.framework, schedule)
+
+
+def check_schedules(fam: ConfigFamily, configs: dict, schedules: list[str],
+                    budgets: list[float], extra: list[str]) -> None:  # fmt: skip
+    """Every schedule is registered (or shipped as configs) and has what trains it at every
+    budget; where one trains from the linear configs, ``extra`` leaves the scheduler's name
+    alone. Raises :class:`SweepError`."""
+    registered = schedule_names()
+    key = SCHEDULER_KEYS.get(fam.framework, "")
+    clash = [t for t in extra if key and t.split("=", 1)[0] == key]
+    for schedule in schedules:
+        own = schedule in fam.schedules or (bool(fam.script) and schedule in registered)
+        if not own and schedule not in registered:
+            raise SweepError(f"schedule {schedule!r} is not a registered schedule; allowed: "
+                             f"{', '.join(registered)}")  # fmt: skip
+        if not own and clash:
+            raise SweepError(
+                f"override {clash[0]!r} after -- would replace the scheduler of --schedules "
+                f"{schedule} (trained from the linear configs); allowed: no {key} override, or "
+                f"--schedules {' '.join(fam.schedules)} only"
+            )
+        needs = schedule if own else "linear"
+        missing = [b for b in budgets if (needs, b) not in configs]
+        if missing:
+            through = "" if own else f", which {schedule!r} trains from"
+            raise SweepError(
+                f"no committed config for schedule {schedule!r} at budget {missing[0]:g} "
+                f"(configs/{fam.filename(missing[0], needs)} does not exist{through}); "
+                f"committed: {describe(configs)}"
+            )
+
+
 def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, float]]:
     """The (schedule, budget) cells, smallest budgets first, after checking the arguments and
     ``--out``; raises :class:`SweepError`."""
@@ -232,22 +286,7 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
     default = SCRIPT_SCHEDULES if fam.script else sorted({s for s, _ in configs})
     schedules = list(dict.fromkeys(args.schedules or default))
     budgets = sorted({parse_budget(b, fam) for b in args.budgets or map(str, fam.fractions)})
-    for schedule in schedules:
-        if fam.script and schedule not in schedule_names():
-            raise SweepError(f"schedule {schedule!r} is not a registered schedule; allowed: "
-                             f"{', '.join(schedule_names())}")  # fmt: skip
-        for budget in budgets:
-            if (schedule, budget) in configs:
-                continue
-            where = (
-                f"configs/{fam.filename(budget, schedule)} does not exist"
-                if schedule in fam.schedules
-                else f"the {fam.name} family ships no {schedule!r} configs"
-            )
-            raise SweepError(
-                f"no committed config for schedule {schedule!r} at budget {budget:g} ({where}); "
-                f"committed: {describe(configs)}"
-            )
+    check_schedules(fam, configs, schedules, budgets, extra)
     check_extra(args.framework, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
     out: Path = args.out
     if out.exists() and not out.is_dir():
@@ -299,8 +338,11 @@ def plan_cell(
     ``budgeted-branch`` trains ``wsd`` cells from the ``linear`` configs plus overrides)."""
     framework = fam.framework
     schedule, budget, lr, seed = key
-    config_schedule = config_schedule or schedule
-    config = configs[config_schedule, budget]
+    if config_schedule is None:
+        config, switch = cell_source(fam, configs, schedule, budget)
+        config_schedule = schedule if not switch else "linear"
+    else:
+        config, switch = configs[config_schedule, budget], []
     run_dir = out / cell_name(*key)
     spec = {
         "framework": framework,
@@ -333,7 +375,7 @@ def plan_cell(
             f"settings (overrides {extra}), or another --out"
         )
     action = "skip" if done else "resume" if started else "run"
-    overrides = [*extra, *axis_overrides(framework, lr, seed)]
+    overrides = [*extra, *switch, *axis_overrides(framework, lr, seed)]
     if fam.script:  # the script writes nothing before its end: a started run is run again
         command = script_command(config, schedule, budget, fam.full_iters, run_dir, overrides)
     else:
@@ -407,77 +449,3 @@ def plan_evaluations(
         plan.command.insert(3, "--eval-only")  # after ``python -c BOOT``
         plans.append(plan)
     return plans
-
-
-PRIOR_COST: dict[str, tuple[float, float]] = {
-    "lenet5_digits_pytorch": (3.85, 0.00305),  # docs/digits.md: 3.9 s at 17 its, 9.1 s at 1,720
-}
-"""family name -> (seconds per run, seconds per iteration) measured on 2 CPU cores, for
-``--dry-run``'s estimate before a run of the sweep has finished (see docs/sweeps.md)."""
-
-
-def cost_model(plans: Sequence[Plan], out: Path) -> tuple[float, float, str] | None:
-    """(seconds per run, seconds per iteration, where from): a least-squares line through the
-    finished runs of this sweep (wall time against iterations), else :data:`PRIOR_COST`."""
-    points = []
-    for cell_file in out.glob(f"*/{CELL_FILE}"):
-        with contextlib.suppress(ReportError, KeyError, TypeError, ValueError):
-            record = read_record(cell_file)
-            if record.get("metrics") and record.get("wall_s"):
-                fam = plans[0].family
-                points.append((fam.iters(float(record["budget"])), float(record["wall_s"])))
-    if len({x for x, _ in points}) >= 2:
-        n = len(points)
-        mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
-        slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
-        slope = max(slope, 0.0)
-        return max(my - slope * mx, 0.0), slope, f"fitted to the {n} finished runs in --out"
-    if points:
-        return 0.0, sum(y for _, y in points) / sum(x for x, _ in points), "from finished runs"
-    prior = PRIOR_COST.get(plans[0].family.name) if plans else None
-    if prior is not None:
-        return *prior, "measured on a 2-core machine (docs/sweeps.md)"
-    return None
-
-
-def estimate(plans: Sequence[Plan], out: Path, jobs: int = 1) -> str:
-    """``--dry-run``'s first line: the grid's size, what is left, and its estimated cost (with
-    ``jobs`` > 1, also that cost shared by ``jobs`` runs at a time: a lower bound where they
-    share cores)."""
-    todo = [p for p in plans if p.action != "skip"]
-    if any("evaluated_from" in p.spec for p in plans):  # --evaluate-from: no training
-        plural = "s" if len(plans) != 1 else ""
-        head = f"[sweep] grid: {len(plans)} evaluation{plural} ({len(plans) - len(todo)} finished, "
-        walls = []
-        for cell_file in out.glob(f"*/{CELL_FILE}"):
-            with contextlib.suppress(ReportError, TypeError, ValueError):  # as cost_model
-                record = read_record(cell_file)
-                if record.get("metrics") and record.get("wall_s"):
-                    walls.append(float(record["wall_s"]))
-        if not todo or not walls:
-            cost = "" if not todo else "; cost unknown until one has finished"
-            return f"{head}{len(todo)} to run){cost}"
-        per_run = sum(walls) / len(walls)
-        return (
-            f"{head}{len(todo)} to run); estimated {len(todo) * per_run / 60:.0f} min at "
-            f"{per_run:.0f} s each (the mean of the {len(walls)} finished in --out)"
-        )
-    iters = sum(p.family.iters(p.budget) for p in todo)
-    diverged = sum(p.status == "diverged" for p in plans)
-    head = (
-        f"[sweep] grid: {len(plans)} runs ({len(plans) - len(todo) - diverged} finished, "
-        f"{f'{diverged} diverged, ' if diverged else ''}{len(todo)} to run or resume, {iters} "
-        "iterations)"
-    )
-    model = cost_model(plans, out) if todo else None
-    if not todo:
-        return head
-    if model is None:
-        return f"{head}; cost unknown until one run has finished (time one with --budgets)"
-    per_run, per_iter, source = model
-    seconds = len(todo) * per_run + iters * per_iter
-    shared = f", about {seconds / jobs / 60:.0f} min at --jobs {jobs}" if jobs > 1 else ""
-    return (
-        f"{head}; estimated {seconds / 60:.0f} min at {per_run:.0f} s per run + "
-        f"{per_iter * 1000:.0f} ms per iteration ({source}; resumed runs cost less){shared}"
-    )

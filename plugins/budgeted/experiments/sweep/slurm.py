@@ -37,7 +37,7 @@ from typing import Any
 
 from ...safety.preemption import PREEMPTED_EXIT_CODE, signal_name
 from .commands import MMENGINE_FRAMEWORKS, short
-from .plan import Plan, committed_configs
+from .plan import Plan, cell_source, committed_configs
 from .records import CELL_FILE, read_final
 from .slurm_job import CellJob, job_threads, utc_now
 from .slurm_options import (
@@ -66,6 +66,7 @@ __all__ = [
     "CellJob",
     "SlurmOptions",
     "add_slurm_arguments",
+    "cell_jobs",
     "check_cluster",
     "job_threads",
     "parse_time",
@@ -114,6 +115,19 @@ def _stop_on_signals() -> dict[int, Any]:
     return {s: signal.signal(s, raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
 
 
+def cell_jobs(
+    plans: Sequence[Plan], configs: dict[tuple[str, float], Path], data: Path | None,
+    extra: Sequence[str], env: dict[str, str], options: SlurmOptions,
+) -> list[CellJob]:  # fmt: skip
+    """One Slurm job per cell, training what the local executor trains
+    (:func:`~.plan.cell_source`: the cell's config, or the linear one with its scheduler name)."""
+    jobs = []
+    for plan in plans:
+        config, switch = cell_source(plan.family, configs, plan.schedule, plan.budget)
+        jobs.append(CellJob(plan, config, data, [*extra, *switch], env, options))
+    return jobs
+
+
 def run_on_slurm(
     out: Path, plans: Sequence[Plan], data: Path | None, extra: Sequence[str],
     env: dict[str, str], options: SlurmOptions, detach: bool,
@@ -148,10 +162,7 @@ def run_on_slurm(
         to_submit.append(plan)
     if to_submit:
         executor = _executor(out, options, plans[0].family.framework, len(to_submit))
-        jobs = [
-            CellJob(p, configs[p.schedule, p.budget], data, extra, _env_changes(env), options)
-            for p in to_submit
-        ]
+        jobs = cell_jobs(to_submit, configs, data, extra, _env_changes(env), options)
         submitted_at = utc_now()
         began = time.monotonic()
         try:
