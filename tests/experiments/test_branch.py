@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from toy_pspnet import width_overrides
 
-from budgeted.experiments.branch import branch_points, compute
+from budgeted.experiments.branch import branch_points, compute, main
 from budgeted.schedules import BudgetSchedule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,12 +47,12 @@ def mmseg_lrs(run_dir: Path) -> dict[int, float]:
 
 
 @pytest.mark.e2e
-def test_mmseg_branches_resume_the_stable_run_exactly_and_report_beside_linear(tmp_path):
+def test_mmseg_branches_resume_the_stable_run_exactly_and_are_reported(tmp_path):
     data, out = tmp_path / "toy_cityscapes", tmp_path / "branch"
     # toy PSPNet budgets 1 % (32 iterations) and 5 % (160): stable WSD over 160, branch at 30
     # a narrower toy PSPNet (width 8): the test checks LRs, checkpoints and resuming, not mIoU
     args = ["mmseg", "--toy", "--budgets", "0.01", "0.05", "--data", data, "--out", out,
-            "--compare", "--", "default_hooks.logger.interval=1", *width_overrides(8)]  # fmt: skip
+            "--", "default_hooks.logger.interval=1", *width_overrides(8)]  # fmt: skip
     run = cli(BRANCH, *args)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "one stable run + cooldowns = 162 iterations, separate WSD runs = 192" in run.stdout
@@ -67,9 +67,26 @@ def test_mmseg_branches_resume_the_stable_run_exactly_and_report_beside_linear(t
     report = cli(REPORT, out)
     assert report.returncode == 0, report.stderr
     head = next(x for x in report.stdout.splitlines() if x.startswith("| budget |"))
-    assert head == "| budget | iterations | wsd | linear |"  # the branches beside linear runs
+    assert head == "| budget | iterations | wsd |"
     again = cli(BRANCH, *args)
-    assert again.returncode == 0 and "4 skipped" in again.stdout.replace("0 run, 0 resumed, ", "")
+    assert again.returncode == 0 and "2 skipped" in again.stdout.replace("0 run, 0 resumed, ", "")
+
+
+@pytest.mark.unit
+def test_compare_adds_a_separate_linear_run_per_budget(tmp_path, capsys):
+    """``--compare``: the linear sweep cells of the same budgets, trained from the linear
+    configs as budgeted-sweep trains them (the report shows them beside the branches)."""
+    out = tmp_path / "o"
+    args = ["mmseg", "--toy", "--budgets", "0.01", "0.05", "--out", str(out), "--dry-run"]
+    assert main([*args, "--compare"]) == 0
+    cells = [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines() if ": " in ln]
+    assert [c for c in cells if not c.startswith("[")] == [
+        "wsd_budget5", "wsd_budget1", "linear_budget1", "linear_budget5"
+    ]  # fmt: skip
+    assert main(args) == 0
+    cells = [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines() if ": " in ln]
+    assert [c for c in cells if not c.startswith("[")] == ["wsd_budget5", "wsd_budget1"]
+    assert not out.exists()
 
 
 @pytest.mark.e2e

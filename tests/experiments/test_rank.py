@@ -1,9 +1,8 @@
 """budgeted.experiments.rank (``budgeted-rank``, tools/rank.py): Kendall's tau between the
-architecture ranking at small budgets and at the full budget, from real toy sweeps."""
+architecture ranking at small budgets and at the full budget, from toy sweep folders."""
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ from budgeted.experiments.rank import Architectures, kendall_tau, markdown
 from budgeted.experiments.report import Cell, CellKey, Final, Group
 
 REPO = Path(__file__).resolve().parents[2]
-SWEEP = [sys.executable, "-m", "budgeted.experiments.sweep"]
 RANK = [sys.executable, "-m", "budgeted.experiments.rank"]
 FAMILY = "configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget"
 
@@ -114,23 +112,27 @@ WIDTHS = {"w4": 4, "w6": 6, "w8": 8}
 """Toy PSPNet R18 backbones of three widths (base and stem channels; the shipped toy has 16)."""
 
 
-@pytest.fixture(scope="module")
-def arch_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three real toy MMSeg sweeps, one per backbone width: linear at 1 % and 5 %."""
-    tmp = tmp_path_factory.mktemp("rank")
+SCORES = {"w4": (30.0, 45.0), "w6": (35.0, 42.0), "w8": (40.0, 50.0)}
+"""mIoU at 1 % and 5 %: w4 and w6 swap places at 5 %, w8 leads both (tau = (2 - 1) / 3)."""
+
+
+@pytest.fixture
+def arch_sweeps(tmp_path: Path) -> dict[str, Path]:
+    """Three toy MMSeg sweeps, one per backbone width, as ``budgeted-sweep mmseg --toy
+    --schedules linear --budgets 0.01 0.05 -- <width overrides>`` leaves them (run folders in
+    MMEngine's format, read by the same reader as trained ones: tests/experiments/run_folders.py;
+    the report's tests read trained ones)."""
+    data = toy_data("mmseg", tmp_path / "data")
     sweeps = {}
     for name, width in WIDTHS.items():
-        out = tmp / name
-        run = cli(SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01", "0.05",
-                  "--data", tmp / "toy_cityscapes", "--out", out, "--",
-                  *width_overrides(width))  # fmt: skip
-        assert run.returncode == 0, run.stderr[-3000:]
-        sweeps[name] = out
+        cells = {("linear", b, None): m for b, m in zip((0.01, 0.05), SCORES[name])}
+        write_sweep(tmp_path / name, "mmseg", cells, data, width_overrides(width))
+        sweeps[name] = tmp_path / name
     return sweeps
 
 
 @pytest.mark.e2e
-def test_rank_reads_real_sweeps_and_refuses_a_budget_not_run(arch_sweeps, tmp_path):
+def test_rank_reads_sweep_folders_and_refuses_a_budget_not_run(arch_sweeps, tmp_path):
     from budgeted.experiments.report import load_sweep
 
     named = [f"{name}={path}" for name, path in arch_sweeps.items()]
@@ -141,15 +143,10 @@ def test_rank_reads_real_sweeps_and_refuses_a_budget_not_run(arch_sweeps, tmp_pa
     for name, path in arch_sweeps.items():  # the table shows each sweep's logged mIoU
         cells = {c.key.budget: c.final.metrics["mIoU"] for c in load_sweep(path).cells}
         assert f"| {name} | {cells[0.01]:.2f} | {cells[0.05]:.2f} |" in lines
-    scores = {n: load_sweep(p).cells for n, p in arch_sweeps.items()}
-    small = [
-        next(c for c in cs if c.key.budget == 0.01).final.metrics["mIoU"] for cs in scores.values()
-    ]
-    large = [
-        next(c for c in cs if c.key.budget == 0.05).final.metrics["mIoU"] for cs in scores.values()
-    ]
-    tau = kendall_tau(small, large)[0]
-    assert f"| 0.01 | {'nan' if math.isnan(tau) else f'{tau:+.2f}'}" in run.stdout
+    assert kendall_tau([m for m, _ in SCORES.values()], [m for _, m in SCORES.values()])[0] == (
+        pytest.approx(1 / 3)
+    )
+    assert "| 0.01 | +0.33" in run.stdout
     bad = cli(RANK, *named, "--full", "0.5")
     assert bad.returncode == 2
     assert bad.stderr.strip() == (

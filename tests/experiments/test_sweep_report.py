@@ -245,23 +245,23 @@ def test_interrupted_cell_is_resumed_from_its_checkpoint(mmseg_sweep, tmp_path):
     the training run saves its iteration, the sweep exits 130; the rerun resumes."""
     data, _, _ = mmseg_sweep
     out = tmp_path / "sweep"
-    args = [*SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.05",
+    args = [*SWEEP, "mmseg", "--toy", "--schedules", "linear", "--budgets", "0.01",
             "--data", str(data), "--out", str(out), "--",
-            "default_hooks.checkpoint.interval=16"]  # fmt: skip
+            "default_hooks.checkpoint.interval=8"]  # fmt: skip
     proc = subprocess.Popen(
         args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=_ignore_sigint,
     )  # fmt: skip
-    marker = _wait_for(out / "linear_budget5", "last_checkpoint", proc)
+    marker = _wait_for(out / "linear_budget1", "last_checkpoint", proc)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr[-2000:]
     assert "sweep: interrupted by SIGINT (training stopped with exit status 75); rerun the " \
-        "same command to resume linear_budget5" in stderr  # fmt: skip
+        "same command to resume linear_budget1" in stderr  # fmt: skip
     names = {p.name for p in marker.parent.iterdir()}
-    assert "iter_160.pth" not in names
+    assert "iter_32.pth" not in names
     saved = int((marker.parent / marker.read_text().strip()).stem.split("_")[1])
-    assert 16 <= saved < 160  # the iteration it was at, not only the periodic checkpoint
+    assert 8 <= saved < 32  # the iteration it was at, not only the periodic checkpoint
     first = json.loads((marker.parent / "sweep_cell.json").read_text())
     assert [(t["action"], t["exit"], t["signal"]) for t in first["tries"]] == [
         ("run", 75, "SIGINT")
@@ -269,13 +269,13 @@ def test_interrupted_cell_is_resumed_from_its_checkpoint(mmseg_sweep, tmp_path):
     assert first["wall_s"] == first["tries"][0]["wall_s"] > 0
     again = cli(args)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert "[1/1] linear_budget5: resuming " in again.stdout and " --resume " in again.stdout
+    assert "[1/1] linear_budget1: resuming " in again.stdout and " --resume " in again.stdout
     runs = sorted(p for p in marker.parent.iterdir() if p.is_dir())
     assert len(runs) == 2  # MMEngine's timestamped log folders: the first try and the resumed one
     resumed = [json.loads(line) for line in (runs[1] / "vis_data/scalars.json").open()]
     assert min(r["step"] for r in resumed) > saved  # not from scratch
     step, miou = mmseg_logged_miou(marker.parent)
-    assert step == 160
+    assert step == 32
     assert again.stdout.rstrip().splitlines()[-2].endswith(f"s: mIoU {miou:.2f}")
     cell = json.loads((marker.parent / "sweep_cell.json").read_text())
     tries = cell["tries"]
@@ -283,8 +283,8 @@ def test_interrupted_cell_is_resumed_from_its_checkpoint(mmseg_sweep, tmp_path):
     # the interrupted try's wall time counts: the report's wall_s is the sum of both tries
     assert cell["wall_s"] == pytest.approx(tries[0]["wall_s"] + tries[1]["wall_s"], abs=0.01)
     report = cli(REPORT, out, "--csv", tmp_path / "r.csv")
-    assert table(report.stdout, "### mIoU")["0.05"] == {
-        "iterations": "160",
+    assert table(report.stdout, "### mIoU")["0.01"] == {
+        "iterations": "32",
         "linear": f"{miou:.2f}",
     }
     with (tmp_path / "r.csv").open() as f:

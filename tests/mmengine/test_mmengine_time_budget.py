@@ -47,6 +47,17 @@ def budget_s(first_run) -> int:
     return max(5, math.ceil(60 * times[len(times) // 2]))
 
 
+@pytest.fixture(scope="module")
+def timed_run(tmp_path_factory, toy_root, cli, budget_s) -> tuple[Path, Path]:
+    """One toy run of ``budget_s`` seconds from its start, shared by the tests that check it or
+    resume from its checkpoint after 6 iterations: (folder of its hook output, work dir)."""
+    tmp = tmp_path_factory.mktemp("timed")
+    work = tmp / "work"
+    args = toy_args(timed_config(tmp), work, toy_root, warmup=WARMUP)
+    assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
+    return tmp, work
+
+
 def timed_config(tmp_path, **kwargs):
     """The toy config of the full schedule (``--budget-time`` refuses a fraction config)."""
     return toy_config(tmp_path, base=FULL_TOY_CONFIG, **kwargs)
@@ -68,16 +79,12 @@ def stop_line(work_dir) -> str:
 
 
 @pytest.mark.e2e
-def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(
-    tmp_path, toy_root, cli, budget_s
-):
-    work = tmp_path / "work"
-    args = toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP)
-    assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
+def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(timed_run, budget_s):
+    hooks, work = timed_run
     line = stop_line(work)
     trained = int(line.split("reached after ")[1].split()[0])
     assert WARMUP < trained < 3200  # the cap is the full toy schedule
-    lrs = recorded_lrs(tmp_path)
+    lrs = recorded_lrs(hooks)
     assert sorted(lrs) == list(range(trained))
     decay = [lrs[i] for i in range(WARMUP, trained)]
     assert all(b <= a for a, b in zip(decay, decay[1:])) and decay[-1] > 0.0
@@ -90,11 +97,9 @@ def test_our_tool_trains_for_the_time_then_checkpoints_and_validates(
 
 @pytest.mark.e2e
 def test_a_resumed_time_budget_goes_on_with_the_checkpoints_clock(
-    tmp_path, toy_root, cli, budget_s
+    tmp_path, toy_root, cli, budget_s, timed_run
 ):
-    work = tmp_path / "work"
-    args = toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP)
-    assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
+    work = timed_run[1]
     # as if preempted after iteration 6: resume from its checkpoint with the same budget
     resumed = tmp_path / "resumed"
     resumed.mkdir()
@@ -158,17 +163,15 @@ def test_a_preempted_time_budget_resumes_the_same_clock(tmp_path, toy_root, cli,
 
 @pytest.mark.e2e
 def test_a_time_budget_is_replanned_on_resume_only_when_asked(
-    tmp_path, toy_root, cli, capsys, budget_s
+    tmp_path, toy_root, cli, capsys, budget_s, timed_run
 ):
-    work = tmp_path / "work"
-    args = toy_args(timed_config(tmp_path), work, toy_root, warmup=WARMUP)
-    assert cli.main([*args, "--budget-time", f"{budget_s}s"]) == 0
-    first = recorded_lrs(tmp_path)
+    hooks, work = timed_run
+    first = recorded_lrs(hooks)
     resumed = tmp_path / "resumed"
     resumed.mkdir()
     shutil.copy(work / "iter_6.pth", resumed / "iter_6.pth")  # as if stopped after 6 iterations
     mid = scheduler_state(resumed / "iter_6.pth")
-    longer = 2 * budget_s
+    longer = budget_s + budget_s // 2  # another budget, half as long again
     ckpt = f"load_from={resumed / 'iter_6.pth'}"
     args = toy_args(timed_config(tmp_path), resumed, toy_root, ckpt, warmup=WARMUP)
     assert cli.main([*args, "--budget-time", f"{longer}s", "--resume"]) == 2  # refused by default
