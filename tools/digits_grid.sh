@@ -17,8 +17,8 @@
 #
 #   bash tools/digits_grid.sh     # output/sweep/digits; resumable: run it again to go on
 #
-# Wall time (docs/digits.md): about 40 min on 2 cores with two runs at a time, plus about 7 min
-# for each LR the edge rule adds.
+# Wall time (docs/digits.md): 55 min 47 s on 2 cores with two runs at a time (2026-11-29, no
+# widening needed), plus about 7 min for each LR the edge rule adds.
 #
 # Exit status: 0 when done; the sweep's own (2: refused, before anything ran; 75 or 130:
 # stopped by a signal, run the script again to go on) otherwise.
@@ -90,3 +90,4 @@ done
 echo "[digits] grid done in $(($(date +%s) - start)) s at base LRs ${lrs[*]}"
 "$PY" -m budgeted.experiments.report "$OUT" --csv "$OUT/runs.csv" --plot "$OUT/digits.png" |
     tee "$OUT/report.md"
+"$PY" tools/digits_table.py "$OUT" | tee "$OUT/table.md"  # README.md's and docs/digits.md's table

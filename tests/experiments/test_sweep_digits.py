@@ -211,3 +211,35 @@ def test_sigterm_stops_every_running_cell_of_jobs_2(tmp_path):
     for record in cells.values():
         assert record["status"] == "interrupted"
         assert (record["tries"][-1]["signal"], record["tries"][-1]["exit"]) == ("SIGTERM", -15)
+
+
+def test_the_digits_table_is_the_reports_best_lrs_and_verdicts(digits_sweeps):
+    """tools/digits_table.py (the README's results): each schedule at its best LR, mean ± std
+    over the seeds, and the paired rex − linear verdict, from the same figures as the report."""
+    from budgeted.experiments.stats import paired_difference, summarize
+
+    out, _ = digits_sweeps[1]
+    run = cli([sys.executable, str(REPO / "tools/digits_table.py")], out)
+    assert run.returncode == 0, run.stderr
+    head, rule, row = run.stdout.splitlines()
+    assert rule.startswith("| ---: | ---: |")
+    assert head == (
+        "| budget | linear | step | cosine | poly | rex | linear − step | rex − linear |"
+    )
+    top1 = {name: metrics["top-1"] for name, (_, _, metrics) in records(out).items() if metrics}
+    at = {s: {k: top1[f"{s}_budget1_lr0.3_seed{k}"] for k in (0, 1)} for s in ("linear", "rex")}
+    shown = {s: summarize(list(at[s].values())) for s in at}
+    interval = paired_difference(at["rex"], at["linear"])
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:6] == [
+        "1 %",
+        f"{shown['linear'].mean:.2f} ± {shown['linear'].std:.2f} @ 0.3 (edge)",
+        "-",
+        "-",
+        "-",
+        f"{shown['rex'].mean:.2f} ± {shown['rex'].std:.2f} @ 0.3 (edge)",
+    ]  # fmt: skip  (the grid 0.3, 1e10: its best LR is at the edge)
+    assert cells[6] == "-" and cells[7].startswith(f"{interval.mean:+.2f} [{interval.low:+.2f}, ")
+    missing = cli([sys.executable, str(REPO / "tools/digits_table.py")], out / "nowhere")
+    assert missing.returncode == 2 and missing.stderr.startswith("digits_table: error: ")
+    assert missing.stderr.count("\n") == 1
