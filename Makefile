@@ -21,10 +21,12 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/hadolint docker/Dockerfile
 
-# Two pytest-xdist workers, one compute thread each, whole test files each (module fixtures are
+# Three pytest-xdist workers, one compute thread each, whole test files each (module fixtures are
 # built once), the long files handed out first (by number of e2e, then integration tests;
-# tests/conftest.py): the workers end together. TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 2
+# tests/conftest.py): the workers end together. Three on 2 cores, because many e2e tests wait
+# (deadlines, signals, the Slurm queue): pytest took 665 s with 3, 708 s with 2 (clean clone,
+# 2026-11-29). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 3
 
 test: lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

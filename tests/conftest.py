@@ -14,7 +14,7 @@ from budgeted.schedules import schedule_names
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist (``make test`` runs two workers), one compute thread per worker and
+    """Under pytest-xdist (``make test`` runs three workers), one compute thread per worker and
     per process it starts: the toy models gain nothing from a second thread, and two workers
     with torch's default two threads each oversubscribe two cores (measured: 4x slower)."""
     if "PYTEST_XDIST_WORKER" in os.environ:
