@@ -106,3 +106,46 @@ def test_setup_script_refuses_an_unknown_part_in_one_line_before_installing() ->
     assert result.returncode == 2
     assert result.stderr == "setup: SETUP_PART=everything is invalid; allowed: all, deps, self\n"
     assert result.stdout == ""  # no step started
+
+
+FINALIZER_DURING_PARSE = """
+import ast, sys, traceback
+class Raises:
+    def __del__(self):
+        raise FileNotFoundError("scratch folder already removed")
+def format_like_pytest(unraisable):
+    traceback.format_exception(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback)
+sys.unraisablehook = format_like_pytest
+source = open(sys.argv[1]).read()
+failed = 0
+for _ in range(50):
+    garbage = Raises(); garbage.cycle = garbage; del garbage
+    try:
+        ast.parse(source)  # what MMEngine's Config.fromfile does to every config
+    except SystemError:
+        failed += 1
+print(failed)
+"""
+
+
+@pytest.mark.e2e
+def test_make_test_runs_where_a_finalizer_raising_inside_a_config_parse_fails_nothing(tmp_path):
+    """Python 3.11 before 3.11.8 (gh-106905): a finalizer that raises during a garbage collection
+    inside ast.parse, formatted with carets as pytest formats it, fails the parse with
+    "AST constructor recursion depth mismatch". The Makefile's test targets set
+    PYTHONNODEBUGRANGES=1 (no carets, so no nested parse): docs/development.md."""
+    config = ROOT / "configs" / "mmaction" / "toy" / "i3d-toy_kinetics400_base.py"
+    script = tmp_path / "finalizer_during_parse.py"  # a file: tracebacks show its lines
+    script.write_text(FINALIZER_DURING_PARSE)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "test test-fast: export PYTHONNODEBUGRANGES := 1" in makefile
+
+    def failed_parses(**env: str) -> int:
+        clean = {k: v for k, v in os.environ.items() if k != "PYTHONNODEBUGRANGES"}
+        cmd = [sys.executable, str(script), str(config)]
+        done = subprocess.run(cmd, env={**clean, **env}, capture_output=True, text=True, check=True)
+        return int(done.stdout)
+
+    assert failed_parses(PYTHONNODEBUGRANGES="1") == 0
+    if (3, 11) <= sys.version_info[:3] < (3, 11, 8):
+        assert failed_parses() == 50  # the bug the setting works around, on this Python
