@@ -25,6 +25,12 @@ HERE = Path(__file__).resolve().parent
 CONFIGS = "configs"
 """The shipped configs, relative to this file; installed as ``budgeted/configs/``."""
 
+MMENGINE = ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "setuptools<82"]
+"""What every MMEngine codebase's extra needs: mmcv below 2.2 (MMSegmentation 1.2 asserts it), and
+setuptools below 82, which dropped ``pkg_resources``: MMEngine 0.10 imports it to find an installed
+codebase's configs (``mmseg::`` base configs, ``mmengine.utils.get_installed_path``), and torch
+alone would pull setuptools 84."""
+
 version = {}
 exec((HERE / "plugins/budgeted/version.py").read_text(), version)
 
@@ -86,11 +92,21 @@ setup(
     install_requires=["torch>=1.10", "scipy"],  # scipy: the report's t-intervals (scipy.stats.t)
     extras_require={
         # Detectron2 is not on PyPI: install it first (its own instructions, or the README's
-        # `make setup`); the line below then only checks its version.
-        "detectron2": ["detectron2>=0.6", "fvcore>=0.1.5", "PyYAML>=5.1", "numpy", "Pillow"],
+        # `make setup`); the line below then checks its version and brings what v0.6 runs with
+        # unpatched (../shared/ENVIRONMENT.md): numpy<1.24 (np.int), Pillow<10 (Image.LINEAR),
+        # setuptools<82 (pkg_resources, its model_zoo), replacing the numpy 2 and scipy that
+        # `pip install .` alone picks (pip then takes scipy 1.15, which accepts numpy 1.23).
+        # numpy<1.24 has no wheels past Python 3.11: Detectron2 0.6 runs on Python <= 3.11.
+        "detectron2": [
+            "detectron2>=0.6",
+            "fvcore>=0.1.5",
+            "PyYAML>=5.1",
+            "numpy<1.24",
+            "Pillow<10",
+            "setuptools<82",
+        ],
         "mmseg": [
-            "mmengine>=0.10",
-            "mmcv>=2.0.0rc4,<2.2.0",
+            *MMENGINE,
             "mmsegmentation>=1.0",
             "ftfy",  # mmseg.utils imports ftfy and regex, which mmsegmentation does not declare
             "regex",
@@ -99,9 +115,9 @@ setup(
             "cityscapesscripts",  # the toy Cityscapes writer and the toy configs' CityscapesMetric
         ],
         # MMDetection, MMPretrain, MMAction2 (their configs import budgeted.mmengine)
-        "mmdet": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmdet>=3.0", "pycocotools"],
-        "mmpretrain": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmpretrain>=1.0"],
-        "mmaction": ["mmengine>=0.10", "mmcv>=2.0.0rc4,<2.2.0", "mmaction2>=1.0"],
+        "mmdet": [*MMENGINE, "mmdet>=3.0", "pycocotools"],
+        "mmpretrain": [*MMENGINE, "mmpretrain>=1.0"],
+        "mmaction": [*MMENGINE, "mmaction2>=1.0"],
         "plot": ["matplotlib"],  # budgeted-report --plot, tools/plot_schedules.py
         "rank": ["scipy"],  # budgeted-rank (Kendall's tau)
         # the UCI digits (budgeted.toys.digits): scikit-learn 1.8 and later need numpy 2, which

@@ -30,6 +30,23 @@ def test_a_name_without_extension_finds_the_one_file_of_that_stem():
         find_config("mask_rcnn_toy_budget10", "detectron2")
 
 
+def test_a_tool_finds_its_own_kind_of_config_first():
+    """Detectron2's yaml tool and its LazyConfig tool take the toy stem both files share."""
+    toy = "mask_rcnn_toy_budget10"
+    assert find_config(toy, "detectron2", kinds=(".py",)) == (
+        config_root() / f"detectron2/lazy/{toy}.py"
+    )
+    assert find_config(toy, "detectron2", kinds=(".yaml",)) == (
+        config_root() / f"detectron2/toy/{toy}.yaml"
+    )
+    # no file of the tool's kind: the other kind's (the tool names the kind it takes)
+    assert find_config("mask_rcnn_budget10", "detectron2", kinds=(".py",)) == (
+        config_root() / "detectron2/mask_rcnn_budget10.yaml"
+    )
+    # a name with its extension is that file, whatever the tool's kind
+    assert find_config(f"{toy}.yaml", "detectron2", kinds=(".py",)).suffix == ".yaml"
+
+
 def test_an_existing_path_is_taken_as_it_is(tmp_path):
     mine = tmp_path / "mask_rcnn_budget10.yaml"
     mine.write_text("SOLVER:\n  MAX_ITER: 3\n")

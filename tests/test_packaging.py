@@ -1,5 +1,6 @@
 """``pip install .`` is a real install: wheel and sdist built from the checkout, installed into a
-fresh venv with no framework (nothing downloaded: ``--no-deps --no-index``).
+fresh venv with no framework (nothing downloaded: ``--no-deps --no-index``). One test resolves
+the README's own-environment lines with pip against PyPI (``--dry-run``: metadata only).
 
 The build runs on a copy of the build inputs (setup.py, pyproject.toml, MANIFEST.in, README.md,
 LICENSE, plugins/, configs/) in a temporary folder, so that nothing is written into the checkout
@@ -14,6 +15,7 @@ import ast
 import configparser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -207,6 +209,17 @@ def test_this_checkout_uses_its_own_configs():
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("tool", ["sweep", "report"])
+def test_the_old_module_paths_of_the_tools_run_with_python_m(tool, tmp_path):
+    """issue 40/2: ``python -m budgeted.sweep`` (the path before the layers) ran into
+    ``'_AliasFinder' object has no attribute 'get_code'``."""
+    old = run([sys.executable, "-m", f"budgeted.{tool}", "--help"], cwd=tmp_path)
+    new = run([sys.executable, "-m", f"budgeted.experiments.{tool}", "--help"], cwd=tmp_path)
+    assert old.stdout == new.stdout and old.stdout.startswith(f"usage: budgeted-{tool} ")
+    assert old.stderr == ""
+
+
+@pytest.mark.e2e
 def test_fresh_venv_core_works_and_finds_the_installed_configs(venv):
     code = """
 import json, sys
@@ -376,3 +389,124 @@ print(json.dumps({
     assert got["toy"] == [40, "BudgetStep"]
     assert got["seg_cfg"] == [320, "BudgetStepLR", "EncoderDecoder"]
     assert got["real"] == [8000, 50]
+
+
+DETECTRON2_0_6_RUNS_WITH = {"numpy": "<1.24", "pillow": "<10", "setuptools": "<82"}
+"""What Detectron2 0.6 runs with, unpatched (../shared/ENVIRONMENT.md, "Measured"): numpy 1.24
+removed ``np.int`` (``data/build.py``, every training loader), Pillow 10 ``Image.LINEAR`` (an
+import-time default), setuptools 82 ``pkg_resources`` (``model_zoo``)."""
+
+
+def _name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+class MetadataVenv:
+    """A fresh venv whose site-packages holds installed distributions' metadata only (a
+    ``.dist-info`` with METADATA each): what pip resolves a next ``pip install`` against, without
+    downloading or installing a package. ``install(requirement)`` resolves it there
+    (``pip install --dry-run --report``, the real resolver against the real indexes) and records
+    what pip would install, replacing the versions it would replace."""
+
+    def __init__(self, root: Path) -> None:
+        run([sys.executable, "-m", "venv", "--without-pip", str(root)], cwd=root.parent)
+        self.python = root / "bin" / "python"
+        self.site = next(root.glob("lib/python*/site-packages"))
+        self.versions: dict[str, str] = {}
+        self.folders: dict[str, Path] = {}
+        self.steps = 0
+
+    def pip(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+        return run([*pip, "--python", str(self.python), *args], cwd=self.site, check=check)
+
+    def install(self, requirement: str) -> dict[str, str]:
+        self.steps += 1
+        report = self.site.parent / f"report{self.steps}.json"
+        self.pip("install", "--dry-run", "--quiet", "--report", str(report), requirement)
+        installed = {}
+        for item in json.loads(report.read_text())["install"]:
+            meta = item["metadata"]
+            name = _name(meta["name"])
+            if name in self.folders:  # pip would replace it
+                shutil.rmtree(self.folders[name])
+            info = self.site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
+            info.mkdir()
+            self.folders[name] = info
+            lines = [
+                "Metadata-Version: 2.1",
+                f"Name: {meta['name']}",
+                f"Version: {meta['version']}",
+            ]
+            lines += [f"Requires-Dist: {r}" for r in meta.get("requires_dist", [])]
+            lines += [f"Provides-Extra: {e}" for e in meta.get("provides_extra", [])]
+            (info / "METADATA").write_text("\n".join(lines) + "\n")
+            (info / "RECORD").write_text("")
+            installed[name] = self.versions[name] = meta["version"]
+        return installed
+
+
+def _readme_installs(wheel: Path) -> dict[str, str]:
+    """The README's ``pip install`` lines (Install), each as the requirement it installs from
+    the built wheel: ``{".": "<wheel>", ".[detectron2]": "<wheel>[detectron2]", ...}``."""
+    install = (REPO / "README.md").read_text().split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    found = re.findall(r'^pip install ("?)(\.(?:\[[\w,]+\])?)\1\s', install, flags=re.M)
+    return {target: f"{wheel}{target[1:]}" for _, target in found}
+
+
+def _detectron2_stand_in(folder: Path) -> Path:
+    """A wheel holding this environment's Detectron2 metadata only (Detectron2 is not on PyPI):
+    "installing Detectron2 itself" resolves its real requirements."""
+    from importlib.metadata import distribution
+
+    d2 = distribution("detectron2")
+    wheel = folder / f"detectron2-{d2.version}-py3-none-any.whl"
+    info = f"detectron2-{d2.version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr(f"{info}/METADATA", d2.read_text("METADATA"))
+        whl.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        whl.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+@pytest.mark.e2e
+def test_the_readmes_detectron2_route_ends_in_an_environment_detectron2_runs_in(built, tmp_path):
+    """Issue 40, item 3: in a fresh venv, ``pip install .`` pulled numpy 2.4.6 and scipy 1.17.1,
+    Detectron2's own install Pillow 13, and ``pip install ".[detectron2]"`` kept them: Detectron2
+    0.6 does not run there. The README's lines, resolved in order by pip against PyPI (metadata
+    only, nothing installed), now end with the numpy, Pillow and setuptools Detectron2 0.6 runs
+    with, ``pip check`` clean; so do the other PyPI-only extras beside it, and the pinned stack
+    (requirements/constraints.txt) meets every extra's requirements."""
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    lines = _readme_installs(built["wheel"])
+    assert {".", ".[detectron2]"} <= set(lines), lines
+    venv = MetadataVenv(tmp_path / "venv")
+    venv.install(lines["."])
+    assert SpecifierSet(">=1.24").contains(venv.versions["numpy"])  # the case of the issue
+    venv.install(str(_detectron2_stand_in(tmp_path)))  # "after installing Detectron2 itself"
+    venv.install(lines[".[detectron2]"])
+    for name, allowed in DETECTRON2_0_6_RUNS_WITH.items():
+        assert SpecifierSet(allowed).contains(venv.versions[name]), (name, venv.versions[name])
+    assert venv.pip("check", check=False).stdout == "No broken requirements found.\n"
+    venv.install(f"{built['wheel']}[detectron2,plot,digits,rank,slurm]")
+    for name, allowed in DETECTRON2_0_6_RUNS_WITH.items():
+        assert SpecifierSet(allowed).contains(venv.versions[name]), (name, venv.versions[name])
+    assert venv.pip("check", check=False).stdout == "No broken requirements found.\n"
+
+    pins = dict(
+        line.split("==", 1)
+        for line in (REPO / "requirements/constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    pins = {_name(k): v.strip() for k, v in pins.items()}
+    with zipfile.ZipFile(built["wheel"]) as whl:
+        metadata = next(whl.read(n) for n in whl.namelist() if n.endswith("/METADATA")).decode()
+    requires = [Requirement(line[len("Requires-Dist: ") :]) for line in metadata.splitlines()
+                if line.startswith("Requires-Dist: ")]  # fmt: skip
+    unmet = [str(r) for r in requires if _name(r.name) in pins
+             and not r.specifier.contains(pins[_name(r.name)], prereleases=True)]  # fmt: skip
+    assert unmet == []

@@ -11,7 +11,10 @@ point); every other old module is an alias of the module :data:`budgeted._legacy
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import runpy
+import sys
 from pathlib import Path
 
 import pytest
@@ -291,3 +294,52 @@ def test_every_public_name_of_an_adapter_module_still_imports_from_it(module):
     imported = importlib.import_module(module)
     missing = [name for name in ADAPTERS_API[module] if not hasattr(imported, name)]
     assert missing == []
+
+
+def _runs_as_main(module: str) -> bool:
+    """Whether ``python -m module`` runs something: a package with a ``__main__``, or a module
+    with an ``if __name__ == "__main__":`` block."""
+    spec = importlib.util.find_spec(module)
+    if spec.submodule_search_locations is not None:
+        return importlib.util.find_spec(f"{module}.__main__") is not None
+    return '__name__ == "__main__"' in Path(spec.origin).read_text()
+
+
+RUNNABLE = sorted(old for old, new in MOVED.items() if _runs_as_main(new))
+"""The old module paths whose new module runs with ``python -m`` (the tools)."""
+
+
+def _run_as_main(module: str, monkeypatch: pytest.MonkeyPatch, *argv: str) -> object:
+    """``python -m module argv...`` in this process (runpy, what ``-m`` runs): its exit code.
+    The old name is not imported yet, as in the fresh interpreter ``python -m`` starts (once
+    imported, a module's ``__spec__`` is its new name's)."""
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    return stop.value.code
+
+
+@pytest.mark.filterwarnings("ignore:'budgeted.experiments.:RuntimeWarning")  # imported before
+@pytest.mark.parametrize("old", RUNNABLE)
+def test_an_old_tool_path_runs_with_python_m_as_its_new_module_does(old, monkeypatch, capsys):
+    """issue 40/2: ``python -m budgeted.sweep`` ran ``_AliasFinder`` with no ``get_code``."""
+    assert {"budgeted.sweep", "budgeted.report", "budgeted.rank", "budgeted.branch"} <= set(
+        RUNNABLE
+    )
+    helps = []
+    for module in (old, MOVED[old]):
+        assert _run_as_main(module, monkeypatch, "--help") == 0
+        helps.append(capsys.readouterr().out)
+    assert helps[0] == helps[1] and helps[0].startswith("usage: budgeted-")
+
+
+def test_an_old_path_of_a_package_without_main_says_so_in_one_line(monkeypatch):
+    monkeypatch.delitem(sys.modules, "budgeted.core", raising=False)
+    monkeypatch.setattr(sys, "argv", ["budgeted.core"])
+    with pytest.raises(ImportError) as refused:
+        runpy.run_module("budgeted.core", run_name="__main__", alter_sys=True)
+    assert str(refused.value) == (
+        "No module named budgeted.schedules.__main__; 'budgeted.core' is 'budgeted.schedules' "
+        "now, a package that cannot be directly executed"
+    )

@@ -339,3 +339,162 @@ def test_a_time_budget_resumed_into_a_longer_one_replans_without_a_jump(caplog):
     lrs = timed_run(longer, optimizer, read, 15)
     assert lrs == pytest.approx([0.05 * (20 - s) / 15 for s in range(5, 20)])
     assert longer.done() and longer.get_last_lr() == [0.0]
+
+
+# --- issue 40, items 13 and 17: a loaded state is checked key by key, a budget of steps is a
+# whole number ------------------------------------------------------------------------------
+
+STATE_FIX = "resume from another checkpoint, or start a new run from its weights"
+
+
+def stepped_state(kind):
+    """A scheduler of ``kind`` ("iterations" or "time") stepped 5 times, and its state."""
+    if kind == "iterations":
+        optimizer = make_optimizer()
+        scheduler = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+        run(scheduler, optimizer, 5)
+    else:
+        read, optimizer, scheduler = timed_scheduler(seconds=10)
+        timed_run(scheduler, optimizer, read, 5)
+    return scheduler.state_dict()
+
+
+def fresh_scheduler(kind):
+    """(optimizer, scheduler) of ``kind``, as a resuming run builds it."""
+    if kind == "iterations":
+        optimizer = make_optimizer()
+        return optimizer, BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    _, optimizer, scheduler = timed_scheduler(seconds=10)
+    return optimizer, scheduler
+
+
+def state_ids(cases):
+    """Test ids: ``key=value`` (``key-missing``)."""
+    return [
+        f"{key}={value!r}" if value is not None else f"{key}-missing" for key, value, _ in cases
+    ]
+
+
+NAN = float("nan")
+JUNK_STATES = [
+    ("last_epoch", "abc", "has last_epoch='abc'; allowed: an integer >= 0 (the steps taken)"),
+    ("last_epoch", NAN, "has last_epoch=nan; allowed: an integer >= 0 (the steps taken)"),
+    ("last_epoch", -50, "has last_epoch=-50; allowed: an integer >= 0 (the steps taken)"),
+    ("last_epoch", 5.5, "has last_epoch=5.5; allowed: an integer >= 0 (the steps taken)"),
+    ("last_epoch", None, "has no last_epoch; allowed: an integer >= 0 (the steps taken)"),
+    ("_step_count", "x", "has _step_count='x'; allowed: an integer >= 0 (the steps taken)"),
+    ("base_lrs", [NAN], "has base_lrs=[nan]; allowed: a list of 1 finite number >= 0 (a base "
+     "LR per param group)"),
+    ("base_lrs", [-1.0], "has base_lrs=[-1.0]; allowed: a list of 1 finite number >= 0 (a base "
+     "LR per param group)"),
+    ("base_lrs", [0.1, 0.1], "has base_lrs=[0.1, 0.1]; allowed: a list of 1 finite number >= 0 "
+     "(a base LR per param group)"),
+    ("step", 5, "has a key 'step', which would replace {cls}.step; allowed: the keys "
+     "{cls}.state_dict() writes"),
+    ("get_lr", "x", "has a key 'get_lr', which would replace {cls}.get_lr; allowed: the keys "
+     "{cls}.state_dict() writes"),
+]  # fmt: skip
+TIME_JUNK_STATES = [
+    ("clock", {"elapsed": -5}, "has clock.elapsed=-5; allowed: a finite number >= 0 (the "
+     "training seconds spent)"),
+    ("clock", {"elapsed": NAN}, "has clock.elapsed=nan; allowed: a finite number >= 0 (the "
+     "training seconds spent)"),
+    ("clock", {"elapsed": "3"}, "has clock.elapsed='3'; allowed: a finite number >= 0 (the "
+     "training seconds spent)"),
+    ("clock", None, "has no clock.elapsed; allowed: a finite number >= 0 (the training seconds "
+     "spent)"),
+    ("last_trained_factor", -1.0, "has last_trained_factor=-1.0; allowed: a finite number >= 0 "
+     "(a multiplier)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["iterations", "time"])
+@pytest.mark.parametrize(("key", "value", "line"), JUNK_STATES, ids=state_ids(JUNK_STATES))
+def test_a_junk_value_in_a_loaded_state_is_refused_in_one_line_naming_the_key(
+    kind, key, value, line
+):
+    """Issue 40, item 13: ``load_state_dict`` took any value over (a NaN step count trained at
+    the LR of another step, a negative base LR, a ``step`` key that replaced the method). Each is
+    refused in one line naming the key, and the scheduler and its optimizer are left as built."""
+    from budgeted.errors import BudgetConfigError, BudgetMismatchError
+
+    state = stepped_state(kind)
+    if value is None:
+        del state[key]
+    else:
+        state[key] = value
+    optimizer, scheduler = fresh_scheduler(kind)
+    before, lrs = scheduler.state_dict(), [g["lr"] for g in optimizer.param_groups]
+    with pytest.raises(ValueError) as err:
+        scheduler.load_state_dict(state)
+    assert isinstance(err.value, BudgetMismatchError) and isinstance(err.value, BudgetConfigError)
+    cls = type(scheduler).__name__
+    assert str(err.value) == (
+        f"cannot resume: the checkpoint's {cls} state {line.format(cls=cls)}; {STATE_FIX}"
+    )
+    assert scheduler.state_dict() == before and [g["lr"] for g in optimizer.param_groups] == lrs
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "line"), TIME_JUNK_STATES, ids=state_ids(TIME_JUNK_STATES)
+)
+def test_a_time_budgets_clock_that_runs_back_or_is_missing_is_refused_in_one_line(key, value, line):
+    """Issue 40, item 13: a clock's elapsed -5 made the LR climb back (time granted again), a
+    state without its clock restarted the whole budget. Both are refused in one line."""
+    state = stepped_state("time")
+    if value is None:
+        del state[key]
+    else:
+        state[key] = value
+    optimizer, scheduler = fresh_scheduler("time")
+    before, lrs = scheduler.state_dict(), [g["lr"] for g in optimizer.param_groups]
+    with pytest.raises(ValueError) as err:
+        scheduler.load_state_dict(state)
+    assert (
+        str(err.value) == f"cannot resume: the checkpoint's BudgetTimeLR state {line}; {STATE_FIX}"
+    )
+    assert scheduler.state_dict() == before and [g["lr"] for g in optimizer.param_groups] == lrs
+
+
+def test_a_tensor_lrs_state_still_resumes():
+    """The state checks take a tensor LR's base LRs (0-d tensors) as the numbers they are."""
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], lr=torch.tensor(0.01))
+    scheduler = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    run(scheduler, optimizer, 10)
+    again = BudgetLR(optimizer, "linear", 100, warmup_iters=0)
+    again.load_state_dict(scheduler.state_dict())
+    assert again.last_epoch == 10 and again.get_last_lr() == scheduler.get_last_lr()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "line"),
+    [
+        ({"total_iters": 1.5, "warmup_iters": 0}, "BudgetLR counts steps: total_iters=1.5 is "
+         "invalid; allowed: a whole number > 0"),
+        ({"total_iters": 1000, "warmup_iters": 0.5}, "BudgetLR counts steps: warmup_iters=0.5 is "
+         "invalid; allowed: a whole number >= 0"),
+        ({"total_iters": 100, "warmup_iters": 2.5}, "BudgetLR counts steps: warmup_iters=2.5 is "
+         "invalid; allowed: a whole number >= 0"),
+    ],
+)  # fmt: skip
+def test_a_budget_of_a_fraction_of_a_step_is_refused_in_one_line(kwargs, line):
+    """Issue 40, item 17: ``BudgetLR(total_iters=1.5)`` was accepted (its LR reached 0 between
+    two steps). A budget that counts steps is a whole number of them."""
+    from budgeted.errors import BudgetConfigError
+
+    with pytest.raises(BudgetConfigError) as err:
+        BudgetLR(make_optimizer(), "linear", **kwargs)
+    assert str(err.value) == line
+    whole = BudgetLR(make_optimizer(), "linear", 100.0, warmup_iters=10.0)  # whole: taken
+    assert (whole.budget.total, whole.budget.warmup) == (100, 10)
+    assert type(whole.budget.total) is int
+
+
+def test_a_time_budgets_warmup_is_a_whole_number_of_iterations():
+    """Issue 40, item 17: the warmup of a time budget counts iterations."""
+    from budgeted.errors import BudgetConfigError
+    from budgeted.schedules.clock import TimeBudget
+
+    with pytest.raises(BudgetConfigError) as err:
+        TimeBudget("linear", seconds=10, warmup_iters=2.5)
+    assert str(err.value) == "warmup_iters=2.5 is invalid; allowed: a whole number >= 0"

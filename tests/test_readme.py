@@ -4,6 +4,7 @@ table (issue 33, item 5), whose figures are those of docs/digits.md's results.""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -44,3 +45,39 @@ def test_the_results_are_the_digits_table_of_docs_digits() -> None:
     digits = section((REPO / "docs/digits.md").read_text(), "Results")
     for row in rows:
         assert row in digits
+
+
+def plain_pytorch_block() -> str:
+    """The README's plain-PyTorch ```python block."""
+    text = README.split("\n**Plain PyTorch**", 1)[1]
+    return text.split("```python\n", 1)[1].split("\n```", 1)[0] + "\n"
+
+
+def test_the_plain_pytorch_snippet_prints_every_value_it_documents(capsys) -> None:
+    """Issue 40, item 8: the snippet documented three values in comments (``# 0.5``) that it
+    computed and threw away, printing only its last line. Every statement whose comment gives a
+    value prints it, and what it prints is that value."""
+    block = plain_pytorch_block()
+    lines = block.splitlines()
+    documented = []  # (statement, the value its comment states)
+    for node in ast.parse(block).body:
+        line = lines[node.end_lineno - 1]
+        if isinstance(node, ast.Expr) and "  # " in line:
+            documented.append((node, line.split("  # ", 1)[1]))
+    assert len(documented) == 4, [line for _, line in documented]
+    silent = [ast.unparse(n) for n, _ in documented if not _is_print(n)]
+    assert silent == [], "a documented value is computed but not printed"
+    exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(documented)
+    for out, (_, comment) in zip(printed, documented):  # the README's own literals, evaluated
+        assert eval(out) == pytest.approx(eval(comment), rel=1e-9), (out, comment)
+
+
+def _is_print(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "print"
+    )

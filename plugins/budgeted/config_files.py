@@ -43,7 +43,9 @@ def config_root() -> Path:
     return here / "configs"
 
 
-def find_config(name: str | os.PathLike[str], framework: str) -> Path:
+def find_config(
+    name: str | os.PathLike[str], framework: str, *, kinds: Sequence[str] | None = None
+) -> Path:
     """The config file ``name`` stands for.
 
     An existing path is taken as it is; a path with a folder that does not exist is tried once
@@ -51,6 +53,19 @@ def find_config(name: str | os.PathLike[str], framework: str) -> Path:
     of the same name. A bare file name (``mask_rcnn_budget10.yaml``, also without its extension)
     is looked up in :data:`SEARCH_FOLDERS` ``[framework]``. An unknown or ambiguous name raises
     a one-line ``FileNotFoundError`` listing the candidates.
+
+    Args:
+        name (str or PathLike): a path, or a shipped config's bare name.
+        framework (str): a key of :data:`SEARCH_FOLDERS`.
+        kinds (Sequence[str], optional): the extensions a name without one stands for first: a
+            tool's own kind of config (``(".py",)`` for Detectron2's LazyConfig tool,
+            ``(".yaml",)`` for its yaml one), so a stem shared by a yaml and a LazyConfig is
+            not ambiguous there; a name with no file of these kinds is looked up among every
+            kind of the framework (the tool then names the kind it takes). Default: every kind.
+
+    Example:
+        >>> find_config("mask_rcnn_toy_budget10", "detectron2", kinds=(".py",)).name
+        'mask_rcnn_toy_budget10.py'
     """
     path = Path(os.path.expanduser(os.fspath(name)))
     if path.is_file():
@@ -59,28 +74,39 @@ def find_config(name: str | os.PathLike[str], framework: str) -> Path:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(SEARCH_FOLDERS)}")
     root = config_root()
     exts = (".yaml", ".py") if framework == "detectron2" else (".py",)
-    names = [path.name] if path.suffix in exts else [path.name + ext for ext in exts]
+    if path.suffix in exts:
+        groups = [[path.name]]
+    else:  # the tool's own kinds first, then every kind
+        own = [ext for ext in exts if ext in (kinds or exts)]
+        groups = [[path.name + ext for ext in own], [path.name + ext for ext in exts]]
     if len(path.parts) > 1:  # a path: as given, or relative to the config root; no guessing
-        for candidate in (root / path.parent / n for n in names):
+        for n in dict.fromkeys(n for names in groups for n in names):  # in that order, once
+            candidate = root / path.parent / n
             if candidate.is_file():
                 return candidate
         raise FileNotFoundError(
             f"config {os.fspath(name)!r} does not exist (neither from the current folder nor "
             f"under {root}); give an existing path or a shipped config's bare name"
         )
-    found = [root / f / n for f in SEARCH_FOLDERS[framework] for n in names]
-    found = [p for p in found if p.is_file()]
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise FileNotFoundError(
-            f"config {os.fspath(name)!r} is ambiguous; candidates: "
-            f"{', '.join(str(p.relative_to(root)) for p in found)}"
-        )
+    for names in groups:
+        found = [root / f / n for f in SEARCH_FOLDERS[framework] for n in names]
+        found = [p for p in found if p.is_file()]
+        if found:
+            return _one(name, found, root)
     raise FileNotFoundError(
         f"config {os.fspath(name)!r} does not exist, neither as a path nor under "
         f"{', '.join(str(root / f) for f in SEARCH_FOLDERS[framework])}; "
         f"candidates: {', '.join(_closest(path.stem, root, SEARCH_FOLDERS[framework], exts))}"
+    )
+
+
+def _one(name: str | os.PathLike[str], found: Sequence[Path], root: Path) -> Path:
+    """The one file of ``found`` (the matches of bare name ``name``); several are ambiguous."""
+    if len(found) == 1:
+        return found[0]
+    raise FileNotFoundError(
+        f"config {os.fspath(name)!r} is ambiguous; candidates: "
+        f"{', '.join(str(p.relative_to(root)) for p in found)}"
     )
 
 

@@ -66,9 +66,10 @@ class BudgetReplanError(ValueError):
 
 
 class BudgetResumeError(BudgetMismatchError, BudgetConfigError):
-    """A checkpoint's budget differs from the config's: resuming is refused (one line). Both a
-    :class:`BudgetMismatchError` and a :class:`BudgetConfigError`, so ``except`` clauses for either
-    catch it."""
+    """A checkpoint's budget differs from the config's, or its scheduler state breaks a rule of
+    :mod:`budgeted.schedules.state` (a step count, base LR or clock that no run writes):
+    resuming is refused (one line). Both a :class:`BudgetMismatchError` and a
+    :class:`BudgetConfigError`, so ``except`` clauses for either catch it."""
 
 
 class UnsafeCheckpointError(ValueError):

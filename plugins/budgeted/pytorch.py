@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from torch import Tensor
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import _LRScheduler
 
+from .errors import BudgetConfigError
 from .schedules import (
     BudgetMismatchError,
     BudgetReplanError,
@@ -17,6 +19,9 @@ from .schedules import (
     TrainingClock,
     check_on_resume,
 )
+from .schedules.registry import Rule
+from .schedules.state import ELAPSED, FACTOR, STEPS, base_values, check_state
+from .schedules.units import whole_number
 
 __all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError", "BudgetTimeLR"]
 
@@ -30,6 +35,9 @@ class BudgetLR(_LRScheduler):
     Call ``step()`` once per iteration, after ``optimizer.step()``. ``t`` is the number of
     ``step()`` calls so far (``last_epoch`` in torch's terms), so the first iteration trains at
     ``base_lr * warmup_factor`` and the budget ends after ``total_iters`` steps.
+
+    ``total_iters`` and ``warmup_iters`` are whole numbers of steps (one-line
+    :class:`~budgeted.errors.BudgetConfigError` otherwise).
 
     ``on_resume`` says what :meth:`load_state_dict` does with a checkpoint of another
     ``total_iters``: ``"refuse"`` (the default: a one-line :class:`BudgetMismatchError`) or
@@ -64,7 +72,12 @@ class BudgetLR(_LRScheduler):
         **params: Any,
     ) -> None:
         budget = BudgetSchedule(
-            schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
+            schedule,
+            whole_steps(self, "total_iters", total_iters, least=1),
+            whole_steps(self, "warmup_iters", warmup_iters),
+            warmup_factor,
+            warmup_method,
+            params,
         )
         self._start(optimizer, budget, last_epoch, on_resume)
 
@@ -72,6 +85,8 @@ class BudgetLR(_LRScheduler):
         self, optimizer: Optimizer, budget: BudgetSchedule, last_epoch: int, on_resume: str
     ) -> None:
         check_on_resume(on_resume)
+        whole_steps(self, "total_iters", budget.total, least=1)
+        whole_steps(self, "warmup_iters", budget.warmup)
         self.budget = budget
         self.on_resume = on_resume
         super().__init__(optimizer, last_epoch)
@@ -139,7 +154,10 @@ class BudgetLR(_LRScheduler):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume (:meth:`budgeted.schedules.BudgetSchedule.resume`): a checkpoint of another
         budget raises :class:`BudgetMismatchError`, unless ``on_resume="replan"`` and only the
-        length differs; a re-plan that cannot be made raises :class:`BudgetReplanError`."""
+        length differs; a re-plan that cannot be made raises :class:`BudgetReplanError`. A state
+        that breaks a rule of :mod:`budgeted.schedules.state` (a step count, base LR or key no
+        run writes) raises :class:`~budgeted.errors.BudgetResumeError`, changing nothing."""
+        check_loaded_state(self, state_dict)
         state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
         self.budget, line = self.budget.resume(
             state_dict.get("budget"),
@@ -182,6 +200,34 @@ def _group_count_error(groups: int, built_for: int) -> ValueError:
     )
 
 
+def whole_steps(scheduler: Any, key: str, value: Any, least: int = 0) -> int:
+    """``value`` as an ``int`` if it is a whole number of steps ``>= least`` (a scheduler that
+    counts steps has no budget of 1.5 of them), else a one-line
+    :class:`~budgeted.errors.BudgetConfigError` naming ``key`` and the scheduler."""
+    try:
+        return whole_number(key, value, least=least)
+    except BudgetConfigError as err:
+        raise BudgetConfigError(f"{type(scheduler).__name__} counts steps: {err}") from None
+
+
+def check_loaded_state(
+    scheduler: Any, state_dict: Mapping[str, Any], optional: Mapping[str, Rule] | None = None
+) -> None:
+    """Refuse (one-line :class:`~budgeted.errors.BudgetResumeError`) a checkpoint's state of
+    ``scheduler`` (a torch LR scheduler) that no run writes: a step count (``last_epoch``,
+    ``_step_count``) that is not an integer >= 0, base LRs that are not one finite number >= 0
+    per param group, a key that would replace one of the scheduler's methods or class
+    attributes; ``optional`` adds rules for keys of its own."""
+    cls = type(scheduler)
+    check_state(
+        state_dict,
+        {"last_epoch": STEPS, "base_lrs": base_values(len(scheduler.optimizer.param_groups))},
+        owner=cls.__name__,
+        optional={"_step_count": STEPS, **(optional or {})},
+        reserved={name for name in dir(cls) if name not in vars(scheduler)},
+    )
+
+
 def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
     """Deprecated: :meth:`BudgetSchedule.state`."""
     return budget.state()
@@ -220,6 +266,10 @@ class BudgetTimeLR(_LRScheduler):
 
     LOGGER: ClassVar[str] = __name__
     _NOT_STATE: ClassVar[tuple[str, ...]] = ("optimizer", "budget", "clock", "on_resume")
+    _STATE_RULES: ClassVar[dict[str, Rule]] = {
+        "last_trained_factor": FACTOR,
+        "last_trained_elapsed": (lambda v: v is None or ELAPSED[0](v), f"None or {ELAPSED[1]}"),
+    }
 
     def __init__(
         self,
@@ -268,11 +318,16 @@ class BudgetTimeLR(_LRScheduler):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume the budget and the clock (:meth:`budgeted.schedules.clock.TimeBudget.resume`):
-        another budget is refused, or with ``on_resume="replan"`` another ``seconds`` re-planned."""
+        another budget is refused, or with ``on_resume="replan"`` another ``seconds`` re-planned.
+        A state that breaks a rule of :mod:`budgeted.schedules.state` (a step count, base LR,
+        key or clock no run writes; a clock missing) raises
+        :class:`~budgeted.errors.BudgetResumeError`, changing nothing."""
+        check_loaded_state(self, state_dict, self._STATE_RULES)
         state = {k: v for k, v in state_dict.items() if k not in self._NOT_STATE}
-        saved = state.pop("time_budget", None)
-        elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
-        line = self.budget.resume(saved, elapsed, self.on_resume)
+        state.pop("time_budget", None)
+        elapsed, line = self.budget.resume_from(
+            state_dict, self.on_resume, owner=type(self).__name__
+        )
         if line is not None:
             logging.getLogger(self.LOGGER).warning(line)
         self.clock.restore(elapsed)

@@ -13,6 +13,7 @@ from d2_testutils import (
     EIGHT,
     REPO,
     TINY,
+    TINY_OWN,
     TOY_CONFIG,
     copy_run,
     folder_hashes,
@@ -21,7 +22,7 @@ from d2_testutils import (
     read_metrics,
 )
 from detectron2.config import get_cfg
-from detectron2.engine import DefaultTrainer
+from detectron2.engine import DefaultTrainer, hooks
 
 import budgeted.detectron2 as bd2
 from budgeted.detectron2 import BudgetConfigError, BudgetResumeError, BudgetTrainer, load_config
@@ -179,8 +180,8 @@ def test_a_plain_default_trainer_refuses_another_budget_on_resume(toy_run, tmp_p
     out = tmp_path / "run"
     shutil.copytree(toy_run, out)
     (out / "last_checkpoint").write_text("model_0000003.pth")
-    cfg = stock_cfg(TOY_CONFIG, [*TINY, "SOLVER.BUDGET.FRACTION", "0.03", "SOLVER.MAX_ITER", "12",
-                                 "DATASETS.TEST", "()", "OUTPUT_DIR", str(out)])  # fmt: skip
+    cfg = stock_cfg(TOY_CONFIG, [*TINY_OWN, "SOLVER.BUDGET.FRACTION", "0.03", "SOLVER.MAX_ITER",
+                                 "12", "DATASETS.TEST", "()", "OUTPUT_DIR", str(out)])  # fmt: skip
     trainer = OwnTrainer(cfg)
     with pytest.raises(BudgetResumeError) as err:
         trainer.resume_or_load(resume=True)
@@ -194,6 +195,51 @@ def test_a_plain_default_trainer_refuses_another_budget_on_resume(toy_run, tmp_p
     )
 
 
+# the SOLVER.BUDGET keys only BudgetTrainer acts on (its build_hooks), and the line a trainer of
+# one's own (the documented one-line adoption), which would silently ignore them, refuses them with
+OWN_TRAINER_REFUSALS = {
+    "WRITER_PERIOD": (
+        "1",
+        "SOLVER.BUDGET.WRITER_PERIOD=1 does nothing in this trainer: only bd2.BudgetTrainer acts "
+        "on it (it writes metrics.json every 1 iterations; DefaultTrainer's writer keeps its "
+        "period of 20); allowed here: 20, or train with bd2.BudgetTrainer, or give the "
+        "PeriodicWriter of your build_hooks that period",
+    ),
+    "GRAD_NORM_PERIOD": (
+        "2",
+        "SOLVER.BUDGET.GRAD_NORM_PERIOD=2 does nothing in this trainer: only bd2.BudgetTrainer "
+        "acts on it (it registers the FullGradNormHook); allowed here: 0, or train with "
+        "bd2.BudgetTrainer, or insert bd2.FullGradNormHook(period=2) in your build_hooks",
+    ),
+    "SAVE_AT": (
+        "(2,)",
+        "SOLVER.BUDGET.SAVE_AT=(2,) does nothing in this trainer: only bd2.BudgetTrainer acts on "
+        "it (it registers the CheckpointAtHook); allowed here: (), or train with "
+        "bd2.BudgetTrainer, or register budgeted.detectron2.checkpoint.CheckpointAtHook((2,))",
+    ),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("key", list(OWN_TRAINER_REFUSALS))
+def test_a_budget_trainer_key_is_refused_by_ones_own_trainer_in_one_line(toy_root, tmp_path, key):
+    """Before, ``SOLVER.BUDGET.WRITER_PERIOD 1`` in a ``DefaultTrainer`` with the documented
+    adoption line wrote metrics every 20 iterations all the same, silently."""
+    value, line = OWN_TRAINER_REFUSALS[key]
+    out = tmp_path / "out"
+    cfg = stock_cfg(TOY_CONFIG, [*TINY_OWN, f"SOLVER.BUDGET.{key}", value, "DATASETS.TEST", "()",
+                                 "OUTPUT_DIR", str(out)])  # fmt: skip
+    with pytest.raises(BudgetConfigError) as err:
+        OwnTrainer(cfg)
+    assert str(err.value) == line
+    assert not out.exists()  # refused before anything was written
+    if key == "WRITER_PERIOD":  # BudgetTrainer acts on it, also as a subclass of one's own
+        trainer = type("Mine", (BudgetTrainer,), {"build_lr_scheduler": OwnTrainer.__dict__[
+            "build_lr_scheduler"]})(cfg)  # fmt: skip
+        periods = [h._period for h in trainer._hooks if isinstance(h, hooks.PeriodicWriter)]
+        assert periods == [1]
+
+
 @pytest.mark.integration
 def test_the_docs_own_trainer_route_refuses_a_budget_it_would_not_train(toy_root, tmp_path):
     # FULL_ITERS 400, FRACTION 0.1, no MAX_ITER: before, the zoo's MAX_ITER was silently trained
@@ -203,7 +249,7 @@ def test_the_docs_own_trainer_route_refuses_a_budget_it_would_not_train(toy_root
         "SOLVER:\n  LR_SCHEDULER_NAME: BudgetLinear\n  BUDGET:\n    FULL_ITERS: 400\n"
         "    FRACTION: 0.1\n"
     )
-    cfg = stock_cfg(mine, [*TINY, "OUTPUT_DIR", str(tmp_path / "out")])
+    cfg = stock_cfg(mine, [*TINY_OWN, "OUTPUT_DIR", str(tmp_path / "out")])
     with pytest.raises(BudgetConfigError) as err:
         OwnTrainer(cfg)
     assert str(err.value).startswith(
@@ -234,12 +280,17 @@ def test_the_cli_trains_a_bare_name_with_key_equals_value_overrides_and_a_new_sc
 
 
 @pytest.mark.e2e
-def test_an_unknown_or_ambiguous_name_lists_the_candidates(tmp_path) -> None:
-    with pytest.raises(SystemExit) as err:
-        run(["--config", "mask_rcnn_toy_budget10", "OUTPUT_DIR", str(tmp_path / "o")])
+def test_an_unknown_or_ambiguous_name_lists_the_candidates(tmp_path, monkeypatch) -> None:
+    for folder in ("detectron2", "detectron2/toy"):  # two yaml files of one stem
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "same.yaml").write_text("VERSION: 2\n")
+    with monkeypatch.context() as env:
+        env.setenv("BUDGETED_CONFIGS", str(tmp_path))
+        with pytest.raises(SystemExit) as err:
+            run(["--config", "same", "OUTPUT_DIR", str(tmp_path / "o")])
     assert str(err.value.code) == (
-        "train_net: config 'mask_rcnn_toy_budget10' is ambiguous; candidates: "
-        "detectron2/toy/mask_rcnn_toy_budget10.yaml, detectron2/lazy/mask_rcnn_toy_budget10.py"
+        "train_net: config 'same' is ambiguous; candidates: detectron2/same.yaml, "
+        "detectron2/toy/same.yaml"
     )
     tool = subprocess.run(
         [sys.executable, str(REPO / "tools" / "train_net.py"), "--config", "budget11.yaml"],

@@ -23,6 +23,7 @@ from d2_testutils import (
     EIGHT,
     REPO,
     TINY,
+    TINY_OWN,
     TOY_CONFIG,
     finish,
     last_line,
@@ -273,7 +274,7 @@ def test_a_default_trainer_adopts_safe_checkpoints_and_preemption_in_one_line(
 ) -> None:
     marker = tmp_path / "payload_ran"
     evil = write_payload(tmp_path / "evil.pkl", marker)
-    opts = [*TINY, *EIGHT, *NO_EVAL, "OUTPUT_DIR", str(tmp_path / "out")]
+    opts = [*TINY_OWN, *EIGHT, *NO_EVAL, "OUTPUT_DIR", str(tmp_path / "out")]
     cfg = load_config(TOY_CONFIG, [*opts, "MODEL.WEIGHTS", str(evil)])
     trainer = OwnTrainer(cfg)
     checkpointer = bd2.use_safe_checkpointer(trainer)  # the one line

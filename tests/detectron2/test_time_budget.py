@@ -5,6 +5,7 @@ Assertions hold under load: they compare the run with its own clock, never with 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -31,6 +32,7 @@ from d2_testutils import (
 
 from budgeted.detectron2 import BudgetConfigError, load_config
 from budgeted.detectron2.cli import run
+from budgeted.errors import Undecayed
 from budgeted.safety.preemption import UNDECAYED_EXIT_CODE
 
 # the full toy schedule (400 iterations) as the cap, a 6-second budget, warmup 3 iterations
@@ -202,33 +204,52 @@ def test_two_workers_share_rank_0s_clock_and_stop_together(toy_root, tmp_path, b
     assert all(b <= a for a, b in zip(decay, decay[1:]))
 
 
+def to_deadline(argv: list[str]) -> None:
+    """``run(argv)``, a time budget trained to its deadline. On a loaded machine its iterations
+    may be few and slow enough for the schedule to end undecayed (exit status 4: saved and
+    evaluated all the same), which is not what the tests that call this are about."""
+    with contextlib.suppress(Undecayed):
+        run(argv)
+
+
 @pytest.mark.integration
 def test_a_time_budget_is_replanned_on_resume_only_when_asked(toy_root, tmp_path, capsys, budget_s):
+    """Holds under load (issue 40, item 27): ``budget_s`` is measured once, and a machine that
+    got busier since runs fewer, slower iterations in it, which once ended the first run
+    undecayed (12 iterations, 86 % of the decay: exit status 4, the test failed)."""
     out = tmp_path / "run"
     opts = [*TIMED, "DATASETS.TEST", "()", "SOLVER.CHECKPOINT_PERIOD", "4", "OUTPUT_DIR", str(out)]
     longer = 2 * budget_s
-    run(["--config-file", TOY_CONFIG, "--budget-time", f"{budget_s}s", *opts])
+    to_deadline(["--config-file", TOY_CONFIG, "--budget-time", f"{budget_s}s", *opts])
     first = logged_lrs(out)
+    stopped = scheduler_state(out / "model_final.pth")
+    assert stopped["clock"]["elapsed"] >= budget_s  # it ran to the deadline
+    # resumed inside the decay (after the 3-iteration warmup): 8 iterations in, or 4 where a
+    # loaded machine trained no more than 8 before the deadline (its first 30 median iterations)
+    at = 8 if stopped["last_epoch"] > 8 else 4
+    assert stopped["last_epoch"] > at, f"only {stopped['last_epoch']} iterations in {budget_s} s"
+    checkpoint = f"model_{at - 1:07d}.pth"  # a periodic checkpoint (every 4 iterations)
     (out / "metrics.json").unlink()
-    (out / "last_checkpoint").write_text("model_0000007.pth")  # 8 iterations in
-    mid = scheduler_state(out / "model_0000007.pth")
-    edited = edited_checkpoint(out / "model_0000007.pth", tmp_path / "edited.pth", last_epoch=20)
+    (out / "last_checkpoint").write_text(checkpoint)
+    mid = scheduler_state(out / checkpoint)
+    edited = edited_checkpoint(out / checkpoint, tmp_path / "edited.pth", last_epoch=20)
     with pytest.raises(SystemExit) as err:  # a clock state whose steps disagree: refused
         run(["--config-file", TOY_CONFIG, "--resume-from", str(edited), "--budget-time",
              f"{budget_s}s", *opts])  # fmt: skip
-    assert "edited.pth' is inconsistent: its iteration is 7, its trainer's 7 and its LR " in str(
-        err.value.code
+    assert (
+        f"edited.pth' is inconsistent: its iteration is {at - 1}, its trainer's {at - 1} and its "
+        "LR " in str(err.value.code)
     )
     with pytest.raises(SystemExit) as err:  # another time budget: refused by default
         run(["--config-file", TOY_CONFIG, "--resume", "--budget-time", f"{longer}s", *opts])
     assert f"seconds={budget_s:.1f}, the config's seconds={longer:.1f}" in str(err.value.code)
     capsys.readouterr()
-    run(["--config-file", TOY_CONFIG, "--resume", "--budget-time", f"{longer}s", *opts,
-         "SOLVER.BUDGET.ON_RESUME", "replan"])  # fmt: skip
+    to_deadline(["--config-file", TOY_CONFIG, "--resume", "--budget-time", f"{longer}s", *opts,
+                 "SOLVER.BUDGET.ON_RESUME", "replan"])  # fmt: skip
     replanned = f"time budget re-planned at {mid['clock']['elapsed']:g} s: {budget_s} s -> "
     assert f"{replanned}{longer} s" in (out / "log.txt").read_text()
     lrs = logged_lrs(out)
-    assert lrs[8] == pytest.approx(first[8], rel=1e-6)  # no jump: the LR it had reached
+    assert lrs[at] == pytest.approx(first[at], rel=1e-6)  # no jump: the LR it had reached
     final = scheduler_state(out / "model_final.pth")
     assert final["clock"]["elapsed"] >= longer
     assert final["time_budget"]["replan"]["at"] == mid["clock"]["elapsed"]

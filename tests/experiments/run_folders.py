@@ -61,37 +61,53 @@ def _detectron2_run(run_dir: Path, iters: int, metric: float, losses: Sequence[f
     (run_dir / "last_checkpoint").write_text("model_final.pth")
 
 
+def _pytorch_run(run_dir: Path, iters: int, metric: float, losses: Sequence[float]) -> None:
+    """A finished run of ``examples/digits_budget.py``: ``metrics.jsonl`` (training lines, then
+    the final line with ``val_accuracy``, a fraction), ``lr_trace.csv``, ``results.json``."""
+    run_dir.mkdir(parents=True)
+    steps = [round(iters * i / len(losses)) for i in range(len(losses))]
+    rows = [{"iteration": s, "lr": 0.3, "loss": loss} for s, loss in zip(steps, losses)]
+    rows.append({"iteration": iters, "val_accuracy": metric / 100, "final": True})
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run_dir / "lr_trace.csv").write_text("iteration,lr\n" + "".join(f"{s},0.3\n" for s in steps))
+    summary = {"val_accuracy": metric / 100, "iterations": iters, "budget_iters": iters}
+    (run_dir / "results.json").write_text(json.dumps(summary))
+
+
 def write_sweep(
     out: Path,
     framework: str,
-    cells: Mapping[tuple[str, float, float | None], float],
+    cells: Mapping[tuple, float],
     data: Path,
     overrides: Sequence[str] = (),
     losses: Sequence[float] = (2.0, 1.5, 1.2),
     status: str = "finished",
 ) -> dict[str, Path]:
     """A toy sweep folder of finished runs, as ``budgeted-sweep FRAMEWORK --toy --data DATA
-    --out OUT [--lrs ...] -- OVERRIDES`` leaves it: ``sweep.json``, and per cell its run folder
-    and ``sweep_cell.json`` (``status``, one try).
+    --out OUT [--lrs ...] [--seeds ...] -- OVERRIDES`` leaves it (``pytorch``: the digits
+    family, ``budgeted-sweep pytorch --task digits``, no ``--toy``): ``sweep.json``, and per cell
+    its run folder and ``sweep_cell.json`` (``status``, one try).
 
     Args:
-        cells: (schedule, budget, base LR or None) -> the final metric (mIoU, box AP).
+        cells: (schedule, budget, base LR or None[, seed]) -> the final metric (mIoU, box AP,
+            top-1 in percent).
         losses: the training losses logged (a NaN: a run that diverged and trained on).
 
     Returns:
         cell name -> run folder.
     """
-    fam = family(framework, True, None)
+    fam = family(framework, framework != "pytorch", None)
     out.mkdir(parents=True)
     planned, folders = [], {}
-    for (schedule, budget, lr), metric in cells.items():
-        run_dir = out / cell_name(schedule, budget, lr)
-        writer = _detectron2_run if framework == "detectron2" else _mmseg_run
+    for key, metric in cells.items():
+        schedule, budget, lr, seed = (*key, None)[:4]
+        run_dir = out / cell_name(schedule, budget, lr, seed)
+        writer = {"detectron2": _detectron2_run, "pytorch": _pytorch_run}.get(framework, _mmseg_run)
         writer(run_dir, fam.iters(budget), metric, losses)
         spec = {
             "framework": framework, "schedule": schedule, "budget": budget, "lr": lr,
-            "seed": None, "config": f"configs/{fam.filename(budget, schedule)}",
-            "data": str(data.resolve()), "overrides": list(overrides),
+            "seed": seed, "config": fam.script or f"configs/{fam.filename(budget, schedule)}",
+            "data": None if fam.script else str(data.resolve()), "overrides": list(overrides),
         }  # fmt: skip
         record = {
             **spec,
@@ -102,7 +118,7 @@ def write_sweep(
             "metrics": None if status == "diverged" else {METRICS[framework][0][0]: metric},
         }  # fmt: skip
         (run_dir / "sweep_cell.json").write_text(json.dumps(record, indent=1))
-        planned.append([schedule, budget, *([lr, None] if lr is not None else [])])
+        planned.append([schedule, budget, *([lr, seed] if (lr, seed) != (None, None) else [])])
         folders[run_dir.name] = run_dir
     label = family_label(fam)
     (out / "sweep.json").write_text(json.dumps({"framework": framework, "family": label,

@@ -247,3 +247,37 @@ def test_the_digits_table_is_the_reports_best_lrs_and_verdicts(digits_sweeps):
     missing = cli([sys.executable, str(REPO / "tools/digits_table.py")], out / "nowhere")
     assert missing.returncode == 2 and missing.stderr.startswith("digits_table: error: ")
     assert missing.stderr.count("\n") == 1
+
+
+def _status_row(out: Path, name: str) -> list[str]:
+    done = cli(SWEEP, "--status", out)
+    assert done.returncode == 0, done.stderr
+    return next(line.split() for line in done.stdout.splitlines() if line.startswith(name))
+
+
+def test_status_shows_a_running_local_cell_as_running_and_a_killed_sweeps_as_interrupted(
+    tmp_path,
+):
+    """issue 40/20: ``--status`` beside a running local sweep said ``missing (not started)``."""
+    out, name = tmp_path / "sweep", "linear_budget100"
+    proc = subprocess.Popen(
+        [*SWEEP, "pytorch", "--schedules", "linear", "--budgets", "1", "--out", str(out)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while _running_examples(proc.pid) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the cell's training process has started
+        assert _running_examples(proc.pid) == 1, proc.stderr.read() if proc.poll() else ""
+        while time.monotonic() < deadline and (row := _status_row(out, name))[1] == "running" \
+                and row[4] == "0m00s":  # fmt: skip
+            time.sleep(0.1)  # until its time so far shows
+        assert row[1:4] == ["running", "-", "1"] and row[4] != "0m00s", row
+        os.kill(proc.pid, signal.SIGKILL)  # the sweep dies; its child gets SIGTERM (pdeathsig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    row = _status_row(out, name)
+    assert row[1:4] == ["interrupted", "-", "1"], row
+    assert " ".join(row[5:]) == "(its sweep stopped during the try; rerun the sweep to resume it)"

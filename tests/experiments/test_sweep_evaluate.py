@@ -104,13 +104,14 @@ def test_evaluating_on_the_training_runs_own_set_gives_their_own_figures(trained
     dry = dry_run(capsys, *GRID, "--evaluate-from", source, "--data", data, "--out", out)
     assert dry.splitlines()[0] == "[sweep] grid: 1 evaluation (1 finished, 0 to run)"
     # the estimate of what is left: the mean wall time of the finished evaluations in --out (a
-    # copy with the cell under another name); a damaged record is left out of it
+    # copy with the cell moved to another budget's folder, its record saying so: a record must
+    # be that of its folder, issue 40)
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
-    (copy / CELLS[0]).rename(copy / "earlier")
-    (copy / "damaged").mkdir()
-    (copy / "damaged" / "sweep_cell.json").write_text('{"schedule": ')
-    wall = json.loads((out / CELLS[0] / "sweep_cell.json").read_text())["wall_s"]
+    (copy / CELLS[0]).rename(copy / "linear_budget5")
+    record = json.loads((copy / "linear_budget5" / "sweep_cell.json").read_text())
+    (copy / "linear_budget5" / "sweep_cell.json").write_text(json.dumps({**record, "budget": 0.05}))
+    wall = record["wall_s"]
     dry = dry_run(capsys, *GRID, "--evaluate-from", source, "--data", data, "--out", copy)
     assert dry.splitlines()[0] == (
         f"[sweep] grid: 1 evaluation (0 finished, 1 to run); estimated {wall / 60:.0f} min at "

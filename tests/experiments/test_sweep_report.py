@@ -495,6 +495,35 @@ def test_bad_input_is_one_line(args, message, tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["mmpretrain", "--toy", "--task", "digits"],
+            "mmpretrain --task digits has no toy family; allowed: leave out --toy, or --toy "
+            "--task cifar10 or imagenet",
+        ),
+        (
+            ["pytorch", "--toy", "--task", "digits"],
+            "pytorch --task digits has no toy family; allowed: leave out --toy",
+        ),
+        (["mmpretrain", "--task", "mnist"], "mmpretrain has no task 'mnist'; allowed: "),
+    ],
+)
+def test_a_task_without_a_toy_family_says_so_in_one_line(args, message, tmp_path, capsys):
+    """issue 40/18: ``mmpretrain --toy --task digits`` said there was no task ``digits``."""
+    from budgeted.experiments.sweep import main
+
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--out", str(tmp_path / "new")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sweep: error: {message}") and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
 @pytest.mark.e2e
 def test_report_refuses_a_folder_that_is_not_a_sweep(tmp_path):
     run = cli(REPORT, tmp_path)

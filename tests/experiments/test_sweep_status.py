@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from run_folders import _mmseg_run
 
+from budgeted.experiments.families import PSPNET_TOY
 from budgeted.experiments.sweep.records import CELL_FILE, SWEEP_FILE
 from budgeted.experiments.sweep.status import update_cell_record
 
@@ -72,6 +74,8 @@ def _sweep_folder(out: Path) -> None:
 def test_status_prints_the_grid_from_the_records_without_slurm(tmp_path):
     out = tmp_path / "sweep"
     _sweep_folder(out)
+    # the done cell's run, as the report reads it (a record alone is no result: issue 40/20)
+    _mmseg_run(out / "linear_budget1_lr0.01_seed0", PSPNET_TOY.iters(0.01), 4.5, (2.0, 1.5))
     done = subprocess.run(
         [sys.executable, "-m", "budgeted.experiments.sweep", "--status", str(out)],
         capture_output=True, text=True, cwd=REPO, env={"PATH": str(tmp_path / "no-slurm")},

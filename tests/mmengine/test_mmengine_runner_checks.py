@@ -12,10 +12,12 @@ import copy
 import itertools
 import logging
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.model import BaseModel
 from mmengine.runner import Runner
@@ -63,10 +65,18 @@ RUNS = itertools.count()
 
 
 def train(
-    work_dir: Path, schedulers, *, train_cfg=None, resume=False, stop_at=None, cfg=None
+    work_dir: Path,
+    schedulers,
+    *,
+    train_cfg=None,
+    resume=False,
+    stop_at=None,
+    cfg=None,
+    hooks=None,
 ) -> dict[int, float]:
     """Train the tiny model (12 iterations, checkpoints every 4); the LR of each iteration.
-    ``cfg``: the top-level config keys the runner holds (``budget_on_resume``)."""
+    ``cfg``: the top-level config keys the runner holds (``budget_on_resume``); ``hooks``: more
+    ``default_hooks`` (a ``param_scheduler`` hook of the user's)."""
     lrs: dict[int, float] = {}
     runner = Runner(
         model=TinyNet(),
@@ -82,7 +92,9 @@ def train(
         optim_wrapper=dict(optimizer=dict(type="SGD", lr=0.1, momentum=0.9)),
         param_scheduler=copy.deepcopy(schedulers),
         train_cfg=train_cfg or dict(type="IterBasedTrainLoop", max_iters=12),
-        default_hooks=dict(checkpoint=dict(type="CheckpointHook", interval=4, by_epoch=False)),
+        default_hooks=dict(
+            checkpoint=dict(type="CheckpointHook", interval=4, by_epoch=False), **(hooks or {})
+        ),
         custom_hooks=[RecordLR(lrs, stop_at)],
         resume=resume,
         default_scope="mmengine",
@@ -117,6 +129,78 @@ def test_an_end_other_than_the_train_loops_max_iters_is_refused_before_training(
     with pytest.raises(BudgetConfigError, match=r"^BudgetLinearLR: end=30 .* end before training"):
         train(tmp_path / "short", [{**LINEAR, "end": 30}],
               train_cfg=dict(type="IterBasedTrainLoop", max_iters=50))  # fmt: skip
+
+
+@pytest.mark.integration
+def test_a_by_epoch_the_config_never_wrote_is_named_as_mmengines_default(tmp_path):
+    """Issue 40/5: an entry without ``by_epoch`` is read by MMEngine as ``by_epoch=True``; the
+    line says that the default made it so and what to write. A ``by_epoch=True`` the config wrote
+    keeps its own line. Nothing trained either way."""
+    with pytest.raises(BudgetConfigError) as err:
+        train(tmp_path / "unset", [dict(type="BudgetLinearLR", warmup_iters=2)])
+    assert str(err.value) == (
+        "BudgetLinearLR: by_epoch is not set, and MMEngine's default makes it True (a schedule "
+        "in epochs) without convert_to_iter_based=True; the budget is planned in iterations: "
+        "write by_epoch=False in this param_scheduler entry of an iteration-based config "
+        "(IterBasedTrainLoop), or by_epoch=True, convert_to_iter_based=True in an epoch-based "
+        "one (budgeted-train-seg fills it in from the train loop)"
+    )
+    with pytest.raises(BudgetConfigError) as err:
+        train(tmp_path / "written", [{**LINEAR, "by_epoch": True}])
+    assert str(err.value) == (
+        "BudgetLinearLR: by_epoch=True without convert_to_iter_based=True; the budget is planned "
+        "in iterations: set by_epoch=False in an iteration-based config (IterBasedTrainLoop) or "
+        "convert_to_iter_based=True in an epoch-based one"
+    )
+    assert not list(tmp_path.glob("*/*.pth"))
+
+
+USER_HOOK = '''"""A user's own ParamSchedulerHook: MMEngine's stock class, subclassed."""
+from mmengine.hooks import ParamSchedulerHook
+from mmengine.registry import HOOKS
+
+
+@HOOKS.register_module()
+class {name}(ParamSchedulerHook):
+    """Steps the schedulers as the stock hook does, and counts the iterations it stepped."""
+
+    steps = 0
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
+        type(self).steps += 1
+        super().after_train_iter(runner, batch_idx, data_batch, outputs)
+'''
+
+
+@pytest.mark.integration
+def test_a_users_own_param_scheduler_hook_keeps_the_end_check(tmp_path, monkeypatch):
+    """Issue 40/23: ``default_hooks.param_scheduler`` names the user's subclass of MMEngine's
+    ``ParamSchedulerHook``, registered by the config's ``custom_imports``: an ``end`` of 30 in a
+    loop of 60 is refused before the first iteration (it trained 31-60 at a flat LR), and a
+    budget that fits trains the core's LR, stepped by the user's hook."""
+    number = next(RUNS)
+    name, module = f"UserSchedulerHook{number}", f"user_scheduler_hooks_{number}"
+    (tmp_path / f"{module}.py").write_text(USER_HOOK.format(name=name))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "config.py").write_text(
+        f"custom_imports = dict(imports=['budgeted.mmengine', {module!r}], "
+        "allow_failed_imports=False)\n"
+        f"default_hooks = dict(param_scheduler=dict(type={name!r}))\n"
+    )
+    hooks = Config.fromfile(tmp_path / "config.py").default_hooks.to_dict()
+    lrs = {}
+    with pytest.raises(BudgetConfigError) as err:
+        lrs = train(tmp_path / "short", [{**LINEAR, "end": 30}], hooks=hooks,
+                    train_cfg=dict(type="IterBasedTrainLoop", max_iters=60))  # fmt: skip
+    assert str(err.value) == (
+        "BudgetLinearLR: end=30 differs from the train loop's max_iters=60: the budget would end "
+        "before training does; remove end so that the runner fills it from "
+        "train_cfg.max_iters, or set train_cfg.max_iters=30"
+    )
+    assert lrs == {} and not list((tmp_path / "short").glob("*.pth"))
+    lrs = train(tmp_path / "run", [LINEAR], hooks=hooks)
+    assert lrs == pytest.approx({t: 0.1 * BudgetSchedule("linear", 12, 2)(t) for t in range(12)})
+    assert getattr(sys.modules[module], name).steps == 12
 
 
 @pytest.mark.integration

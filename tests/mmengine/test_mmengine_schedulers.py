@@ -318,6 +318,7 @@ def test_docstring_examples_of_the_package_run():
     import doctest
 
     from budgeted.mmengine import (
+        annotation_checks,
         checkpoint,
         cli,
         config_checks,
@@ -335,7 +336,7 @@ def test_docstring_examples_of_the_package_run():
 
     modules = (schedulers, checkpoint, cli, dist_run, launch, resume, runs)
     modules += (config_checks, config_edits, input_checks, scheduler_checks, scheduler_hook)
-    for module in (*modules, time_budget, toy):
+    for module in (*modules, annotation_checks, time_budget, toy):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__

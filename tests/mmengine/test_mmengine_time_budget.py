@@ -293,3 +293,54 @@ def test_a_time_budget_that_cannot_decay_is_saved_validated_and_exits_4(
     assert (work / "last_checkpoint").read_text() == str(work / f"iter_{trained}.pth")
     assert list(logged(work, "mIoU")) == [trained]  # the final validation ran
     assert sorted(recorded_lrs(tmp_path)) == list(range(trained))
+
+
+def bound_time_scheduler(read):
+    """A ``BudgetLinearLR`` bound to a ``TimeBudgetTrainLoop`` of 10 s on a clock read ``read``
+    (the loop holds only what ``bind`` reads: no runner)."""
+    from budgeted.mmengine.schedulers import BudgetLinearLR
+    from budgeted.mmengine.time_budget import TimeBudgetTrainLoop
+    from budgeted.schedules.clock import TrainingClock
+
+    loop = TimeBudgetTrainLoop.__new__(TimeBudgetTrainLoop)
+    loop.seconds, loop.clock, loop._max_iters = 10.0, TrainingClock(now=read), 100
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    scheduler = BudgetLinearLR(optimizer, end=100, warmup_iters=0, by_epoch=False)
+    scheduler.bind(loop)
+    return scheduler
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("clock", "line"),
+    [
+        pytest.param({"elapsed": -5}, "has clock.elapsed=-5", id="set-back"),
+        pytest.param(None, "has no clock.elapsed", id="missing"),
+    ],
+)
+def test_a_time_budget_state_with_its_clock_set_back_or_missing_is_refused(clock, line):
+    """Issue 40, item 13 (MMEngine's side of the core's clock rule): a clock of -5 s gave the
+    run time again, a state without its clock the whole budget again. Both are refused in one
+    line, the scheduler left as built."""
+    from budgeted.errors import BudgetResumeError
+
+    seconds = [0.0]
+    scheduler = bound_time_scheduler(lambda: seconds[0])
+    scheduler.time_budget.multiplier(0, 0.0)  # the warmup (none) ended at 0 s
+    scheduler._clock.restore(5.0)
+    state = scheduler.state_dict()
+    assert state["clock"] == {"elapsed": 5.0}
+    if clock is None:
+        del state["clock"]
+    else:
+        state["clock"] = clock
+    resumed = bound_time_scheduler(lambda: 0.0)
+    before = resumed.state_dict()
+    with pytest.raises(BudgetResumeError) as err:
+        resumed.load_state_dict(state)
+    assert str(err.value) == (
+        f"cannot resume: the checkpoint's BudgetLinearLR state {line}; allowed: a finite number "
+        ">= 0 (the training seconds spent); resume from another checkpoint, or start a new run "
+        "from its weights"
+    )
+    assert resumed.state_dict() == before and resumed._clock.elapsed == 0.0

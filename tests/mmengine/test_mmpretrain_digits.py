@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from mmseg_testutils import (
     load_tool,
     logged,
     recorded_lrs,
+    snapshot,
     without_scope,
 )
 
@@ -206,3 +208,174 @@ def test_our_train_seg_trains_a_digits_budget(digits_root, tmp_path, cli) -> Non
     metrics = final_metrics(work_dir)
     assert list(metrics) == ["accuracy/top1"] and 0.0 <= metrics["accuracy/top1"] <= 100.0
     assert (work_dir / "iter_17.pth").is_file()
+
+
+TRAIN_TXT, VAL_TXT = "meta/train.txt", "meta/val.txt"
+
+
+def edit_line(path: Path, number: int, edit) -> None:
+    """Line ``number`` (1-based) of ``path`` becomes ``edit(line)``, as a hand would change it."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines[number - 1] = edit(lines[number - 1].rstrip("\n")) + "\n"
+    path.write_text("".join(lines))
+
+
+def cut(path: Path) -> None:
+    """``path`` cut short in the middle of a line, as a write that stopped leaves it."""
+    path.write_bytes(path.read_bytes()[:5000])
+
+
+def image_of_line(root: Path, name: str, number: int) -> str:
+    return (root / name).read_text().splitlines()[number - 1].rsplit(" ", 1)[0]
+
+
+# name: (the damage, the line's end after "train_seg: error: ")
+DAMAGED = {
+    "cut short": (
+        lambda root: cut(root / TRAIN_TXT),
+        "train_dataloader: {root}/meta/train.txt line 417: '00538.pn' has no label (a cut or "
+        "damaged line); allowed: '<image> <label>' lines, the image a path relative to "
+        "data_prefix {root}/train that exists inside it, the label in 0..9 (the 10 classes of "
+        "its metainfo)",
+    ),
+    "label abc": (
+        lambda root: edit_line(root / TRAIN_TXT, 7, lambda line: line.split()[0] + " abc"),
+        "train_dataloader: {root}/meta/train.txt line 7: label 'abc' is not an integer; "
+        "allowed: a label in 0..9 (the 10 classes of its metainfo)",
+    ),
+    "label 42": (
+        lambda root: edit_line(root / TRAIN_TXT, 7, lambda line: line.split()[0] + " 42"),
+        "train_dataloader: {root}/meta/train.txt line 7: label 42 is out of range; allowed: a "
+        "label in 0..9 (the 10 classes of its metainfo)",
+    ),
+    "a held-out label -1": (
+        lambda root: edit_line(root / VAL_TXT, 397, lambda line: line.split()[0] + " -1"),
+        "val_dataloader: {root}/meta/val.txt line 397: label -1 is out of range; allowed: a "
+        "label in 0..9 (the 10 classes of its metainfo)",
+    ),
+    "a missing image": (
+        lambda root: (root / "train" / image_of_line(root, TRAIN_TXT, 7)).unlink(),
+        "train_dataloader: {root}/meta/train.txt line 7: image '00008.png' does not exist in "
+        "data_prefix {root}/train; allowed: a path relative to data_prefix that exists inside it",
+    ),
+    "../../etc/passwd": (
+        lambda root: edit_line(root / TRAIN_TXT, 7, lambda line: "../../etc/passwd 8"),
+        "train_dataloader: {root}/meta/train.txt line 7: image '../../etc/passwd' is outside "
+        "data_prefix {root}/train; allowed: a path relative to data_prefix that exists inside it",
+    ),
+    "/etc/passwd": (
+        lambda root: edit_line(root / TRAIN_TXT, 1, lambda line: "/etc/passwd 0"),
+        "train_dataloader: {root}/meta/train.txt line 1: image '/etc/passwd' is outside "
+        "data_prefix {root}/train; allowed: a path relative to data_prefix that exists inside it",
+    ),
+    "an empty line": (
+        lambda root: edit_line(root / TRAIN_TXT, 3, lambda line: ""),
+        "train_dataloader: {root}/meta/train.txt line 3 is empty; allowed: '<image> <label>' "
+        "lines, the image a path relative to data_prefix {root}/train that exists inside it, "
+        "the label in 0..9 (the 10 classes of its metainfo)",
+    ),
+    "an empty file": (
+        lambda root: (root / TRAIN_TXT).write_text(""),
+        "train_dataloader: annotation file {root}/meta/train.txt holds no lines: the training "
+        "split is empty; allowed: one '<image> <label>' line per image",
+    ),
+    "no annotation file": (
+        lambda root: (root / VAL_TXT).unlink(),
+        "val_dataloader: annotation file {root}/meta/val.txt does not exist; set "
+        "val_dataloader.dataset.ann_file (relative to data_root) or create the data "
+        "(tools/make_toy_cifar10.py or tools/make_toy_imagenet.py for the toy sets; "
+        "docs/mmpretrain.md for CIFAR-10 and ImageNet)",
+    ),
+    "not UTF-8": (
+        lambda root: (root / TRAIN_TXT).write_bytes(b"00000.png 0\n\xff\xfe.png 1\n"),
+        "train_dataloader: annotation file {root}/meta/train.txt cannot be read "
+        "(UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 12: invalid start "
+        "byte); allowed: a UTF-8 text file, one '<image> <label>' line per image",
+    ),
+}
+
+
+def damaged_copy(digits_root: Path, tmp_path: Path, case: str) -> Path:
+    root = Path(shutil.copytree(digits_root, tmp_path / "digits"))
+    DAMAGED[case][0](root)
+    return root
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", list(DAMAGED))
+def test_a_damaged_annotation_file_is_one_line_before_anything_is_written(
+    case, digits_root, tmp_path, cli, capsys
+) -> None:
+    """Issue 40/22: each damaged ``meta/*.txt`` is one line naming the file, the line, the value
+    and what is allowed, before MMEngine's runner writes its timestamp folder and config dump;
+    the data and the work dir's folder are left as they were."""
+    root = damaged_copy(digits_root, tmp_path, case)
+    data = snapshot(root)
+    work_dir = tmp_path / "work"
+    options = [f"{split}_dataloader.dataset.data_root={root}" for split in SPLITS]
+    budget = CONFIGS / FAMILY.filename(0.01)
+    assert cli.main([str(budget), "--work-dir", str(work_dir), "--cfg-options", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"train_seg: error: {DAMAGED[case][1].format(root=root)}"]
+    assert snapshot(root) == data and not work_dir.exists()
+
+
+@pytest.mark.unit
+def test_any_custom_dataset_a_config_names_is_checked_through_its_wrappers(
+    digits_root, tmp_path, cli, capsys
+) -> None:
+    """Not only the digits family: a user's config whose training set is MMPretrain's
+    ``ImageNet`` (a ``CustomDataset`` reading the same lines; its ``split=`` finds
+    ``meta/train.txt``) inside a ``RepeatDataset``, with 1,000 ImageNet classes in its metainfo
+    and a LeNet-5 of 10 outputs: a label of 42 is out of the model's range."""
+    root = damaged_copy(digits_root, tmp_path, "label 42")
+    config = tmp_path / "user.py"
+    config.write_text(
+        f'_base_ = "{CONFIGS / FAMILY.filename(0.01)}"\n'
+        "train_dataloader = dict(dataset=dict(_delete_=True, type='RepeatDataset', times=2, "
+        f"dataset=dict(type='ImageNet', data_root='{root}', split='train', "
+        "pipeline={{_base_.pipeline}})))\n"
+    )
+    data = snapshot(root)
+    work_dir = tmp_path / "work"
+    options = [f"{split}_dataloader.dataset.data_root={root}" for split in ("val", "test")]
+    assert cli.main([str(config), "--work-dir", str(work_dir), "--cfg-options", *options]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"train_seg: error: train_dataloader: {root}/meta/train.txt line 7: label 42 is out of "
+        "range; allowed: a label in 0..9 (model.backbone.num_classes=10)"
+    ]
+    assert snapshot(root) == data and not work_dir.exists()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("case", ["no data", "label abc"])
+def test_train_seg_refuses_a_digits_config_in_exactly_one_stderr_line(
+    case, digits_root, tmp_path
+) -> None:
+    """Issue 40/26: ``tools/train_seg.py`` on an MMPretrain config in a fresh process: stderr is
+    the refusal alone, without the ``torch.jit.script`` FutureWarning that importing
+    MMPretrain's models (through MMDetection, Detectron2 and fvcore) prints."""
+    if case == "no data":
+        root = tmp_path / "missing"
+        expected = (
+            f"train_dataloader: {root} does not exist; set train_dataloader.dataset.data_root "
+            "(--cfg-options) or create the data (tools/make_toy_cifar10.py or "
+            "tools/make_toy_imagenet.py for the toy sets; docs/mmpretrain.md for CIFAR-10 and "
+            "ImageNet)"
+        )
+    else:
+        root = damaged_copy(digits_root, tmp_path, case)
+        expected = DAMAGED[case][1].format(root=root)
+    work_dir = tmp_path / "work"
+    options = [f"{split}_dataloader.dataset.data_root={root}" for split in SPLITS]
+    budget = CONFIGS / FAMILY.filename(0.01)
+    cmd = [
+        sys.executable, str(REPO / "tools/train_seg.py"), str(budget), "--work-dir",
+        str(work_dir), "--cfg-options", *options,
+    ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.splitlines() == [f"train_seg: error: {expected}"]
+    assert not work_dir.exists()

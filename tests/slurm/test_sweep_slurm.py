@@ -23,10 +23,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from slurm_testutils import job_env, slurm, wait_for
+from slurm_testutils import ENDED, job_env, job_info, slurm, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -84,10 +85,18 @@ def digests(root: Path) -> dict[str, str]:
 
 
 def records(out: Path) -> dict[str, str]:
-    """The digests of a sweep folder's records and submitit's files (not the training's)."""
+    """The digests of a sweep folder's records and submitit's files (not the training's); a
+    running try's wall time so far left out (its job records it every 10 s)."""
     kept = ("sweep_cell.json", ".slurm/")
-    return {k: v for k, v in digests(out).items() if "/" not in k or k.endswith(kept[0])
-            or k.startswith(kept[1])}  # fmt: skip
+    found = {k: v for k, v in digests(out).items() if "/" not in k or k.endswith(kept[0])
+             or k.startswith(kept[1])}  # fmt: skip
+    for name in [k for k in found if k.endswith(kept[0])]:
+        cell = json.loads((out / name).read_text())
+        for attempt in cell.get("tries") or []:
+            if attempt.get("exit") is None:
+                attempt["wall_s"] = None
+        found[name] = hashlib.sha256(json.dumps(cell, sort_keys=True).encode()).hexdigest()
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +317,150 @@ def test_slurm_options_without_the_slurm_executor_are_one_line(tmp_path):
         "--partition ..., or leave it out\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+# --- issue 40: the digits family on Slurm, --status while jobs run and end, a silent Slurm ------
+
+DIGITS = ["pytorch", "--task", "digits", "--schedules", "linear", "rex", "--budgets", "0.01",
+          "--lrs", "0.3", "--seeds", "0"]  # fmt: skip
+"""A tiny digits grid: 2 cells of 17 iterations (seconds each)."""
+LONG = ["pytorch", "--task", "digits", "--schedules", "linear", "--budgets", "1", "--lrs", "0.3",
+        "--seeds", "0"]  # fmt: skip
+"""One digits cell of 1720 iterations (about 45 s on an idle core): long enough to act on."""
+LONG_NAME = "linear_budget100_lr0.3_seed0"
+
+
+def status_rows(out: Path, env: dict[str, str]) -> dict[str, list[str]]:
+    done = run([*SWEEP, "--status", out], env)
+    assert done.returncode == 0, done.stderr
+    return {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:-1]}
+
+
+def seconds(elapsed: str) -> int:
+    minutes, secs = re.fullmatch(r"(\d+)m(\d+)s", elapsed).groups()
+    return 60 * int(minutes) + int(secs)
+
+
+def _open_try(out: Path, count: int):
+    """The event: the cell's ``count``-th try has started and not ended."""
+    return lambda: len(_tries_of(out)) == count and _tries_of(out)[-1].get("exit") is None
+
+
+def _tries_of(out: Path) -> list[dict]:
+    return record(out, LONG_NAME).get("tries") or []
+
+
+def test_a_digits_grid_through_slurm_ends_with_the_records_and_report_of_the_local_run(
+    env, tmp_path
+):
+    """issue 40/16: ``--task digits --executor slurm`` ended in ``KeyError: ('linear', 0.01)``
+    after writing sweep.json and the lock."""
+    found = {}
+    for executor in ("local", "slurm"):
+        out = tmp_path / executor
+        done = run([*SWEEP, *DIGITS, "--out", out, "--executor", executor], env)
+        assert done.returncode == 0, f"{executor}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        found[executor] = out
+    local, slurm_out = found["local"], found["slurm"]
+    for name in ("linear_budget1_lr0.3_seed0", "rex_budget1_lr0.3_seed0"):
+        here, there = record(local, name), record(slurm_out, name)
+        assert here["status"] == there["status"] == "finished"
+        assert here["metrics"] == there["metrics"] and 10 < here["metrics"]["top-1"] <= 100
+        assert here["command"] == [t.replace(str(slurm_out), str(local)) for t in there["command"]]
+        assert there["slurm"]["state"] == "COMPLETED"
+    assert report_rows(local, tmp_path) == report_rows(slurm_out, tmp_path)
+    assert {row[1] for row in status_rows(slurm_out, env).values()} == {"done"}
+
+
+def test_status_follows_a_requeued_and_a_cancelled_job_and_keeps_every_tries_time(
+    env, tmp_path, submitted
+):
+    """issue 40/20: after ``scontrol requeue`` the running try's time was not counted; after
+    ``scancel`` the record stayed RUNNING and ``--status`` said ``failed`` or ``lost``."""
+    out = tmp_path / "sweep"
+    first = run([*SWEEP, *LONG, "--out", out, "--executor", "slurm", "--detach"], env)
+    assert first.returncode == 0, first.stderr
+    job = record(out, LONG_NAME)["slurm"]["job_id"]
+    submitted.append(job)
+    wait_for("the first try running", _open_try(out, 1))
+    assert status_rows(out, env)[LONG_NAME][1:3] == ["running", job]
+    slurm(["scontrol", "requeue", job], env)
+    wait_for("the requeued job's try running", _open_try(out, 2))
+    before = _tries_of(out)[0]
+    assert before["exit"] in (75, -15) and before["wall_s"] > 0
+    began = datetime.strptime(_tries_of(out)[1]["started"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    wait_for("5 s of the second try", lambda: time.time() - began >= 5)
+    row = status_rows(out, env)[LONG_NAME]
+    assert row[1:4] == ["running", job, "2"], row
+    assert seconds(row[4]) >= before["wall_s"] + 4, (row, before)  # both tries, the running one
+    slurm(["scancel", job], env)
+    wait_for("the cancelled try recorded", lambda: _tries_of(out)[-1].get("exit") is not None)
+    wait_for("the job out of the queue", lambda: job_info(job, env).get("JobState") in ENDED)
+    row = status_rows(out, env)[LONG_NAME]  # no controller runs: --status asks Slurm
+    cell = record(out, LONG_NAME)
+    assert cell["slurm"]["state"] == "CANCELLED" and cell["status"] == "interrupted", cell
+    assert cell["wall_s"] == pytest.approx(sum(t["wall_s"] for t in cell["tries"]), abs=0.01)
+    assert row[1:4] == ["cancelled", job, "2"] and abs(seconds(row[4]) - cell["wall_s"]) <= 1
+
+
+class _Lines:
+    """A process's stdout lines as they come (a thread reads them), with when each came."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        import threading
+
+        self.lines: list[tuple[float, str]] = []
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.lines.append((time.monotonic(), line))
+
+    def seen(self, text: str) -> float | None:
+        return next((t for t, line in self.lines if text in line), None)
+
+
+def test_a_controller_says_when_slurm_does_not_answer_and_gives_up_after_its_patience(
+    env, tmp_path, submitted
+):
+    """issue 40/21: with slurmctld gone the controller waited about 3 minutes printing nothing.
+    Slurm "goes away" for this controller alone: its SLURM_CONF, a copy, names a closed port
+    (squeue then fails as with slurmctld down), and the cluster runs on for the other tests."""
+    conf = tmp_path / "slurm.conf"
+    real = Path(env["SLURM_CONF"]).read_text()
+    conf.write_text(real)
+    broken = re.sub(r"(?m)^SlurmctldPort=\d+", "SlurmctldPort=9", real)
+    assert broken != real
+    here = {**env, "SLURM_CONF": str(conf), "BUDGETED_SLURM_PATIENCE_S": "30"}
+    out = tmp_path / "sweep"
+    args = [*SWEEP, *LONG, "--out", out, "--executor", "slurm"]
+    controller = subprocess.Popen([*map(str, args)], cwd=REPO, env=here, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        lines = _Lines(controller)
+        wait_for("the try running", _open_try(out, 1))  # its srun read the conf: now break it
+        submitted.append(record(out, LONG_NAME)["slurm"]["job_id"])
+        conf.write_text(broken)
+        broke = time.monotonic()
+        said = wait_for(
+            "the controller's line", lambda: lines.seen("[sweep] Slurm does not answer")
+        )
+        print(f"\nSlurm gone: the controller said so after {said - broke:.1f} s")
+        assert any("up to 30 s (the jobs go on meanwhile)" in line for _, line in lines.lines)
+        conf.write_text(real)
+        wait_for("the controller's next line", lambda: lines.seen("[sweep] Slurm answers again"))
+        conf.write_text(broken)  # and again, for good: it gives up after its patience
+        _, stderr = controller.communicate(timeout=600)
+    finally:
+        conf.write_text(real)
+        if controller.poll() is None:
+            controller.kill()
+    assert controller.returncode == 75, stderr
+    assert stderr.count("\n") == 1 and stderr.startswith(
+        "sweep: error: Slurm has not answered for 30 s (squeue: "
+    ), stderr
+    assert "rerun the same command once it answers to collect them" in stderr
+    again = run(args, {**here, "BUDGETED_SLURM_PATIENCE_S": ""})  # Slurm answers: collected
+    assert again.returncode == 0, f"{again.stdout}\n{again.stderr}"
+    assert record(out, LONG_NAME)["status"] == "finished"

@@ -1,9 +1,19 @@
-"""The toy Mask R-CNN (R18-BN, 128 px, toy_coco) as a LazyConfig, at 10 % of its 400 iterations."""
+"""The toy Mask R-CNN (R18-BN, 128 px, toy_coco) as a LazyConfig, at 10 % of its 400 iterations.
+
+It registers the toy sets it names (``toy_coco_train`` / ``toy_coco_val``, from
+``$DETECTRON2_DATASETS``; ``python tools/make_toy_coco.py`` writes them) when it is loaded, in
+every process that loads it, so Detectron2's own ``tools/lazyconfig_train_net.py`` trains it as
+it is::
+
+    python <detectron2>/tools/lazyconfig_train_net.py \
+        --config-file configs/detectron2/lazy/mask_rcnn_toy_budget10.py
+"""
 
 import detectron2.data.transforms as T
 from detectron2.config import LazyCall as L
 from detectron2.layers import ShapeSpec
 
+from budgeted.detectron2 import register_toy_coco
 from budgeted.schedules.units import budget_iters
 
 from .mask_rcnn_R_50_FPN_budget10 import dataloader, lr_multiplier, model, optimizer, train
@@ -26,6 +36,7 @@ model.roi_heads.box_predictor.test_score_thresh = 0.001
 model.roi_heads.mask_head.input_shape = ShapeSpec(channels=64, height=14, width=14)
 model.roi_heads.mask_head.conv_dims = [64, 64, 64, 64, 64]
 
+register_toy_coco()  # the names below, in Detectron2's DatasetCatalog (kept if registered)
 dataloader.train.dataset.names = "toy_coco_train"
 dataloader.train.mapper.augmentations = [
     L(T.ResizeShortestEdge)(short_edge_length=(128,), max_size=128, sample_style="choice"),

@@ -20,6 +20,11 @@ factor of ``BudgetStep``) keep their Detectron2 meaning. ``SOLVER.BUDGET`` adds 
 - ``GRAD_NORM_PERIOD``: every how many iterations :class:`BudgetTrainer` logs the full-gradient
   norm over a fixed subset of ``GRAD_NORM_BATCHES`` training batches (0: never; see
   :mod:`budgeted.detectron2.grad_norm`).
+
+``WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` and ``SAVE_AT`` are :class:`BudgetTrainer` 's (its
+``build_hooks``; :data:`BUDGET_TRAINER_KEYS`): a trainer of one's own that adopts the schedulers
+in the documented line refuses them when they ask for anything (:func:`check_trainer_keys`),
+where they would do nothing.
 """
 
 from __future__ import annotations
@@ -29,15 +34,18 @@ from typing import Any
 
 from detectron2.config import CfgNode
 
+from ..errors import BudgetConfigError
 from ..safety import checkpoint_iterations
 from ..schedules import budget_iters, check_on_resume, schedule_info, schedule_names
 
 __all__ = [
+    "BUDGET_TRAINER_KEYS",
     "NATIVE_KEYS",
     "add_budget_config",
     "budget_max_iter",
     "check_budget_keys",
     "check_grad_norm_config",
+    "check_trainer_keys",
     "max_iter_agrees",
     "on_resume",
     "param_key",
@@ -116,6 +124,64 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
         if key not in b:
             b[key] = value
     return cfg
+
+
+BUDGET_TRAINER_KEYS: dict[str, tuple[Any, str, str]] = {
+    "WRITER_PERIOD": (
+        20,
+        "it writes metrics.json every {value} iterations; DefaultTrainer's writer keeps its "
+        "period of 20",
+        "give the PeriodicWriter of your build_hooks that period",
+    ),
+    "GRAD_NORM_PERIOD": (
+        0,
+        "it registers the FullGradNormHook",
+        "insert bd2.FullGradNormHook(period={value}) in your build_hooks",
+    ),
+    "SAVE_AT": (
+        (),
+        "it registers the CheckpointAtHook",
+        "register budgeted.detectron2.checkpoint.CheckpointAtHook({value})",
+    ),
+}
+"""The ``SOLVER.BUDGET`` keys only :class:`BudgetTrainer` acts on (its ``build_hooks``): key ->
+(the value that asks nothing of a trainer, what ``BudgetTrainer`` does with another, how a
+trainer of one's own does it).
+
+Example:
+    >>> sorted(BUDGET_TRAINER_KEYS)
+    ['GRAD_NORM_PERIOD', 'SAVE_AT', 'WRITER_PERIOD']
+"""
+
+
+def check_trainer_keys(cfg: CfgNode) -> None:
+    """Refuse, in one line, a :data:`BUDGET_TRAINER_KEYS` key that asks for something, for a
+    trainer that is not a :class:`BudgetTrainer` (``DefaultTrainer`` with the documented
+    ``build_lr_scheduler`` line), where it would do nothing, silently.
+
+    Raises:
+        BudgetConfigError: naming the key, its value, what is allowed and the ways to have it.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> cfg = add_budget_config(get_cfg())
+        >>> check_trainer_keys(cfg)  # the defaults ask nothing of a trainer
+        >>> cfg.SOLVER.BUDGET.WRITER_PERIOD = 5
+        >>> check_trainer_keys(cfg)
+        Traceback (most recent call last):
+        budgeted.errors.BudgetConfigError: SOLVER.BUDGET.WRITER_PERIOD=5 does nothing in this \
+trainer: ...
+    """
+    b = cfg.SOLVER.get("BUDGET", CfgNode())
+    for key, (default, what, fix) in BUDGET_TRAINER_KEYS.items():
+        value = _cfg_value(b.get(key, default))
+        if value == default:
+            continue
+        raise BudgetConfigError(
+            f"SOLVER.BUDGET.{key}={value!r} does nothing in this trainer: only bd2.BudgetTrainer "
+            f"acts on it ({what.format(value=value)}); allowed here: {default!r}, or train with "
+            f"bd2.BudgetTrainer, or {fix.format(value=repr(value))}"
+        )
 
 
 def budget_max_iter(cfg: CfgNode) -> float | None:

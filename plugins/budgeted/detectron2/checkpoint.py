@@ -29,6 +29,7 @@ or anything with a ``checkpointer``) adopts it, and preemption, in one line afte
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from detectron2.checkpoint import DetectionCheckpointer
@@ -48,12 +49,14 @@ from .stops import disk_full, is_disk_full
 
 __all__ = [
     "CHECKPOINT_PATTERN",
+    "MMENGINE_CHECKPOINT_NAME",
     "CheckpointAtHook",
     "SafeCheckpointer",
     "check_weights_layout",
     "last_checkpoint_file",
     "load_weights_file",
     "offer_intact",
+    "resumed_checkpoint_file",
     "use_safe_checkpointer",
 ]
 
@@ -78,6 +81,84 @@ def last_checkpoint_file(folder: str) -> str | None:
         return None
     with open(marker) as f:
         return os.path.join(folder, f.read().strip())
+
+
+MMENGINE_CHECKPOINT_NAME = re.compile(r"(best_.*_)?(iter|epoch)_\d+\.pth")
+"""The names MMEngine's ``CheckpointHook`` gives checkpoints (``iter_40.pth``, ``epoch_3.pth``,
+``best_mIoU_iter_40.pth``); Detectron2's are ``model_*.pth``."""
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is under ``folder``, as written or with links resolved."""
+    for where in (os.path.abspath, os.path.realpath):
+        inner, outer = where(path), where(folder)
+        if os.path.commonpath([inner, outer]) == outer:
+            return True
+    return False
+
+
+def _is_mmengine_checkpoint(path: str) -> bool:
+    """Whether ``path`` is an MMEngine runner's checkpoint: by the globals its pickle names
+    (read, never run: ``mmengine.*``, its message hub's ``HistoryBuffer``), or, for a missing
+    file, by MMEngine's names (:data:`MMENGINE_CHECKPOINT_NAME`)."""
+    if not os.path.isfile(path):
+        return MMENGINE_CHECKPOINT_NAME.fullmatch(os.path.basename(path)) is not None
+    try:
+        import torch
+
+        from ..safety import is_zip_checkpoint
+
+        if not is_zip_checkpoint(path):
+            return False
+        names = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    except Exception:  # unreadable: the load that follows names it
+        return False
+    return any(name.startswith("mmengine.") for name in names)
+
+
+def resumed_checkpoint_file(
+    folder: str, *, folder_key: str = "OUTPUT_DIR", weights_hint: str = "MODEL.WEIGHTS {path}"
+) -> str | None:
+    """The checkpoint ``--resume`` continues in run folder ``folder``: the file
+    ``folder/last_checkpoint`` names (None without one), which must be a checkpoint of the run
+    in ``folder``. Checked before anything loads it.
+
+    Args:
+        folder (str): the run folder.
+        folder_key (str): its config key, for messages (``train.output_dir``).
+        weights_hint (str): how a new run starts from weights ``{path}``, for messages.
+
+    Raises:
+        DamagedCheckpointError: one line, nothing loaded, when ``folder`` is an MMEngine run
+            folder (its checkpoint is MMEngine's: not a Detectron2 state to resume), or when
+            ``last_checkpoint`` names a file outside ``folder`` (another run's: resuming it
+            would go on with that run here, its evaluation added to this run's metrics.json).
+
+    Example:
+        >>> resumed_checkpoint_file("/nonexistent") is None
+        True
+    """
+    path = last_checkpoint_file(folder)
+    if path is None or not _local(folder):
+        return path
+    path = os.path.normpath(path)
+    if _is_mmengine_checkpoint(path):
+        raise DamagedCheckpointError(
+            f"cannot resume: {folder_key} {folder!r} is an MMEngine run folder, not a Detectron2 "
+            f"one (its last_checkpoint names MMEngine's checkpoint {path!r}); resume it with the "
+            f"MMEngine tool that trained it (budgeted-train-seg CONFIG --work-dir {folder} "
+            f"--resume), or train this config into another {folder_key}"
+        )
+    if not _inside(path, folder):
+        own = newest_intact_checkpoint(folder, CHECKPOINT_PATTERN)
+        go_on = "" if own is None else f"; to go on with this run: --resume-from {own}"
+        raise DamagedCheckpointError(
+            f"cannot resume: {os.path.join(folder, 'last_checkpoint')!r} names {path!r}, outside "
+            f"{folder_key} {folder!r} (another run's checkpoint): --resume continues only the "
+            f"run in {folder_key}; to start a new run from its weights: "
+            f"{weights_hint.format(path=path)}, no --resume, another {folder_key}{go_on}"
+        )
+    return path
 
 
 def offer_intact(
@@ -191,6 +272,13 @@ class SafeCheckpointer(DetectionCheckpointer):
         if path and _local(path) and not os.path.isfile(path):
             raise DamagedCheckpointError(f"checkpoint {path!r} does not exist")
         return super().load(path, *args, **kwargs)
+
+    def get_checkpoint_file(self) -> str:
+        """The checkpoint ``last_checkpoint`` names ("" without one); one of another run, or of
+        an MMEngine run folder, is refused in one line (:func:`resumed_checkpoint_file`)."""
+        if not _local(self.save_dir):
+            return super().get_checkpoint_file()
+        return resumed_checkpoint_file(self.save_dir) or ""
 
     def resume_or_load(self, path: str, *, resume: bool = True) -> dict[str, Any]:
         if resume and self.has_checkpoint():

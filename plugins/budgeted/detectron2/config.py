@@ -203,9 +203,10 @@ def load_config(path: str | os.PathLike[str], opts: Sequence[str] = ()) -> CfgNo
     """The fully merged ``CfgNode`` of a yaml config (budget keys added, bases resolved).
 
     ``path`` is a file, or the bare name of a shipped config (``mask_rcnn_budget10.yaml``, looked
-    up under ``configs/detectron2``, its ``toy/`` and ``lazy/`` folders). ``_BASE_`` is a path
-    relative to the file (what Detectron2 itself reads), or ``model-zoo://<path>`` for a config
-    of the installed Detectron2 model zoo. ``opts`` are overrides (``KEY VALUE`` pairs or
+    up under ``configs/detectron2``, its ``toy/`` and ``lazy/`` folders; a name without its
+    extension is the yaml file of that stem, a LazyConfig of the same stem aside). ``_BASE_`` is
+    a path relative to the file (what Detectron2 itself reads), or ``model-zoo://<path>`` for a
+    config of the installed Detectron2 model zoo. ``opts`` are overrides (``KEY VALUE`` pairs or
     ``KEY=VALUE``, see :func:`split_overrides`), applied last.
 
     With ``SOLVER.BUDGET.FULL_ITERS > 0`` the budget is stated once: a file that sets
@@ -229,7 +230,7 @@ def load_config(path: str | os.PathLike[str], opts: Sequence[str] = ()) -> CfgNo
         (22500, 'BudgetLinear')
     """
     try:
-        path = os.fspath(find_config(path, "detectron2"))
+        path = os.fspath(find_config(path, "detectron2", kinds=(".yaml",)))
     except FileNotFoundError as err:
         raise ValueError(str(err)) from None
     if path.endswith(".py"):

@@ -86,6 +86,7 @@ class LazyBudgetLRScheduler(BudgetLRScheduler):
         "warmup_method": "lr_multiplier.warmup_method",
         "schedule": "lr_multiplier.schedule",
     }
+    BASE_LR_KEY: ClassVar[str] = "optimizer.lr"
     RESUME_FIX: ClassVar[str] = (
         "resume with the checkpoint's budget (its train.max_iter, warmup, schedule and GPU "
         "count), or start a new run from its weights: train.init_checkpoint=<checkpoint>, no "

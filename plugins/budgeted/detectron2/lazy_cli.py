@@ -15,6 +15,7 @@ current iteration with a checkpoint and exit status 75; ``--eval-only`` appends 
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import os
 import warnings
@@ -36,6 +37,7 @@ from detectron2.utils import comm
 
 from ..config_files import find_config
 from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
+from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from .checkpoint import SafeCheckpointer
 from .cli import argument_parser, launch_checked
 from .data import check_datasets, check_not_empty, register_toy_coco
@@ -46,7 +48,16 @@ from .preflight import check_checkpoint_files
 from .solver import stand_in_optimizer
 from .stops import StopsInOneLine, as_stop, check_finished
 
-__all__ = ["check_lazy_resume", "do_test", "do_train", "load", "main", "preflight", "run"]
+__all__ = [
+    "check_lazy_resume",
+    "do_test",
+    "do_train",
+    "lazy_base_lrs",
+    "load",
+    "main",
+    "preflight",
+    "run",
+]
 
 logger = logging.getLogger("detectron2")
 
@@ -86,12 +97,13 @@ def load(args: argparse.Namespace) -> Any:
     """The LazyConfig of ``args`` with its ``key=value`` overrides; the toy datasets registered.
 
     ``args.config_file`` is a path or a shipped config's bare name
-    (``mask_rcnn_toy_budget10.py``).
+    (``mask_rcnn_toy_budget10.py``; without the extension, the LazyConfig of that stem, a yaml
+    config of the same stem aside).
     """
     register_toy_coco()  # in every worker: spawned processes start with empty catalogs
     if not args.config_file:
         raise ValueError("--config-file is required (e.g. --config mask_rcnn_R_50_FPN_budget10.py)")
-    path = os.fspath(find_config(args.config_file, "detectron2"))
+    path = os.fspath(find_config(args.config_file, "detectron2", kinds=(".py",)))
     if not path.endswith(".py"):
         raise ValueError(
             f"config {path!r} is not a LazyConfig (python) file; train yaml configs with "
@@ -257,6 +269,7 @@ def preflight(args: argparse.Namespace) -> None:
         cfg.train.init_checkpoint,
         weights_key="train.init_checkpoint",
         check_resumed=lambda checkpoint: check_lazy_resume(cfg, checkpoint),
+        base_lrs=lambda: lazy_base_lrs(cfg),
     )
     if args.resume and not args.resume_from and not args.eval_only:
         longer = "start a new run from its weights: train.init_checkpoint=" + os.path.join(
@@ -265,6 +278,27 @@ def preflight(args: argparse.Namespace) -> None:
         check_finished(checkpoint, max_iter=cfg.train.max_iter, seconds=0.0, folder=folder,
                        evaluates="evaluator" in cfg.dataloader, longer=longer)  # fmt: skip
     args.output_dir, args.output_key = folder, "train.output_dir"
+
+
+def lazy_base_lrs(cfg: Any) -> ConfiguredLRs | None:
+    """The LR LazyConfig ``cfg`` gives each param group (``optimizer.lr`` times what its
+    ``optimizer.params`` say of each group), its model and optimizer instantiated without
+    weights; None where they cannot be built here."""
+
+    def build() -> torch.optim.Optimizer:
+        optimizer = copy.deepcopy(cfg.optimizer)
+        optimizer.params.model = instantiate(copy.deepcopy(cfg.model))
+        return instantiate(optimizer)
+
+    built = build_without_weights(build)
+    if built is None:
+        return None
+    value = cfg.optimizer.get("lr")
+    return ConfiguredLRs(
+        [float(group["lr"]) for group in built.param_groups],
+        "optimizer.lr",
+        float(value) if isinstance(value, (int, float)) else None,
+    )
 
 
 def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:

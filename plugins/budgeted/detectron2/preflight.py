@@ -14,9 +14,13 @@ tool exits with it, nothing written:
 5. when training: the budget as the workers will train it (after ``REFERENCE_WORLD_SIZE``
    scaling; the time-budget keys too), a new run never over an existing one, the folder not in
    use by another run, a training set that is not empty;
-6. the file the workers will load (:func:`check_checkpoint_files`): loaded safely and intact;
-   a resumed checkpoint must be a resumable state whose LR scheduler agrees with its iteration
-   and with the config's budget (:func:`check_resume`), and the checkpoints after a
+6. the file the workers will load (:func:`check_checkpoint_files`): with ``--resume``, one of
+   the run in the output folder (not another run's, not an MMEngine run folder's:
+   :func:`~budgeted.detectron2.checkpoint.resumed_checkpoint_file`); loaded safely and intact;
+   a resumed checkpoint must be a resumable state whose LR scheduler agrees with its iteration,
+   whose base LRs are the ones the config gives each param group (the model and optimizer built
+   without weights, :func:`configured_base_lrs`) and whose budget is
+   the config's (:func:`check_resume`), and the checkpoints after a
    ``--resume-from`` are kept;
 7. ``--resume`` of a finished run: nothing to do (exit status 0, nothing written).
 """
@@ -43,16 +47,30 @@ from ..safety import (
     check_later_checkpoints_kept,
     load_checkpoint,
 )
+from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from ..schedules.clock import parse_duration
-from .checkpoint import CHECKPOINT_PATTERN, last_checkpoint_file, load_weights_file, offer_intact
+from .checkpoint import (
+    CHECKPOINT_PATTERN,
+    last_checkpoint_file,
+    load_weights_file,
+    offer_intact,
+    resumed_checkpoint_file,
+)
 from .config import load_config, split_overrides
 from .data import check_config_datasets, check_config_train_set, register_toy_coco
 from .output_dir import OutputDirLock, check_writable
-from .solver import build_lr_scheduler, check_budget, stand_in_optimizer
-from .stops import check_finished, check_position
+from .solver import acting_on_trainer_keys, build_lr_scheduler, check_budget, stand_in_optimizer
+from .stops import check_finished, check_position, check_resumed_base_lrs
 from .time_budget import time_budget_seconds
 
-__all__ = ["check_checkpoint_files", "check_resume", "check_workers", "preflight", "setup"]
+__all__ = [
+    "check_checkpoint_files",
+    "check_resume",
+    "check_workers",
+    "configured_base_lrs",
+    "preflight",
+    "setup",
+]
 
 
 def preflight(args: argparse.Namespace) -> CfgNode:
@@ -80,6 +98,7 @@ def preflight(args: argparse.Namespace) -> CfgNode:
         cfg.OUTPUT_DIR,
         cfg.MODEL.WEIGHTS,
         check_resumed=lambda checkpoint: check_resume(cfg, world_size, checkpoint=checkpoint),
+        base_lrs=lambda: configured_base_lrs(cfg, world_size),
     )
     if args.resume and not args.resume_from and training:
         scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
@@ -121,7 +140,7 @@ def _resolve_config(args: argparse.Namespace) -> None:
         raise ValueError(
             "--config-file is required (e.g. --config mask_rcnn_budget10.yaml, or a path)"
         )
-    path = os.fspath(find_config(args.config_file, "detectron2"))
+    path = os.fspath(find_config(args.config_file, "detectron2", kinds=(".yaml",)))
     if path.endswith(".py"):
         raise ValueError(
             f"config {path!r} is a LazyConfig (python) file; allowed here: a yaml config "
@@ -152,6 +171,7 @@ def check_checkpoint_files(
     *,
     weights_key: str = "MODEL.WEIGHTS",
     check_resumed: Callable[[Any], None] | None = None,
+    base_lrs: Callable[[], ConfiguredLRs | None] | None = None,
 ) -> Any:
     """Load the file the workers will load, the way they will (safely), and check its budget.
 
@@ -166,6 +186,10 @@ def check_checkpoint_files(
         weights_key (str): the config key of the weights, for messages.
         check_resumed (callable, optional): ``checkpoint -> None``, raising a one-line
             ``ValueError`` for a checkpoint that cannot be resumed.
+        base_lrs (callable, optional): ``() -> ConfiguredLRs`` (or None where it cannot be
+            built here): the LR the config gives each param group, which a resumed
+            checkpoint's base LRs must be
+            (:func:`~budgeted.detectron2.stops.check_resumed_base_lrs`).
 
     Returns:
         the resumed checkpoint, or None.
@@ -173,8 +197,9 @@ def check_checkpoint_files(
     Raises:
         UnsafeCheckpointError, DamagedCheckpointError: one line naming the file (a damaged
             resume with the newest intact checkpoint of the folder offered).
-        ValueError: one line for a resumed file that holds weights only, or whose LR scheduler
-            disagrees with its iteration (:func:`~budgeted.detectron2.stops.check_position`).
+        ValueError: one line for a resumed file that holds weights only, whose LR scheduler
+            disagrees with its iteration (:func:`~budgeted.detectron2.stops.check_position`), or
+            whose base LRs are not the config's.
     """
     args.resume_from = getattr(args, "resume_from", None)
     checkpoint, path, what = _load_resumed(args, output_dir, weights, weights_key)
@@ -186,6 +211,11 @@ def check_checkpoint_files(
             else f"{weights_key}={{path}}"
         )
         check_position(checkpoint, path, what=what, weights_hint=hint)
+        planned = base_lrs() if base_lrs is not None else None
+        if planned is not None:
+            check_resumed_base_lrs(checkpoint, path, what=what, weights_hint=hint,
+                                   configured=planned.lrs, key=planned.key,
+                                   value=planned.value)  # fmt: skip
     if resuming and check_resumed is not None:
         check_resumed(checkpoint)
     if args.resume_from and not args.eval_only and isinstance(checkpoint, dict):
@@ -207,7 +237,12 @@ def _load_resumed(
         path = args.resume_from = os.path.abspath(args.resume_from)
         return load_weights_file(path, what="--resume-from"), path, "--resume-from"
     if args.resume and last_checkpoint_file(output_dir) is not None:
-        path = last_checkpoint_file(output_dir) or ""
+        yacs = weights_key == "MODEL.WEIGHTS"
+        path = resumed_checkpoint_file(
+            output_dir,
+            folder_key="OUTPUT_DIR" if yacs else "train.output_dir",
+            weights_hint=f"{weights_key} {{path}}" if yacs else f"{weights_key}={{path}}",
+        ) or ""  # fmt: skip
         try:
             checkpoint = load_checkpoint(path)
         except (DamagedCheckpointError, UnsafeCheckpointError) as err:
@@ -241,7 +276,7 @@ def check_resume(
         UnsafeCheckpointError, DamagedCheckpointError: the file cannot be loaded (one line).
     """
     if checkpoint is None:
-        path = path or last_checkpoint_file(cfg.OUTPUT_DIR)
+        path = path or resumed_checkpoint_file(cfg.OUTPUT_DIR)
         if path is None:
             return
         checkpoint = load_checkpoint(path)
@@ -250,6 +285,35 @@ def check_resume(
     scaled = DefaultTrainer.auto_scale_workers(
         cfg.clone(), comm.get_world_size() if world_size is None else world_size
     )
-    scheduler = build_lr_scheduler(scaled, stand_in_optimizer(saved, scaled.SOLVER.BASE_LR))
+    with acting_on_trainer_keys():  # the budget only
+        scheduler = build_lr_scheduler(scaled, stand_in_optimizer(saved, scaled.SOLVER.BASE_LR))
     if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
         scheduler.load_state_dict(saved)
+
+
+def configured_base_lrs(cfg: CfgNode, world_size: int) -> ConfiguredLRs | None:
+    """The LR ``cfg`` gives each param group on ``world_size`` workers (``SOLVER.BASE_LR`` after
+    ``REFERENCE_WORLD_SIZE`` scaling, times ``BIAS_LR_FACTOR`` for biases, ...), in the order of
+    the optimizer ``DefaultTrainer`` builds: the model and optimizer built without weights
+    (:func:`~budgeted.schedules.base_lrs.build_without_weights`); None where they cannot be
+    built here.
+
+    Example:
+        >>> from budgeted.detectron2 import load_config
+        >>> cfg = load_config("mask_rcnn_toy_budget10.yaml", ["SOLVER.BIAS_LR_FACTOR", "2.0"])
+        >>> sorted(set(configured_base_lrs(cfg, 1).lrs))
+        [0.01, 0.02]
+    """
+    from detectron2.modeling import META_ARCH_REGISTRY
+
+    scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
+
+    def build() -> torch.optim.Optimizer:
+        model = META_ARCH_REGISTRY.get(scaled.MODEL.META_ARCHITECTURE)(scaled)
+        return DefaultTrainer.build_optimizer(scaled, model)
+
+    optimizer = build_without_weights(build)
+    if optimizer is None:
+        return None
+    lrs = [float(group["lr"]) for group in optimizer.param_groups]
+    return ConfiguredLRs(lrs, "SOLVER.BASE_LR", float(cfg.SOLVER.BASE_LR))

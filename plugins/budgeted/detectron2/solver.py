@@ -15,8 +15,10 @@ with ``budgeted.register_schedule``) becomes ``Budget<Label>`` here, its paramet
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -38,7 +40,15 @@ from ..schedules import (
     on_schedule_registered,
     schedule_info,
 )
-from .budget_keys import budget_max_iter, check_budget_keys, max_iter_agrees, on_resume, param_key
+from .budget_keys import (
+    budget_max_iter,
+    check_budget_keys,
+    check_trainer_keys,
+    max_iter_agrees,
+    on_resume,
+    param_key,
+)
+from .stops import check_scheduler_base_lrs
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
 __all__ = [
@@ -48,6 +58,7 @@ __all__ = [
     "BudgetConfigError",
     "BudgetLRScheduler",
     "BudgetResumeError",
+    "acting_on_trainer_keys",
     "budget_schedule_from_cfg",
     "budget_scheduler_names",
     "build_lr_scheduler",
@@ -265,9 +276,15 @@ class BudgetLRScheduler(BudgetLR):
         "another OUTPUT_DIR"
     )
 
+    BASE_LR_KEY: ClassVar[str] = "SOLVER.BASE_LR"
+    """The config key of the base LR, for the message of a checkpoint with other base LRs."""
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume; a checkpoint of another budget raises :class:`BudgetResumeError` (unless
-        ``SOLVER.BUDGET.ON_RESUME replan`` and only ``MAX_ITER`` differs)."""
+        ``SOLVER.BUDGET.ON_RESUME replan`` and only ``MAX_ITER`` differs), and so does one whose
+        ``base_lrs`` are not the ones the optimizer was built with from the config
+        (:func:`~budgeted.detectron2.stops.check_scheduler_base_lrs`)."""
+        check_scheduler_base_lrs(self, state_dict, fix=self.RESUME_FIX)
         try:
             super().load_state_dict(state_dict)
         except (BudgetMismatchError, BudgetReplanError) as err:
@@ -280,16 +297,25 @@ class BudgetLRScheduler(BudgetLR):
 
 def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
     """An SGD over stand-in parameters with one param group per base LR of the saved scheduler
-    state ``saved`` (one group if it has none): what a resume check loads that state into,
-    before the model exists.
+    state ``saved`` (one group if it has none), at that base LR (``lr`` where it is not a
+    number >= 0): what a resume check of the budget loads that state into, before the model
+    exists (the base LRs are checked against the config's on their own,
+    :func:`~budgeted.detectron2.preflight.configured_base_lrs`).
 
     Example:
-        >>> len(stand_in_optimizer({"base_lrs": [0.02, 0.02]}, lr=0.02).param_groups)
-        2
+        >>> [g["lr"] for g in stand_in_optimizer({"base_lrs": [0.02, 0.04]}, lr=0.02).param_groups]
+        [0.02, 0.04]
     """
     base_lrs = saved.get("base_lrs") if isinstance(saved, Mapping) else None
-    count = len(base_lrs) if isinstance(base_lrs, (list, tuple)) and base_lrs else 1
-    groups = [{"params": [torch.nn.Parameter(torch.zeros(1))]} for _ in range(count)]
+    if not isinstance(base_lrs, (list, tuple)) or not base_lrs:
+        base_lrs = [lr]
+    groups = [
+        {
+            "params": [torch.nn.Parameter(torch.zeros(1))],
+            "lr": float(v) if isinstance(v, (int, float)) and 0 <= v < float("inf") else lr,
+        }
+        for v in base_lrs
+    ]
     return torch.optim.SGD(groups, lr=lr)
 
 
@@ -351,6 +377,30 @@ def valid_names() -> list[str]:
     return names + [n for n in STOCK_SCHEDULERS if n not in names]
 
 
+_ACTING_ON_TRAINER_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "budgeted_detectron2_acting_on_trainer_keys", default=False
+)
+
+
+@contextlib.contextmanager
+def acting_on_trainer_keys() -> Iterator[None]:
+    """While it is open, :func:`build_lr_scheduler` builds for a trainer that acts on
+    ``SOLVER.BUDGET.WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` and ``SAVE_AT``
+    (:data:`~budgeted.detectron2.budget_keys.BUDGET_TRAINER_KEYS`): ``BudgetTrainer`` builds in
+    it (also a subclass whose ``build_lr_scheduler`` is the documented line), and so do the
+    budget checks of our tools; elsewhere those keys are refused when they ask for anything.
+
+    Example:
+        >>> with acting_on_trainer_keys():
+        ...     pass
+    """
+    token = _ACTING_ON_TRAINER_KEYS.set(True)
+    try:
+        yield
+    finally:
+        _ACTING_ON_TRAINER_KEYS.reset(token)
+
+
 def build_lr_scheduler(
     cfg: CfgNode, optimizer: torch.optim.Optimizer
 ) -> torch.optim.lr_scheduler._LRScheduler:
@@ -358,7 +408,11 @@ def build_lr_scheduler(
 
     From :data:`LR_SCHEDULER_REGISTRY` if registered (``BudgetLinear``, ...), otherwise with
     Detectron2's own ``build_lr_scheduler`` (unchanged behaviour). Either way a ``MAX_ITER``
-    that is not the budget ``SOLVER.BUDGET`` states is refused first (:func:`check_max_iter`).
+    that is not the budget ``SOLVER.BUDGET`` states is refused first (:func:`check_max_iter`),
+    and, in a trainer that is not a ``BudgetTrainer`` (outside :func:`acting_on_trainer_keys`),
+    so is a ``SOLVER.BUDGET.WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` or ``SAVE_AT`` that asks for
+    anything: only ``BudgetTrainer`` acts on them
+    (:func:`~budgeted.detectron2.budget_keys.check_trainer_keys`).
 
     Args:
         cfg (CfgNode): the config (as the trainer has it: after ``auto_scale_workers``).
@@ -381,6 +435,8 @@ def build_lr_scheduler(
         'BudgetLRScheduler'
     """
     check_max_iter(cfg)
+    if not _ACTING_ON_TRAINER_KEYS.get():
+        check_trainer_keys(cfg)
     name = cfg.SOLVER.LR_SCHEDULER_NAME
     if name in LR_SCHEDULER_REGISTRY:
         return LR_SCHEDULER_REGISTRY.get(name)(cfg, optimizer)
@@ -427,5 +483,6 @@ def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
         )
     scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
     param = torch.nn.Parameter(torch.zeros(1))
-    build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
+    with acting_on_trainer_keys():  # the budget only: the trainer's keys are its own check
+        build_lr_scheduler(scaled, torch.optim.SGD([param], lr=scaled.SOLVER.BASE_LR))
     return scaled

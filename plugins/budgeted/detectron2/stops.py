@@ -25,13 +25,15 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import torch
 from detectron2.engine import hooks
 
-from ..errors import Diverged, RunStopped, Undecayed
+from ..errors import BudgetResumeError, Diverged, RunStopped, Undecayed
 from ..safety import newest_intact_checkpoint
+from ..schedules.base_lrs import base_lr_in_use, check_base_lrs
 
 __all__ = [
     "DiskFull",
@@ -43,6 +45,8 @@ __all__ = [
     "as_stop",
     "check_finished",
     "check_position",
+    "check_resumed_base_lrs",
+    "check_scheduler_base_lrs",
     "disk_full",
     "is_disk_full",
     "non_finite_kind",
@@ -88,9 +92,27 @@ def non_finite_kind(err: BaseException, model: torch.nn.Module) -> str:
     return "inf" if "inf" in losses and "nan" not in losses else "nan"
 
 
-def base_lr(optimizer: torch.optim.Optimizer) -> float:
-    """The base LR: the largest of the param groups' ``initial_lr`` (set by the scheduler)."""
-    return max(float(g.get("initial_lr", g["lr"])) for g in optimizer.param_groups)
+def base_lr(optimizer: torch.optim.Optimizer, scheduler: Any = None) -> float:
+    """The base LR in use: the LR scheduler's ``base_lrs`` (what it multiplies: a resumed
+    checkpoint's), else the param groups' ``initial_lr``; the largest, or the first that is not
+    finite (:func:`~budgeted.schedules.base_lrs.base_lr_in_use`)."""
+    values = getattr(scheduler, "base_lrs", None)
+    if not isinstance(values, (list, tuple)) or not values:
+        values = [g.get("initial_lr", g["lr"]) for g in optimizer.param_groups]
+    found = base_lr_in_use(values)
+    return float(optimizer.param_groups[0]["lr"]) if found is None else found
+
+
+def _scheduler_of(trainer: Any) -> Any:
+    """The LR scheduler a trainer steps: ``DefaultTrainer.scheduler``, else its LRScheduler
+    hook's (a ``SimpleTrainer`` of a LazyConfig loop); None without one."""
+    scheduler = getattr(trainer, "scheduler", None)
+    if scheduler is not None:
+        return scheduler
+    for hook in getattr(trainer, "_hooks", ()):
+        if isinstance(hook, hooks.LRScheduler):
+            return getattr(hook, "_scheduler", None)
+    return None
 
 
 class StopsInOneLine:
@@ -118,8 +140,9 @@ class StopsInOneLine:
         except FloatingPointError as err:
             self.stopped = Diverged(
                 f"diverged: the loss is {non_finite_kind(err, self.model)} at iteration "  # type: ignore[attr-defined]
-                f"{self.iter + 1} (base LR {base_lr(self.optimizer):g}); the weights are not a "  # type: ignore[attr-defined]
-                f"result: no final checkpoint or evaluation was made; {self.DIVERGED_ADVICE}"
+                f"{self.iter + 1} (base LR {base_lr(self.optimizer, _scheduler_of(self)):g}); "  # type: ignore[attr-defined]
+                "the weights are not a result: no final checkpoint or evaluation was made; "
+                f"{self.DIVERGED_ADVICE}"
             )
             logger.error(self.stopped.message)
             raise self.stopped from None
@@ -250,6 +273,90 @@ def check_position(checkpoint: Any, path: str, *, what: str, weights_hint: str) 
             "resume from another checkpoint, or start a new run from its weights: "
             f"{weights_hint.format(path=path)}"
         )
+
+
+def _saved_base_lrs(checkpoint: Any) -> Iterator[tuple[str, Any]]:
+    """``(where, base LRs)`` of each record of the base LRs in a (untrusted) checkpoint: the LR
+    scheduler's ``base_lrs`` (what a resumed run multiplies), then each optimizer state's
+    ``initial_lr`` per param group (``trainer._trainer.optimizer`` of ``BudgetTrainer``,
+    ``trainer.optimizer`` and ``optimizer`` of a LazyConfig loop)."""
+    scheduler = _scheduler_state(checkpoint)
+    if "base_lrs" in scheduler:
+        yield "the LR scheduler's base_lrs", scheduler["base_lrs"]
+    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
+    inner = trainer.get("_trainer") if isinstance(trainer, dict) else None
+    for where, holder in (("trainer._trainer", inner), ("trainer", trainer), ("", checkpoint)):
+        state = holder.get("optimizer") if isinstance(holder, dict) else None
+        groups = state.get("param_groups") if isinstance(state, dict) else None
+        if isinstance(groups, list) and all(
+            isinstance(g, dict) and "initial_lr" in g for g in groups
+        ):
+            key = f"{where}.optimizer" if where else "optimizer"
+            yield f"the {key} param groups' initial_lr", [g["initial_lr"] for g in groups]
+
+
+def check_resumed_base_lrs(
+    checkpoint: Any,
+    path: str,
+    *,
+    what: str,
+    weights_hint: str,
+    configured: Sequence[float] | None,
+    key: str,
+    value: float | None,
+) -> None:
+    """Refuse (one line, :class:`~budgeted.errors.BudgetResumeError`) to resume a checkpoint
+    whose base LRs are not the ones the config gives each param group
+    (:func:`~budgeted.schedules.base_lrs.check_base_lrs`): resuming it would train at other LRs
+    than the run it continues.
+
+    Args:
+        checkpoint: the loaded checkpoint.
+        path (str): its file, for the message.
+        what (str): how the file was named (``"--resume-from"``, ``"cannot resume: checkpoint"``).
+        weights_hint (str): how to start a new run from its weights (``"MODEL.WEIGHTS {path}"``).
+        configured (Sequence[float], optional): the config's LR of each param group, as the
+            trainer builds its optimizer; None: unknown here (the scheduler checks it when the
+            trainer loads the checkpoint).
+        key (str): the config's LR key (``"SOLVER.BASE_LR"``).
+        value (float, optional): its value.
+    """
+    if configured is None:
+        return
+    fix = f"start a new run from its weights: {weights_hint.format(path=path)}"
+    for where, saved in _saved_base_lrs(checkpoint):
+        try:
+            check_base_lrs(saved, configured, subject=f"{what} {path!r}", saved_key=where,
+                           config_key=key, config_value=value, fix=fix)  # fmt: skip
+        except ValueError as err:
+            raise BudgetResumeError(str(err)) from None
+
+
+def check_scheduler_base_lrs(scheduler: Any, state_dict: Any, *, fix: str) -> None:
+    """Refuse (one line, :class:`~budgeted.errors.BudgetResumeError`) a saved LR scheduler state
+    whose ``base_lrs`` are not ``scheduler``'s own, before it is loaded: the LRs of the optimizer
+    the trainer built from the config, per param group
+    (:func:`~budgeted.schedules.base_lrs.check_base_lrs`). Any trainer that builds our
+    schedulers checks it (a user's ``DefaultTrainer`` subclass too).
+
+    Args:
+        scheduler: the scheduler the state is loaded into (``base_lrs``; ``BASE_LR_KEY``, the
+            config's key of the base LR, default ``SOLVER.BASE_LR``).
+        state_dict: the saved state (untrusted).
+        fix (str): what else to do, for the message.
+    """
+    saved = state_dict.get("base_lrs") if isinstance(state_dict, dict) else None
+    try:
+        check_base_lrs(
+            saved,
+            [float(v) for v in scheduler.base_lrs],
+            subject="cannot resume: the checkpoint",
+            saved_key="the LR scheduler's base_lrs",
+            config_key=getattr(scheduler, "BASE_LR_KEY", "SOLVER.BASE_LR"),
+            fix=fix,
+        )
+    except ValueError as err:
+        raise BudgetResumeError(str(err)) from None
 
 
 def _scheduler_state(checkpoint: Any) -> dict[str, Any]:

@@ -57,7 +57,7 @@ from ..schedules import (
     parse_duration,
 )
 from .budget_keys import on_resume
-from .stops import Undecayed
+from .stops import Undecayed, check_scheduler_base_lrs
 
 __all__ = [
     "TimeBudgetHook",
@@ -114,8 +114,13 @@ class TimeBudgetLRScheduler(BudgetTimeLR):
     a refused resume is a ``BudgetResumeError`` (one line)."""
 
     LOGGER = "detectron2.budgeted"
+    RESUME_FIX = (
+        "resume with the checkpoint's time budget and base LR, or start a new run from its "
+        "weights: MODEL.WEIGHTS <checkpoint>, no --resume, another OUTPUT_DIR"
+    )
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        check_scheduler_base_lrs(self, state_dict, fix=self.RESUME_FIX)
         try:
             super().load_state_dict(state_dict)
         except (BudgetMismatchError, BudgetReplanError) as err:

@@ -19,7 +19,7 @@ from detectron2.utils import comm
 from ..pytorch import BudgetTimeLR
 from .checkpoint import CheckpointAtHook, use_safe_checkpointer
 from .preemption import PreemptionHook
-from .solver import build_lr_scheduler, check_budget
+from .solver import acting_on_trainer_keys, build_lr_scheduler, check_budget
 from .stops import StopsInOneLine
 from .time_budget import TimeBudgetHook
 
@@ -79,7 +79,7 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
 
     def __init__(self, cfg: CfgNode) -> None:
         check_budget(cfg, comm.get_world_size())  # one line, before the model is built
-        with ddp_on_cpu(cfg):
+        with ddp_on_cpu(cfg), acting_on_trainer_keys():  # its build_hooks acts on them
             super().__init__(cfg)
         # DefaultTrainer has no build_checkpointer: its checkpointer replaced everywhere
         # (trainer.checkpointer and the hooks build_hooks gave it to) by the safe one

@@ -408,13 +408,17 @@ def family(framework: str, toy: bool = False, task: str | None = None) -> Config
     """
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
-    found = [
-        f for f in FAMILIES.values() if f.framework == framework and f.name.endswith("_toy") == toy
-    ]
+    every = [f for f in FAMILIES.values() if f.framework == framework]
+    found = [f for f in every if f.name.endswith("_toy") == toy]
     tasks = [f.task for f in found]
+    kind = "toy" if toy else "full-size"
+    if task and not any(f.task == task for f in found) and any(f.task == task for f in every):
+        others = " or ".join(t for t in tasks if t)
+        also = f", or {'--toy ' if toy else ''}--task {others}" if others else ""
+        raise ValueError(f"{framework} --task {task} has no {kind} family; allowed: "
+                         f"{'leave out --toy' if toy else '--toy'}{also}")  # fmt: skip
     if not found:
         other = "leave out --toy" if toy else "--toy"
-        kind = "toy" if toy else "full-size"
         raise ValueError(f"{framework} has no {kind} family; allowed: {other}")
     if task:
         found = [f for f in found if f.task == task]

@@ -15,6 +15,7 @@ from mmengine.config import Config
 from mmengine.registry import PARAM_SCHEDULERS, Registry
 
 from ..schedules import BudgetMismatchError, check_on_resume
+from .base_lrs import check_resume_base_lrs
 from .config_edits import is_budget_entry, scheduler_entries, scheduler_groups
 from .grad_norm import FullGradNormHook
 from .hooks import CheckpointAtHook, DivergenceHook, PreemptionHook
@@ -173,7 +174,9 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
         path (str): its file, for messages.
 
     Raises:
-        BudgetMismatchError: one line saying what differs and what to do.
+        BudgetMismatchError: one line saying what differs and what to do; also for a checkpoint
+            whose base LRs are not the ones the config gives each param group
+            (:func:`~budgeted.mmengine.base_lrs.check_resume_base_lrs`).
     """
     saved_all = checkpoint.get("param_schedulers")
     built = {(group, index): sched for group, index, sched in build_budget_schedulers(cfg)}
@@ -202,6 +205,7 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
                     "schedulers; to train another schedule, start a new run from its weights with "
                     f"load_from={path} and resume=False"
                 )
+    check_resume_base_lrs(cfg, checkpoint, path)
 
 
 def check_budget_hooks(cfg: Config) -> None:

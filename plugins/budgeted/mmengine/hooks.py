@@ -57,6 +57,7 @@ from ..safety.preemption import (
     signal_name,
 )
 from ..safety.ranks import agree_max
+from ..schedules.base_lrs import base_lr_in_use
 
 __all__ = [
     "AtomicCheckpointHook",
@@ -376,15 +377,28 @@ def _loss_code(outputs: Any) -> int:
 
 
 def _base_lr(runner: Any) -> float | None:
-    """The optimizer's configured learning rate (``optim_wrapper.optimizer.lr``); the first
-    optimizer's with several (``OptimWrapperDict``)."""
-    wrapper = runner.optim_wrapper
-    wrappers = getattr(wrapper, "optim_wrappers", None) or {"": wrapper}
-    for each in wrappers.values():
-        lr = getattr(getattr(each, "optimizer", None), "defaults", {}).get("lr")
-        if isinstance(lr, (int, float)):
-            return float(lr)
-    return None
+    """The base LR in use: the runner's LR schedulers' ``base_values`` (what they multiply: a
+    resumed checkpoint's, not the config's), else the param groups' ``initial_lr`` (``lr``
+    without a scheduler); the largest, or the first that is not finite
+    (:func:`~budgeted.schedules.base_lrs.base_lr_in_use`); the first optimizer's with several
+    (``OptimWrapperDict``)."""
+    schedulers = getattr(runner, "param_schedulers", None)
+    if isinstance(schedulers, Mapping):
+        schedulers = next(iter(schedulers.values()), None)
+    values = [
+        value
+        for scheduler in (schedulers if isinstance(schedulers, list) else [])
+        if getattr(scheduler, "param_name", None) == "lr"
+        for value in getattr(scheduler, "base_values", [])
+    ]
+    if not values:
+        wrapper = runner.optim_wrapper
+        wrappers = getattr(wrapper, "optim_wrappers", None) or {"": wrapper}
+        for each in wrappers.values():
+            groups = getattr(getattr(each, "optimizer", None), "param_groups", None) or []
+            values = [g.get("initial_lr", g.get("lr")) for g in groups]
+            break
+    return base_lr_in_use(values)
 
 
 @HOOKS.register_module()

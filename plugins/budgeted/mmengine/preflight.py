@@ -10,8 +10,9 @@ later has already changed the folder). In order:
 2. its budget schedulers and this package's hooks, built with their arguments
    (:mod:`budgeted.mmengine.config_checks`; a scheduler on the config's optimizer over a
    stand-in parameter);
-3. the data folders, the work dir (writable, not locked, not another run's) and the files the
-   model loads (:mod:`budgeted.mmengine.input_checks`);
+3. the data folders, the annotation files of MMPretrain ``CustomDataset`` sets
+   (:mod:`budgeted.mmengine.annotation_checks`), the work dir (writable, not locked, not another
+   run's) and the files the model loads (:mod:`budgeted.mmengine.input_checks`);
 4. the file to load or resume (:func:`budgeted.mmengine.resume.plan_load`: loaded safely,
    resumable, the same budget, not finished), which the returned config then names;
 5. the reliability hooks and the CPU launcher's settings, added to the config.
@@ -23,16 +24,20 @@ Each refusal is one line (a ``ValueError``, ``FileNotFoundError`` or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import os.path as osp
 import sys
+import warnings
+from collections.abc import Iterator
 
 from mmengine.config import Config
 from mmengine.logging import print_log
 
 from ..config_files import find_config
 from ..runs.mmengine import WorkDirLock, check_new_run_folder
+from .annotation_checks import check_annotation_files
 from .config_checks import (
     check_budget_hooks,
     check_budget_schedulers,
@@ -61,6 +66,7 @@ from .resume import plan_load
 
 __all__ = [
     "DATA_HINTS",
+    "IMPORT_WARNINGS",
     "check_base_chain",
     "check_data_roots",
     "check_init_checkpoints",
@@ -70,6 +76,25 @@ __all__ = [
     "load_config",
     "preflight",
 ]
+
+
+IMPORT_WARNINGS: tuple[tuple[type[Warning], str], ...] = (
+    (FutureWarning, r"`torch\.jit\.script` is deprecated\. Please switch to"),
+)
+"""``(category, message regex)`` of the warnings that importing a codebase prints while the
+checks look its classes up, which say nothing about the run: fvcore (imported by MMPretrain's and
+MMDetection's models through Detectron2) calls ``torch.jit.script`` at import, which torch now
+says is deprecated."""
+
+
+@contextlib.contextmanager
+def quiet_import_warnings() -> Iterator[None]:
+    """Ignore exactly :data:`IMPORT_WARNINGS` inside (other warnings are shown as before), so
+    that a refusal is the only line on stderr."""
+    with warnings.catch_warnings():
+        for category, message in IMPORT_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=category)
+        yield
 
 
 def _one_line(err: BaseException) -> str:
@@ -127,11 +152,18 @@ def preflight(args: argparse.Namespace) -> Config:
     Example:
         ``cfg = preflight(parse_args(["pspnet_r18-toy_cityscapes_budget10"]))``
     """
+    with quiet_import_warnings():  # the checks import the codebase's modules first
+        return _checked_config(args)
+
+
+def _checked_config(args: argparse.Namespace) -> Config:
+    """:func:`preflight`'s checks and edits, in order."""
     cfg = _edited_config(args)
     check_scheduler_types(cfg)
     check_budget_schedulers(cfg)
     check_budget_hooks(cfg)
     check_data_roots(cfg)
+    check_annotation_files(cfg)
     check_writable(cfg.work_dir)
     if args.launcher == "none":  # several ranks agree on the lock once their group is up
         WorkDirLock(cfg.work_dir).check()

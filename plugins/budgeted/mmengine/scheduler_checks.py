@@ -150,9 +150,12 @@ def check_scheduler_arguments(
     begin: Any,
     end: Any,
     warmup_iters: Any,
-    by_epoch: bool,
+    by_epoch: bool | None,
 ) -> None:
     """The arguments of a budget scheduler, before it is built (no optimizer, no runner).
+
+    ``by_epoch=None``: the entry does not set it, and MMEngine's default (True) applies; the
+    refusal then says so, since the config never wrote ``by_epoch=True``.
 
     Raises:
         BudgetConfigError: one line naming the argument, its value and what is allowed.
@@ -162,6 +165,14 @@ def check_scheduler_arguments(
         ...                           warmup_iters=5, by_epoch=False)
     """
     _check_schedule_arguments(name, schedule, params)
+    if by_epoch is None:
+        raise BudgetConfigError(
+            f"{name}: by_epoch is not set, and MMEngine's default makes it True (a schedule in "
+            "epochs) without convert_to_iter_based=True; the budget is planned in iterations: "
+            "write by_epoch=False in this param_scheduler entry of an iteration-based config "
+            "(IterBasedTrainLoop), or by_epoch=True, convert_to_iter_based=True in an "
+            "epoch-based one (budgeted-train-seg fills it in from the train loop)"
+        )
     if by_epoch:
         raise BudgetConfigError(
             f"{name}: by_epoch=True without convert_to_iter_based=True; the budget is planned "

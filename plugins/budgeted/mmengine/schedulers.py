@@ -35,6 +35,7 @@ from ..schedules import (
     check_on_resume,
     on_schedule_registered,
 )
+from .base_lrs import check_scheduler_base_values
 from .scheduler_checks import (
     RESUME_NAMES,
     check_budget_resume,
@@ -85,8 +86,8 @@ class BudgetParamScheduler(_ParamScheduler):
         end (int): the iteration after the budget; the runner fills a missing ``end`` with
             ``train_cfg.max_iters``.
         last_step (int): as in MMEngine. Defaults to -1.
-        by_epoch (bool): must be False, or True with ``convert_to_iter_based=True`` (the budget
-            is planned in iterations). Defaults to True, as in MMEngine.
+        by_epoch (bool, optional): must be False, or True with ``convert_to_iter_based=True``
+            (the budget is planned in iterations). Not given: True, as in MMEngine (refused).
         verbose (bool): as in MMEngine. Defaults to False.
         on_resume (str, optional): what a resume does with a checkpoint of another
             ``train_cfg.max_iters``: ``"refuse"`` (one line) or ``"replan"``: the value goes on from
@@ -120,7 +121,7 @@ class BudgetParamScheduler(_ParamScheduler):
         begin: int = 0,
         end: int = INF,
         last_step: int = -1,
-        by_epoch: bool = True,
+        by_epoch: bool | None = None,
         verbose: bool = False,
         on_resume: str | None = None,
         **params: Any,
@@ -153,7 +154,7 @@ class BudgetParamScheduler(_ParamScheduler):
             begin=begin,
             end=end,
             last_step=last_step,
-            by_epoch=by_epoch,
+            by_epoch=True if by_epoch is None else by_epoch,  # MMEngine's default
             verbose=verbose,
         )
 
@@ -385,9 +386,10 @@ class BudgetParamScheduler(_ParamScheduler):
     def _resume_time(self, state_dict: Mapping[str, Any]) -> str | None:
         """Go on with a checkpoint's clock (:meth:`budgeted.schedules.clock.TimeBudget.resume`)."""
         assert self._time is not None and self._clock is not None
-        elapsed = float((state_dict.get("clock") or {}).get("elapsed", 0.0))
         try:
-            line = self._time.resume(state_dict.get("time_budget"), elapsed, self.on_resume)
+            elapsed, line = self._time.resume_from(
+                state_dict, self.on_resume, owner=type(self).__name__
+            )
         except BudgetReplanError as err:
             raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
         if line is not None:
@@ -397,7 +399,10 @@ class BudgetParamScheduler(_ParamScheduler):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget, or re-plan
-        it (``on_resume="replan"``)."""
+        it (``on_resume="replan"``); refuse one whose ``base_values`` are not this scheduler's,
+        the config's LR of each param group
+        (:func:`~budgeted.mmengine.base_lrs.check_scheduler_base_values`)."""
+        check_scheduler_base_values(self, state_dict)
         timed = self._resume_time(state_dict) if self._time is not None else None
         plan, line = self.check_resume(state_dict.get("budget"), at=resume_step(state_dict))
         keep = ("end", "budget") if line is not None else ()  # a re-plan keeps the new end

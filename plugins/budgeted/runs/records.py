@@ -26,6 +26,7 @@ __all__ = [
     "non_finite_loss",
     "number",
     "read_json_lines",
+    "shown",
 ]
 
 
@@ -121,7 +122,8 @@ retrained), ``failed`` (rerun to retry) or ``interrupted`` (rerun to resume)."""
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    found = number(value)  # an integer too large for a float is none
+    return found is not None and math.isfinite(found)
 
 
 def _strings(value: Any) -> bool:
@@ -196,7 +198,16 @@ def cell_record_problem(record: Mapping[str, Any]) -> str | None:
     """
     for key, (ok, allowed) in _CELL_FIELDS.items():
         if key in record and not ok(record[key]):
-            shown = repr(record[key])
-            shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
-            return f"its {key} {shown} is not {allowed}"
+            return f"its {key} {shown(record[key])} is not {allowed}"
     return None
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` as a one-line message shows a value read from a file: cut to 60
+    characters (a 400-digit integer, a long list).
+
+    >>> shown(0.5), shown(10**100)
+    ('0.5', '100000000000000000000000000000000000000000000000000000000...')
+    """
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."

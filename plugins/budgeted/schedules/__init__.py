@@ -8,8 +8,11 @@ framework). Import every public name from here: ``from budgeted.schedules import
 - :mod:`~budgeted.schedules.budget`: :class:`BudgetSchedule`, a warmup then a schedule over a
   budget ``T`` (``p = (e - W) / (T - W)``), its state and its resume rules (refuse, re-plan,
   branch);
-- :mod:`~budgeted.schedules.units`: a budget stated in fractions, epochs or images, as iterations;
-- :mod:`~budgeted.schedules.clock`: a budget of training seconds, on a clock every rank agrees on.
+- :mod:`~budgeted.schedules.units`: a budget stated in fractions, epochs or images, as iterations
+  (and the rule of every count: :func:`whole_number`);
+- :mod:`~budgeted.schedules.clock`: a budget of training seconds, on a clock every rank agrees on;
+- :mod:`~budgeted.schedules.state`: the rules a scheduler state read from a checkpoint must keep
+  (:func:`check_state`).
 
 >>> BudgetSchedule("linear", total=1000, warmup=0)(250)
 0.75
@@ -45,7 +48,8 @@ from .registry import (
     schedule_names,
     schedule_params,
 )
-from .units import BUDGET_FRACTIONS, budget_iters
+from .state import check_state
+from .units import BUDGET_FRACTIONS, budget_iters, whole_number
 
 __all__ = [
     "BUDGET_FRACTIONS",
@@ -66,6 +70,7 @@ __all__ = [
     "budget_iters",
     "check_on_resume",
     "check_params",
+    "check_state",
     "constant",
     "cosine",
     "exp",
@@ -85,5 +90,6 @@ __all__ = [
     "schedule_names",
     "schedule_params",
     "step",
+    "whole_number",
     "wsd",
 ]

@@ -47,6 +47,8 @@ from .budget import (
     check_on_resume,
 )
 from .registry import same_params
+from .state import ELAPSED, check_state, plain_value
+from .units import whole_number
 
 __all__ = [
     "DECAYED_PROGRESS",
@@ -238,6 +240,7 @@ class TimeBudget:
 
     def __post_init__(self) -> None:
         self.seconds = parse_duration(self.seconds)
+        self.warmup_iters = whole_number("warmup_iters", self.warmup_iters, least=0)
         # the warmup, in iterations (validates schedule, warmup and parameters too)
         self._warmup = BudgetSchedule(
             self.schedule,
@@ -329,6 +332,30 @@ class TimeBudget:
 
     MEASURED = ("warmup_seconds", "replan")
     """State keys measured or recorded during training, not stated by a config."""
+
+    def resume_from(
+        self, state: Mapping[str, Any], on_resume: str = "refuse", *, owner: str
+    ) -> tuple[float, str | None]:
+        """Go on from a time-budget scheduler's checkpointed ``state`` (its ``time_budget`` and
+        ``clock``): the training seconds to restore the clock to, and the line to log
+        (:meth:`resume`). A time budget's state whose clock is missing (the whole budget granted
+        again) or not a number of seconds >= 0 (time granted again) is refused in one line
+        (:data:`budgeted.schedules.state.ELAPSED`; ``owner`` names the scheduler).
+
+        >>> budget = TimeBudget("linear", 100, warmup_iters=0)
+        >>> saved = {"time_budget": budget.state(), "clock": {"elapsed": -5.0}}
+        >>> budget.resume_from(saved, owner="BudgetTimeLR")
+        Traceback (most recent call last):
+        budgeted.errors.BudgetResumeError: cannot resume: the checkpoint's BudgetTimeLR state has \
+clock.elapsed=-5.0; allowed: a finite number >= 0 (the training seconds spent); resume from \
+another checkpoint, or start a new run from its weights
+        """
+        saved = state.get("time_budget")
+        elapsed = 0.0  # not a time budget's state: resume() refuses it, naming what it is
+        if isinstance(saved, Mapping) and "seconds" in saved:
+            check_state(state, {"clock.elapsed": ELAPSED}, owner=owner)
+            elapsed = float(plain_value(state["clock"]["elapsed"]))
+        return elapsed, self.resume(saved, elapsed, on_resume)
 
     def resume(
         self, saved: Mapping[str, Any] | None, elapsed: float, on_resume: str = "refuse"

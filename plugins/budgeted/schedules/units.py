@@ -12,18 +12,41 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
+
+from ..errors import BudgetConfigError
 
 BUDGET_FRACTIONS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
 """The paper's budgets, as fractions of a full schedule."""
 
 
+def whole_number(name: str, value: Any, *, least: int = 1) -> int:
+    """``value`` as a plain ``int`` if it is a whole number (Python's or NumPy's, ``100.0``
+    too) ``>= least``: the rule of every count of iterations, images or steps (fractions, epochs
+    and seconds may be fractional; a count may not).
+
+    Raises:
+        BudgetConfigError: ``<name>=<value> is invalid; allowed: a whole number > 0`` (``>= 0``
+        with ``least=0``).
+
+    >>> whole_number("total_iters", 100.0), whole_number("warmup_iters", 0, least=0)
+    (100, 0)
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < least or value != int(value):
+        bound = "> 0" if least == 1 else f">= {least}"
+        raise BudgetConfigError(f"{name}={value!r} is invalid; allowed: a whole number {bound}")
+    return int(value)
+
+
 def _positive(name: str, value: float | None, *, integer: bool = False) -> float:
     """``value`` (Python's or NumPy's) as a plain ``int`` / ``float``; one-line ValueError."""
+    if integer:
+        return whole_number(f"budget {name}", value)
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value <= 0 or (integer and value != int(value)):
-        what = "a whole number > 0" if integer else "a number > 0"
-        raise ValueError(f"budget {name}={value!r} is invalid; allowed: {what}")
-    return int(value) if integer or isinstance(value, numbers.Integral) else float(value)
+    if not ok or value <= 0:
+        raise ValueError(f"budget {name}={value!r} is invalid; allowed: a number > 0")
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 _USES = {

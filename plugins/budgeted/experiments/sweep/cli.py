@@ -44,7 +44,7 @@ from .slurm import (
 )
 from .status import status_main
 
-__all__ = ["main", "parse_args", "print_dry_run"]
+__all__ = ["build_parser", "main", "parse_args", "print_dry_run"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,12 +56,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.label}: error: {message}\n")
 
 
-def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """The sweep's arguments and the overrides after ``--``."""
-    argv = list(argv)
-    cut = argv.index("--") if "--" in argv else len(argv)
+def build_parser() -> _Parser:
+    """``budgeted-sweep``'s parser: every option it takes (``--status`` included), with its help."""
     parser = _Parser(prog="budgeted-sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument("framework", help=f"one of: {', '.join(FRAMEWORKS)}")
+    parser.add_argument(
+        "framework", nargs="?", help=f"one of: {', '.join(FRAMEWORKS)} (not with --status)"
+    )
+    parser.add_argument(
+        "--status", type=Path, metavar="OUT",
+        help="print where each cell of the sweep folder OUT stands (done, running, queued, ...: "
+        "docs/sweeps.md) and run nothing; takes no other argument",
+    )  # fmt: skip
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
     parser.add_argument(
         "--task", help="where a framework ships several families: mmpretrain cifar10 or imagenet"
@@ -108,7 +113,34 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         "(OMP_NUM_THREADS, MKL_NUM_THREADS; default: 1, one cell at a time)",
     )  # fmt: skip
     add_slurm_arguments(parser)
+    return parser
+
+
+def _status_only(parser: _Parser, argv: list[str]) -> None:
+    """``--status OUT`` takes no other argument: one line naming the others."""
+    rest, skip = [], False
+    for token in argv:
+        if skip or token == "--status" or token.startswith("--status="):
+            skip = token == "--status" and not skip
+            continue
+        rest.append(token)
+    if rest:
+        parser.error(f"--status takes only the sweep folder; got also {' '.join(rest)}; "
+                     "allowed: budgeted-sweep --status OUT")  # fmt: skip
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The sweep's arguments and the overrides after ``--`` (``args.status``: the folder of
+    ``--status OUT``, nothing else given; else None)."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    parser = build_parser()
     args = parser.parse_args(argv[:cut])
+    if args.status is not None:
+        _status_only(parser, argv)
+        return args, []
+    if args.framework is None:
+        parser.error("the following arguments are required: framework")
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs} is invalid; allowed: a whole number >= 1 (cells at "
                      "once on this machine)")  # fmt: skip
@@ -146,9 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--status" in argv[: argv.index("--") if "--" in argv else len(argv)]:
-        return status_main(argv)
     args, extra = parse_args(argv)
+    if args.status is not None:
+        return status_main(args.status)
     try:
         return _sweep(args, extra)
     except KeyboardInterrupt:  # before the cells run (planning, writing the toy set)

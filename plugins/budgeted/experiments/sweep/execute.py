@@ -299,23 +299,28 @@ def try_status(plan: Plan, code: int, interrupted: bool) -> str:
     """What a try that ended with exit status ``code`` came to (one of
     :data:`budgeted.runs.records.CELL_STATUSES`); ``plan.final`` holds its result, if any.
 
-    :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`: ``diverged``; a signal: ``interrupted``;
-    0 or :data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE` with the final evaluation logged:
+    :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`: ``diverged``; a signal: ``interrupted``,
+    unless the run's final evaluation was written before it came (then the run is whole, as the
+    sweep's plan and the report read it); 0 or
+    :data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE` with the final evaluation logged:
     ``finished`` or ``undecayed`` (``diverged`` where the log holds a non-finite loss all the
     same: a tool that trained on through it); anything else: ``failed``.
     """
     plan.final, plan.note = None, last_log_line(plan)
     if code == DIVERGED_EXIT_CODE:
         return "diverged"
-    if interrupted and code != 0:
-        return "interrupted"
-    if code not in (0, UNDECAYED_EXIT_CODE):
+    stopped = interrupted and code not in (0, UNDECAYED_EXIT_CODE)
+    if code not in (0, UNDECAYED_EXIT_CODE) and not stopped:
         return "failed"
     try:
         final = read_final(plan.family, plan.budget, plan.run_dir)
     except ReportError as err:
+        if stopped:
+            return "interrupted"
         plan.note = f"its final metric cannot be read: {err}"
         return "failed"
+    if stopped and final is None:
+        return "interrupted"
     recorded = "undecayed" if code == UNDECAYED_EXIT_CODE else None
     status = run_status(plan.family.framework, plan.run_dir, final, recorded)
     if status is None:

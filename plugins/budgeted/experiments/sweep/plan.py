@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...config_files import config_root
 from ...errors import SweepError
+from ...runs.records import shown
 from ...schedules import schedule_names
 from ..families import ConfigFamily
 from .commands import (
@@ -31,15 +32,18 @@ from .commands import (
 )
 from .records import (
     CELL_FILE,
+    SEED_LIMIT,
     SWEEP_FILE,
     SWEEP_LOCK,
     CellKey,
     Final,
     cell_name,
+    check_no_links,
     family_label,
     holds_run,
     read_final,
     read_record,
+    read_sweep,
     run_status,
 )
 
@@ -183,6 +187,8 @@ def parse_seed(text: str) -> int:
     """A seed of ``--seeds``: an integer >= 0; :class:`SweepError`."""
     if not (text.isascii() and text.isdigit()):
         raise SweepError(f"--seeds value {text!r} is not an integer >= 0; allowed: e.g. 0 1 2")
+    if int(text) >= SEED_LIMIT:  # what numpy seeds (and the sweep's records take)
+        raise SweepError(f"--seeds value {shown(text)} is not below 2**32; allowed: e.g. 0 1 2")
     return int(text)
 
 
@@ -293,7 +299,7 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
         raise SweepError(f"--out {out} is a file; allowed: a new folder or a sweep folder")
     record = out / SWEEP_FILE
     if record.is_file():
-        meta = read_record(record)
+        meta = read_sweep(out).meta  # every record and cell folder checked
         if (meta["framework"], meta["family"]) != (args.framework, label):
             raise SweepError(
                 f"--out {out} holds a {meta['framework']} sweep of {meta['family']}; allowed: "
@@ -344,6 +350,7 @@ def plan_cell(
     else:
         config, switch = configs[config_schedule, budget], []
     run_dir = out / cell_name(*key)
+    check_no_links(run_dir)  # never written (nor read) through a link
     spec = {
         "framework": framework,
         "schedule": schedule,
@@ -414,6 +421,7 @@ def plan_evaluations(
         if not (source / SWEEP_FILE).is_file():
             raise SweepError(f"--evaluate-from {source} is not a sweep folder (no {SWEEP_FILE}); "
                              "allowed: folders written by budgeted-sweep --out")  # fmt: skip
+        read_sweep(source)  # its records, cell folders and final metrics checked
     if args.toy and data is not None and not toy_data(fam, data)[1]:
         raise SweepError(
             f"--data {data} holds no toy set to evaluate on; allowed: a folder with one "

@@ -7,6 +7,10 @@ resumed), and ``budgeted-report`` / ``budgeted-rank`` read whole sweep folders w
 :class:`~budgeted.runs.RunFolderReader` (:func:`budgeted.runs.reader`); a record is read as JSON
 and checked field by field (:func:`read_record`), never run.
 
+A sweep folder is untrusted: :func:`read_sweep` (the report's, ``--status``'s and the sweep's way
+in) checks every value against what it may be, keeps every path inside the folder
+(:func:`check_no_links`) and every final metric in its tool's range; else one line.
+
 This module imports no framework.
 """
 
@@ -14,28 +18,35 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ...errors import RecordError, ReportError
 from ...runs import reader
-from ...runs.records import cell_record_problem, non_finite_loss
+from ...runs.records import cell_record_problem, non_finite_loss, number, shown
+from ...schedules import schedule_names
 from ..families import FAMILIES, ConfigFamily, budget_tag
 
 __all__ = [
     "CELL_FILE",
     "LOGGED_AS_FRACTION",
     "METRICS",
+    "NAN_LOGGED",
     "NOTHING_PREDICTED",
+    "SEED_LIMIT",
     "SWEEP_FILE",
     "SWEEP_LOCK",
     "Cell",
     "CellKey",
+    "CellRecord",
     "Final",
     "Sweep",
+    "SweepRecords",
     "cell_key",
     "cell_name",
+    "check_no_links",
     "divergence",
     "family_label",
     "family_of",
@@ -44,6 +55,7 @@ __all__ = [
     "number_text",
     "read_final",
     "read_record",
+    "read_sweep",
     "run_status",
 ]
 
@@ -71,6 +83,12 @@ NOTHING_PREDICTED = {"detectron2": "logged as NaN", "mmdet": "not logged"}
 """framework -> how its COCO evaluation logs a metric when the model predicted nothing: the
 report counts such a metric as 0, the COCO AP of no detections, and names the run. Other
 frameworks' metrics are never missing from a finished run's final evaluation."""
+NAN_LOGGED = frozenset({"detectron2"})
+"""Frameworks that log NaN for a model that predicted nothing; any other NaN is not a result."""
+SEED_LIMIT = 2**32
+"""Seeds are integers in [0, ``SEED_LIMIT``), numpy's (Detectron2's SEED, randomness.seed)."""
+_FINAL_LOGS = {"detectron2": "metrics.json", "pytorch": "metrics.jsonl"}
+"""framework -> its final evaluation's log (else MMEngine's: ``*/vis_data/scalars.json``)."""
 
 
 @dataclass
@@ -196,10 +214,7 @@ def read_record(path: Path) -> dict[str, Any]:
     else:
         problem = _record_problem(path.name, value)
     if problem is not None:
-        raise ReportError(
-            f"{path} is not a sweep record: {problem}; allowed: a JSON object written by "
-            "budgeted-sweep (move the file away to start that sweep or cell over)"
-        )
+        raise _not_a_record(path, problem)
     return value
 
 
@@ -213,24 +228,30 @@ def _record_problem(name: str, value: Any) -> str | None:
     if name == SWEEP_FILE:
         if not all(isinstance(value[k], str) for k in ("framework", "family")):
             return "its framework or family is not a name"
-        try:
-            if not isinstance(value["cells"], list):
-                raise TypeError
-            for cell in value["cells"]:
-                if not isinstance(cell, list):
-                    raise TypeError
-                cell_key(*cell)
-        except (TypeError, ValueError, OverflowError):
+        cells = value["cells"]
+        if not isinstance(cells, list) or not all(
+            isinstance(c, list) and 2 <= len(c) <= 4 for c in cells
+        ):
             return "its cells are not [schedule, budget(, lr, seed)] lists"
+        for cell in cells:
+            try:
+                cell_key(*cell)
+            except ValueError as err:
+                return f"its cell {shown(cell)}: {err}"
         return None
     try:
         cell_key(value["schedule"], value["budget"], value.get("lr"), value.get("seed"))
-    except (TypeError, ValueError, OverflowError):
-        return (
-            f"its budget {value['budget']!r}, lr {value.get('lr')!r} or seed "
-            f"{value.get('seed')!r} is not a number"
-        )
+    except ValueError as err:
+        return f"its {err}"
     return cell_record_problem(value)
+
+
+def _not_a_record(path: Path, problem: str) -> ReportError:
+    """The one line of a sweep record that is not one (:func:`read_record`'s)."""
+    return ReportError(
+        f"{path} is not a sweep record: {problem}; allowed: a JSON object written by "
+        "budgeted-sweep (move the file away to start that sweep or cell over)"
+    )
 
 
 def family_of(label: str) -> ConfigFamily:
@@ -257,6 +278,7 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
         raise ReportError(str(err)) from None
     if found is None or (not found and fam.framework not in NOTHING_PREDICTED):
         return None
+    _check_final(fam.framework, run_dir, found)
     if not found:  # validated, but no metric logged: the model predicted nothing
         found = {key: math.nan for _, key in METRICS[fam.framework]}
     scale = 100.0 if fam.framework in LOGGED_AS_FRACTION else 1.0
@@ -267,6 +289,26 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
         return Final(fam.iters(budget), metrics)
     empty = tuple(n for n, _ in METRICS[fam.framework] if math.isnan(metrics.get(n, math.nan)))
     return Final(fam.iters(budget), {**metrics, **dict.fromkeys(empty, 0.0)}, empty)
+
+
+def _check_final(framework: str, run_dir: Path, found: dict[str, float]) -> None:
+    """Refuse a reported final metric outside the range its tool logs it in: [0, 1] where
+    :data:`LOGGED_AS_FRACTION`, else [0, 100] (percent); NaN only where :data:`NAN_LOGGED`. It
+    is not a result: one line naming the log and the value."""
+    low, high = 0.0, 1.0 if framework in LOGGED_AS_FRACTION else 100.0
+    nan = framework in NAN_LOGGED
+    for _, key in METRICS[framework]:
+        value = found.get(key)
+        if value is None or low <= value <= high or (nan and math.isnan(value)):
+            continue
+        log = sorted(run_dir.glob(_FINAL_LOGS.get(framework, "*/vis_data/scalars.json")))[-1]
+        unit = "as a fraction" if high == 1.0 else "in percent"
+        raise ReportError(
+            f"{log}: its final {key} {value!r} is not a result; allowed: a number in "
+            f"[{low:g}, {high:g}]{' or NaN' if nan else ''} ({framework} logs {key} {unit}"
+            f"{', NaN where the model predicted nothing' if nan else ''}; move the cell's "
+            "folder away to train it again)"
+        )
 
 
 def run_status(framework: str, run_dir: Path, final: Final | None, recorded: Any) -> str | None:
@@ -304,52 +346,151 @@ def holds_run(framework: str, run_dir: Path) -> bool:
     return run_dir.is_dir() and bool(reader(framework).holds_run(run_dir))
 
 
-def load_sweep(path: Path) -> Sweep:
-    """Read a sweep folder: planned cells (``sweep.json``) plus started ones, with final metrics."""
+def check_no_links(path: Path) -> None:
+    """Refuse a path of a sweep folder (a cell folder, ``sweep.json``) that is a symbolic link, or
+    a folder that holds one (:class:`ReportError`, one line): a sweep folder is read and written
+    only inside it (through a link a tool would read a run from, or write into, any folder)."""
+    links = [path] if path.is_symlink() else []
+    for folder, dirs, files in os.walk(path) if not links else ():
+        links += [Path(folder, n) for n in sorted(dirs + files) if Path(folder, n).is_symlink()]
+        if links:
+            break
+    if links:
+        raise ReportError(
+            f"{links[0]} is a symbolic link (to {os.readlink(links[0])}); allowed: plain files "
+            "and folders inside the sweep folder (a sweep folder is read and written only "
+            "inside it; move the link away)"
+        )
+
+
+class CellRecord(NamedTuple):
+    """A cell as :func:`read_sweep` read it: its ``sweep_cell.json`` ({} without), final metrics."""
+
+    key: CellKey
+    run_dir: Path
+    record: dict[str, Any]
+    final: Final | None
+
+
+class SweepRecords(NamedTuple):
+    """A sweep folder, checked (:func:`read_sweep`): its ``sweep.json``, family, cells."""
+
+    path: Path
+    meta: dict[str, Any]
+    family: ConfigFamily
+    cells: list[CellRecord]
+
+
+def _budget_problem(fam: ConfigFamily, budget: float) -> str | None:
+    if budget in fam.fractions:
+        return None
+    budgets = ", ".join(f"{b:g}" for b in fam.fractions)
+    return f"budget {budget:g} is not a budget of {family_label(fam)} ({budgets})"
+
+
+def _cell_problem(
+    record: dict[str, Any], key: CellKey, folder: str, fam: ConfigFamily
+) -> str | None:
+    """What is wrong with a cell record of a sweep of ``fam`` in the cell folder ``folder``."""
+    if cell_name(*key) != folder:
+        return (
+            f"its schedule, budget, lr and seed are those of the cell {cell_name(*key)}, not of "
+            f"its folder {folder}"
+        )
+    if record.get("framework", fam.framework) != fam.framework:
+        return f"its framework {shown(record['framework'])} is not the sweep's ({fam.framework})"
+    problem = _budget_problem(fam, key.budget)
+    if problem is not None:
+        return f"its {problem}"
+    names = [name for name, _ in METRICS[fam.framework]]
+    metrics = record.get("metrics") or {}
+    if not all(name in names and 0 <= value <= 100 for name, value in metrics.items()):
+        return f"its metrics {shown(metrics)} are not {', '.join(names)} in [0, 100]"
+    return None
+
+
+def read_sweep(path: Path) -> SweepRecords:
+    """Read and check a sweep folder's records and final metrics (see the module's docstring);
+    :class:`ReportError`: one line naming the file (or link), the value and what is allowed."""
     record = path / SWEEP_FILE
     if not record.is_file():
         raise ReportError(
             f"{path} is not a sweep folder (no {SWEEP_FILE}); allowed: a folder written by "
             "budgeted-sweep --out"
         )
+    for name in (SWEEP_FILE, SWEEP_LOCK):
+        check_no_links(path / name)
     meta = read_record(record)
-    if meta.get("framework") not in METRICS:
+    framework = meta["framework"]
+    if framework not in METRICS:
         raise ReportError(
-            f"{record} names framework {meta.get('framework')!r}; allowed: "
-            f"{', '.join(sorted(METRICS))}"
+            f"{record} names framework {framework!r}; allowed: {', '.join(sorted(METRICS))}"
         )
-    sweep = Sweep(path, meta["framework"], meta["family"])
-    fam = family_of(sweep.family)
-    planned = [cell_key(*cell) for cell in meta["cells"]]  # read_record checked them
-    for cell_file in sorted(path.glob(f"*/{CELL_FILE}")):
-        spec = read_record(cell_file)
+    fam = family_of(meta["family"])
+    if fam.framework != framework:
+        raise _not_a_record(record, f"its framework {framework!r} is not that of its family "
+                                    f"{meta['family']} ({fam.framework})")  # fmt: skip
+    keys: list[CellKey] = []
+    for cell in meta["cells"]:
+        key = cell_key(*cell)  # read_record checked them
+        problem = _budget_problem(fam, key.budget)
+        if problem is not None:
+            raise _not_a_record(record, f"its cell {shown(cell)}: {problem}")
+        keys += [key] if key not in keys else []
+    planned = {cell_name(*key) for key in keys}
+    records = {}
+    for child in sorted(path.iterdir()):
+        spec_file = child / CELL_FILE
+        if child.name not in planned and not spec_file.is_file():
+            continue
+        check_no_links(child)
+        if not spec_file.is_file():
+            continue
+        spec = read_record(spec_file)
         key = cell_key(spec["schedule"], spec["budget"], spec.get("lr"), spec.get("seed"))
-        if key not in planned:
-            planned.append(key)
-    for key in planned:
-        run_dir = path / cell_name(*key)
-        spec_file = run_dir / CELL_FILE
-        spec = read_record(spec_file) if spec_file.is_file() else {}
-        final = read_final(fam, key.budget, run_dir)
+        problem = _cell_problem(spec, key, child.name, fam)
+        if problem is not None:
+            raise _not_a_record(spec_file, problem)
+        records[key] = spec
+        keys += [key] if key not in keys else []
+    folders = [(key, path / cell_name(*key)) for key in keys]
+    cells = [CellRecord(k, d, records.get(k, {}), read_final(fam, k.budget, d)) for k, d in folders]
+    return SweepRecords(path, meta, fam, cells)
+
+
+def load_sweep(path: Path) -> Sweep:
+    """Read a sweep folder (:func:`read_sweep`): planned cells (``sweep.json``) plus started ones,
+    with final metrics and what each came to (:func:`run_status`)."""
+    found = read_sweep(path)
+    sweep = Sweep(path, found.meta["framework"], found.meta["family"])
+    for key, run_dir, spec, final in found.cells:
         status = run_status(sweep.framework, run_dir, final, spec.get("status"))
         final = None if status == "diverged" else final  # not a result: in no mean, no best
         sweep.cells.append(Cell(key, run_dir, final, spec.get("wall_s"), status))
     return sweep
 
 
-def cell_key(
-    schedule: str, budget: float, lr: float | None = None, seed: int | None = None
-) -> CellKey:
-    """A cell's key from a record's values; ``ValueError`` (or ``TypeError``) where they are not
-    a name, a positive budget, a positive LR or None, and an integer seed or None.
+def cell_key(schedule: Any, budget: Any, lr: Any = None, seed: Any = None) -> CellKey:
+    """A cell's key from a record's values; ``ValueError`` naming the value and what it may be
+    where they are not a registered schedule, a budget fraction in (0, 1], a positive LR or None,
+    and an integer seed in [0, :data:`SEED_LIMIT`) or None.
 
-    >>> cell_key("linear", 0.1, "0.03", 2)
+    >>> cell_key("linear", 0.1, 0.03, 2)
     CellKey(schedule='linear', budget=0.1, lr=0.03, seed=2)
+    >>> cell_key("linear", 0.1, 0.03, 1.5)
+    Traceback (most recent call last):
+    ValueError: seed 1.5 is not an integer in [0, 2**32) or null
     """
-    key = CellKey(
-        str(schedule), float(budget), None if lr is None else float(lr),
-        None if seed is None else int(seed),
-    )  # fmt: skip
-    if not all(math.isfinite(v) and v > 0 for v in (key.budget, 1.0 if key.lr is None else key.lr)):
-        raise ValueError(f"budget {budget!r} or lr {lr!r} is not a positive number")
-    return key
+    if not isinstance(schedule, str) or schedule not in schedule_names():
+        registered = ", ".join(schedule_names())
+        raise ValueError(f"schedule {shown(schedule)} is not a registered schedule ({registered})")
+    fraction, base_lr = number(budget), number(lr)
+    if fraction is None or not (math.isfinite(fraction) and 0 < fraction <= 1):
+        raise ValueError(f"budget {shown(budget)} is not a budget fraction in (0, 1]")
+    if lr is not None and (base_lr is None or not (math.isfinite(base_lr) and base_lr > 0)):
+        raise ValueError(f"lr {shown(lr)} is not a positive number or null")
+    if seed is not None and (
+        not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < SEED_LIMIT
+    ):
+        raise ValueError(f"seed {shown(seed)} is not an integer in [0, 2**32) or null")
+    return CellKey(schedule, fraction, base_lr, seed)

@@ -27,6 +27,7 @@ record and the run folder, as JSON; a sweep folder's pickles are never loaded by
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -37,7 +38,7 @@ from typing import Any
 
 from ...safety.preemption import PREEMPTED_EXIT_CODE, signal_name
 from .commands import MMENGINE_FRAMEWORKS, short
-from .plan import Plan, cell_source, committed_configs
+from .plan import Plan, cell_source, family_configs
 from .records import CELL_FILE, read_final
 from .slurm_job import CellJob, job_threads, utc_now
 from .slurm_options import (
@@ -55,7 +56,9 @@ from .status import (
     _result_text,
     ended_state,
     job_of,
+    queue_answer,
     queue_states,
+    record_job_end,
     update_cell_record,
 )
 
@@ -63,6 +66,7 @@ __all__ = [
     "OWN_OPTIONS",
     "SLURM_FLAGS",
     "SLURM_FOLDER",
+    "SLURM_PATIENCE_S",
     "CellJob",
     "SlurmOptions",
     "add_slurm_arguments",
@@ -70,11 +74,17 @@ __all__ = [
     "check_cluster",
     "job_threads",
     "parse_time",
+    "patience_s",
     "run_on_slurm",
     "slurm_options",
 ]
 
 # --- the controller -----------------------------------------------------------------------
+
+SLURM_PATIENCE_S = 600.0
+"""How long the controller waits for a Slurm controller that does not answer (``squeue``
+fails: slurmctld down or restarting) before it gives up, exit status 75: rerun the same command
+once Slurm answers (the jobs go on meanwhile). ``$BUDGETED_SLURM_PATIENCE_S`` sets it."""
 
 
 class _Stop(Exception):
@@ -137,7 +147,7 @@ def run_on_slurm(
     The sweep's exit status: 0 when every cell has a result, 1 when one failed or was cancelled,
     130 / 75 when the controller was stopped (the jobs go on; rerun to collect them)."""
     total = time.monotonic()
-    configs = committed_configs(plans[0].family) if plans else {}
+    configs = family_configs(plans[0].family) if plans else {}  # a script family: its script
     waiting: dict[str, Plan] = {}  # job id -> cell
     to_submit: list[Plan] = []
     for i, plan in enumerate(plans, 1):
@@ -156,7 +166,7 @@ def run_on_slurm(
             continue
         if job is not None:  # ended without a result: cancelled, failed, preempted for good
             ended = ended_state(job) or record.get("slurm", {}).get("state") or "gone"
-            _note_ended(plan, ended)
+            record_job_end(plan.run_dir, job, ended)
             why = "cancelled" if ended == "CANCELLED" else f"job {job} {ended.lower()}"
             print(f"{head} {why}; resubmitting ({plan.action})", flush=True)
         to_submit.append(plan)
@@ -188,6 +198,11 @@ def run_on_slurm(
     old = _stop_on_signals()
     try:
         _wait(waiting, plans)
+    except _SlurmGone as gone:
+        print(f"sweep: error: Slurm has not answered for {_minutes(patience_s())} ({gone}); "
+              f"{len(waiting)} job(s) may go on in Slurm ({_ids_text(list(waiting))}); rerun the "
+              "same command once it answers to collect them", file=sys.stderr)  # fmt: skip
+        return PREEMPTED_EXIT_CODE
     except _Stop as stop:
         print(f"sweep: stopped waiting ({stop}); {len(waiting)} job(s) go on in Slurm "
               f"({_ids_text(list(waiting))}); rerun the same command to collect them",
@@ -247,31 +262,51 @@ def _record_job(plan: Plan, job: str, submitted: str, options: SlurmOptions) -> 
     update_cell_record(plan.run_dir, change)
 
 
-def _note_ended(plan: Plan, state: str) -> None:
-    def change(record: dict[str, Any]) -> None:
-        if isinstance(record.get("slurm"), dict):
-            record["slurm"]["state"] = state
-
-    update_cell_record(plan.run_dir, change)
-
-
 def _done_text(plan: Plan) -> str:
     from .execute import skip_text
 
     return skip_text(plan)
 
 
+class _SlurmGone(Exception):
+    """Slurm has not answered for :func:`patience_s` seconds while the controller waited."""
+
+
+def patience_s() -> float:
+    """How long the controller waits for a Slurm that does not answer before it gives up:
+    ``$BUDGETED_SLURM_PATIENCE_S`` seconds, default :data:`SLURM_PATIENCE_S`."""
+    text = os.environ.get("BUDGETED_SLURM_PATIENCE_S", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return SLURM_PATIENCE_S
+    return value if value > 0 and math.isfinite(value) else SLURM_PATIENCE_S
+
+
 def _wait(waiting: dict[str, Plan], plans: Sequence[Plan]) -> None:
     """Poll the queue until every job in ``waiting`` has ended for good; print each cell as it
     ends (removing it from ``waiting``). A job must be missing from the queue twice in a row
-    (a requeued job is listed again at once)."""
+    (a requeued job is listed again at once). While Slurm does not answer, one line says so
+    (and one when it answers again); after :func:`patience_s` seconds of it, :class:`_SlurmGone`."""
     gone_once: set[str] = set()
     index = {p.run_dir.name: i for i, p in enumerate(plans, 1)}
+    silent_since: float | None = None
     while waiting:
-        states = queue_states(list(waiting))
+        states, why = queue_answer(list(waiting))
         if states is None:
+            if silent_since is None:
+                silent_since = time.monotonic()
+                print(f"[sweep] Slurm does not answer ({why}); waiting for it to answer again, up "
+                      f"to {_minutes(patience_s())} (the jobs go on meanwhile)",
+                      flush=True)  # fmt: skip
+            elif time.monotonic() - silent_since > patience_s():
+                raise _SlurmGone(why)
             time.sleep(2.0)
             continue
+        if silent_since is not None:
+            print(f"[sweep] Slurm answers again after {time.monotonic() - silent_since:.0f} s; "
+                  f"waiting for {len(waiting)} job(s)", flush=True)  # fmt: skip
+            silent_since = None
         for job, plan in list(waiting.items()):
             if job in states:
                 gone_once.discard(job)
@@ -285,10 +320,14 @@ def _wait(waiting: dict[str, Plan], plans: Sequence[Plan]) -> None:
             time.sleep(1.0)
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
 def _collect(plan: Plan, job: str, head: str) -> None:
     """A cell whose job has ended: what its record says it came to, printed in one line."""
     ended = ended_state(job) or "gone"
-    _note_ended(plan, ended)
+    record_job_end(plan.run_dir, job, ended)
     record = _record(plan)
     status = record.get("status")
     plan.status = status if status in ("finished", "undecayed", "diverged", "failed") else None

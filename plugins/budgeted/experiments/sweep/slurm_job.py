@@ -26,13 +26,15 @@ from .commands import MMENGINE_FRAMEWORKS, axis_overrides, build_command, show
 from .plan import Plan
 from .records import holds_run
 from .slurm_options import SlurmOptions
-from .status import update_cell_record
+from .status import ended_state, update_cell_record
 
-__all__ = ["GRACE_S", "CellJob", "job_threads"]
+__all__ = ["GRACE_S", "HEARTBEAT_S", "CellJob", "job_threads"]
 
 GRACE_S = 300.0
 """How long :meth:`CellJob.checkpoint` waits for the training tool to save (Slurm sends SIGTERM
 then SIGKILL after the partition's GraceTime anyway)."""
+HEARTBEAT_S = 10.0
+"""How often a running try records its wall time so far (:meth:`CellJob._heartbeat`)."""
 
 
 # --- the job -----------------------------------------------------
@@ -162,12 +164,33 @@ class CellJob:
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 preexec_fn=_job_child,
             )  # fmt: skip
+            beat = time.monotonic()
             while self._child.poll() is None:  # never a blocking wait: checkpoint() may run
                 time.sleep(0.5)
+                if time.monotonic() - beat >= HEARTBEAT_S:
+                    beat = time.monotonic()
+                    self._heartbeat()
         code = self._child.returncode
         self._child = None
-        signalled = "SIGTERM" if code == PREEMPTED_EXIT_CODE else None
+        # scancel, scontrol requeue, a time limit: SIGTERM (the tool saves and exits 75, or dies)
+        signalled = "SIGTERM" if code in (PREEMPTED_EXIT_CODE, -signal.SIGTERM) else None
         return self._finish(code, signalled, None)
+
+    def _heartbeat(self) -> None:
+        """Record the running try's wall time so far (``exit`` still null): a try killed before
+        it could record its end (SIGKILL after Slurm's ``KillWait``, a lost node) keeps it."""
+        attempt = dict(self._attempt or {})
+        attempt["wall_s"] = round(time.monotonic() - self._start, 3)
+
+        def beat(record: dict[str, Any]) -> None:
+            _put_try(record, attempt, replace_only=True)
+
+        # submitit's USR2 (checkpoint(), which writes the record too) waits until the lock is free
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+        try:
+            update_cell_record(self.plan.run_dir, beat)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _finish(self, code: int, signalled: str | None, slurm_state: str | None) -> str:
         """Record the try's end: wall time, exit status, what it came to."""
@@ -180,20 +203,19 @@ class CellJob:
         status = try_status(self.plan, code, interrupted=signalled is not None)
         plan = self.plan
 
+        if slurm_state is None and signalled is None:  # the job ends with this try
+            slurm_state = "COMPLETED"
+        elif slurm_state is None:  # scancel, scontrol requeue: Slurm says COMPLETING until the
+            asked = ended_state(attempt.get("job_id", ""))  # job ends (then the readers ask it)
+            slurm_state = asked if asked not in (None, "RUNNING") else "COMPLETING"
+
         def end_try(record: dict[str, Any]) -> None:
-            tries = record.setdefault("tries", [])
-            for i, old in enumerate(tries):  # this try, as start_try wrote it
-                if isinstance(old, dict) and old.get("started") == attempt.get("started") and \
-                        old.get("job_id") == attempt.get("job_id"):  # fmt: skip
-                    tries[i] = attempt
-                    break
-            else:
-                tries.append(attempt)
+            tries = _put_try(record, attempt)
             record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in tries), 3)
             record["exit"] = code
             record["status"] = status
             record["metrics"] = None if plan.final is None else plan.final.metrics
-            if isinstance(record.get("slurm"), dict) and slurm_state is not None:
+            if isinstance(record.get("slurm"), dict):
                 record["slurm"]["state"] = slurm_state
 
         update_cell_record(plan.run_dir, end_try)
@@ -211,6 +233,23 @@ class CellJob:
             code = _wait_exit(child.pid, GRACE_S)
             self._finish(code, signal_name(signal.SIGUSR2), "REQUEUED")
         return submitit.helpers.DelayedSubmission(self)
+
+
+def _put_try(
+    record: dict[str, Any], attempt: dict[str, Any], replace_only: bool = False
+) -> list[dict[str, Any]]:
+    """Put ``attempt`` in the record's tries in place of itself as ``start_try`` wrote it (the
+    same start and job id), else append it (``replace_only``: else leave the record alone);
+    the tries."""
+    tries = record.setdefault("tries", [])
+    for i, old in enumerate(tries):
+        if isinstance(old, dict) and old.get("started") == attempt.get("started") and \
+                old.get("job_id") == attempt.get("job_id"):  # fmt: skip
+            tries[i] = attempt
+            return tries
+    if not replace_only:
+        tries.append(attempt)
+    return tries
 
 
 def _read_cell_record_from(record: dict[str, Any], plan: Plan) -> dict[str, Any]:

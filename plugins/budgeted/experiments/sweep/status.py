@@ -8,9 +8,12 @@ under an exclusive ``flock`` of the cell's ``.sweep_cell.lock``, the new text re
 (atomic): no reader sees half a record, no writer loses another's update, and cells that end in
 any order touch only their own records.
 
-:func:`cell_states` reads only records (``sweep.json``, each ``sweep_cell.json``, as JSON, checked
-field by field) and, where Slurm answers, the queue's state of the job ids they name: it runs
-nothing from the folder.
+:func:`cell_states` reads the folder as the sweep and the report read it (records as JSON, checked
+field by field; each cell's final metrics through its framework's run-folder reader), so that a
+cell the report counts is ``done`` here too; the others from their records, the sweep's lock (a
+local sweep running now) and, where Slurm answers, the queue's state of the job ids they name. It
+runs nothing from the folder, and writes only how a job that Slurm has ended ended
+(:func:`record_job_end`). Every state it prints is in :data:`STATES` (docs/sweeps.md).
 
     $ budgeted-sweep --status output/sweep/mmseg_toy
     cell                        state       job      tries  elapsed  result
@@ -28,23 +31,30 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...errors import ReportError
+from ...errors import FolderBusyError, ReportError
 from ...safety import atomic_write_text
-from .records import CELL_FILE, SWEEP_FILE, cell_key, cell_name, read_record
+from ...safety.locks import FolderLock
+from .records import CELL_FILE, SWEEP_LOCK, read_record, read_sweep, run_status
 
 __all__ = [
     "CELL_LOCK",
     "LIVE_STATES",
+    "STATES",
     "CellState",
     "cell_states",
     "format_status",
     "job_of",
+    "queue_answer",
     "queue_states",
+    "record_job_end",
+    "started_at",
     "status_main",
     "update_cell_record",
 ]
@@ -102,30 +112,41 @@ def job_of(record: dict[str, Any]) -> str | None:
     return None
 
 
-def queue_states(jobs: Sequence[str], env: dict[str, str] | None = None) -> dict[str, str] | None:
-    """``{job id: state}`` (RUNNING, PENDING, ...) of those of ``jobs`` Slurm still lists
-    (``squeue``, array tasks one by one); None where Slurm cannot be asked (no ``squeue``, no
-    controller answering)."""
+def queue_answer(
+    jobs: Sequence[str], env: dict[str, str] | None = None
+) -> tuple[dict[str, str] | None, str]:
+    """(``{job id: state}`` (RUNNING, PENDING, ...) of those of ``jobs`` Slurm still lists
+    (``squeue``, array tasks one by one), ``""``); (None, why) where Slurm cannot be asked: no
+    ``squeue``, no controller answering (``why``: squeue's last line, or its time-out)."""
     if not jobs:
-        return {}
+        return {}, ""
     if shutil.which("squeue") is None:
-        return None
+        return None, "squeue is not on PATH"
     try:
         done = subprocess.run(
             ["squeue", "-h", "-r", "-o", "%i|%T", "-u", _user()],
             capture_output=True, text=True, timeout=60, env=env,
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except OSError as err:
+        return None, f"squeue: {err.strerror}"
+    except subprocess.TimeoutExpired:
+        return None, "squeue: no answer in 60 s"
     if done.returncode != 0:
-        return None
+        said = done.stderr.strip().splitlines()
+        return None, f"squeue: {said[-1] if said else f'exit status {done.returncode}'}"
     wanted = set(jobs)
     states = {}
     for line in done.stdout.splitlines():
         job, _, state = line.strip().partition("|")
         if job in wanted:
             states[job] = state
-    return states
+    return states, ""
+
+
+def queue_states(jobs: Sequence[str], env: dict[str, str] | None = None) -> dict[str, str] | None:
+    """``{job id: state}`` of those of ``jobs`` Slurm still lists; None where Slurm cannot be
+    asked (:func:`queue_answer`)."""
+    return queue_answer(jobs, env)[0]
 
 
 def ended_state(job: str, env: dict[str, str] | None = None) -> str | None:
@@ -153,12 +174,38 @@ def _user() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
 
 
+STATES: dict[str, str] = {
+    "done": "finished: its result is in the report",
+    "undecayed": "ended undecayed (a time budget ran out first): a result, marked in the report",
+    "diverged": "diverged (a non-finite loss): a result of its LR, never the best",
+    "running": "training now (the local sweep runs it, or its Slurm job runs)",
+    "queued": "its Slurm job waits in the queue",
+    "requeued": "its Slurm job was preempted or requeued and waits to resume it",
+    "suspended": "its Slurm job is suspended",
+    "submitted": "its Slurm job was submitted, but Slurm does not answer now",
+    "interrupted": "stopped before its end (a signal, a stopped sweep or a vanished job); the "
+    "sweep resumes it",
+    "cancelled": "its Slurm job was cancelled (scancel); the sweep resumes it",
+    "failed": "its last try failed (its sweep.log says why); the sweep retries it",
+    "missing": "not started yet, or started and left no result; the sweep runs it",
+}
+"""Every state ``--status`` prints -> what it means (docs/sweeps.md has the same list)."""
+QUEUED = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED",
+                    "RESV_DEL_HOLD"})  # fmt: skip
+"""Slurm states of a job that waits to start (again)."""
+SUSPENDED = frozenset({"SUSPENDED", "STOPPED"})
+FAILED_JOB = frozenset({"FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL",
+                        "DEADLINE"})  # fmt: skip
+"""Slurm states of a job that ended badly."""
+
+
 @dataclass
 class CellState:
-    """One row of ``--status``: a planned cell, what it is now, its job and time so far."""
+    """One row of ``--status``: a planned cell, what it is now (:data:`STATES`), its job and
+    time so far."""
 
     name: str
-    state: str  # done, failed, diverged, undecayed, running, queued, requeued, cancelled, ...
+    state: str
     job: str | None
     tries: int
     elapsed_s: float
@@ -172,65 +219,133 @@ def _result_text(record: dict[str, Any]) -> str:
     return ""
 
 
-def _state(record: dict[str, Any], live: str | None, known: bool) -> tuple[str, str]:
-    """(state, note) of a cell from its record and its job's state in the queue (``live``;
-    ``known``: whether the queue could be asked)."""
-    status = record.get("status")
-    tries = record.get("tries") or []
-    slurm = record.get("slurm") if isinstance(record.get("slurm"), dict) else {}
-    interrupted = sum(1 for t in tries if isinstance(t, dict) and t.get("exit") == 75)
-    if status in ("finished", "undecayed", "diverged"):
-        return ("done" if status == "finished" else status), ""
-    if live is not None:
-        if live in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "PREEMPTED"):
+def started_at(attempt: dict[str, Any]) -> float | None:
+    """When a try started (its ``started``, as a time stamp); None where it holds none."""
+    try:
+        return datetime.strptime(str(attempt.get("started")), "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass
+class _Seen:
+    """What ``--status`` knows of a cell besides its record."""
+
+    result: str | None  # run_status: what the sweep and the report read in its folder
+    live: str | None = None  # its job's state in the queue
+    asked: bool = True  # whether Slurm answered (False: why says why not)
+    why: str = ""
+    ended: str | None = None  # how its job ended, where Slurm no longer queues it
+    sweep_since: float | None = None  # when the local sweep now running took the lock
+
+
+def _state(record: dict[str, Any], seen: _Seen) -> tuple[str, str]:
+    """(state, note) of a cell: its result as the sweep and the report read it, else its job's
+    state in the queue, else what its record says its last try came to."""
+    if seen.result is not None:
+        return ("done" if seen.result == "finished" else seen.result), ""
+    tries = [t for t in record.get("tries") or [] if isinstance(t, dict)]
+    job, status = job_of(record), record.get("status")
+    if seen.live is not None:
+        if seen.live in QUEUED:
             return ("requeued" if tries else "queued"), ""
-        note = f"(requeued {interrupted}x)" if interrupted else ""
-        return live.lower() if live != "RUNNING" else "running", note
-    ended = slurm.get("state")
-    if ended == "CANCELLED":
+        if seen.live in SUSPENDED:
+            return "suspended", f"(Slurm: {seen.live})"
+        stopped = sum(1 for t in tries if t.get("exit") == 75)
+        return "running", f"(requeued {stopped}x)" if stopped else ""
+    if job is not None and not seen.asked and seen.ended is None:
+        return "submitted", f"(Slurm does not answer: {seen.why})"
+    open_try = bool(tries) and tries[-1].get("exit") is None
+    if job is None and open_try:
+        began = started_at(tries[-1])
+        if seen.sweep_since is not None and began is not None and began >= seen.sweep_since - 1:
+            return "running", ""
+        return "interrupted", "(its sweep stopped during the try; rerun the sweep to resume it)"
+    if seen.ended == "CANCELLED":
         return "cancelled", "(rerun the sweep to resume it)"
     if status == "failed":
         return "failed", "(rerun the sweep to retry it)"
-    if status == "interrupted":
+    if status == "interrupted" and not open_try:
         return "interrupted", "(rerun the sweep to resume it)"
-    if job_of(record) is not None:
-        return ("submitted" if not known else "lost"), (
-            "(Slurm not asked)" if not known else "(no longer queued; rerun the sweep)"
-        )
+    if job is not None and seen.ended in FAILED_JOB:
+        return "failed", f"(Slurm job ended {seen.ended}; rerun the sweep to retry it)"
+    if job is not None and tries:
+        return "interrupted", "(its Slurm job ended before the try; rerun the sweep to resume it)"
+    if tries:
+        return "missing", "(no result in its folder; rerun the sweep)"
     return "missing", "(not started; rerun the sweep)"
+
+
+def _sweep_since(out: Path) -> float | None:
+    """When the local sweep that holds ``out``'s lock now took it (the lock file's time); None
+    where none holds it."""
+    lock = FolderLock(out, SWEEP_LOCK, "")
+    try:
+        lock.check()
+    except FolderBusyError:
+        with contextlib.suppress(OSError):
+            return lock.path.stat().st_mtime
+    return None
+
+
+def _elapsed(tries: list[dict[str, Any]], state: str) -> float:
+    """The time of every try (a running one: so far)."""
+    total = sum(t.get("wall_s") or 0.0 for t in tries)
+    began = started_at(tries[-1]) if tries and tries[-1].get("exit") is None else None
+    if state == "running" and began is not None:
+        total += max(0.0, time.time() - began - (tries[-1].get("wall_s") or 0.0))
+    return total
 
 
 def cell_states(out: Path, env: dict[str, str] | None = None) -> list[CellState]:
     """The state of each cell of the sweep folder ``out`` (planned in ``sweep.json``, or started):
-    from the records and the queue (:func:`queue_states`); :class:`ReportError` for a folder that
-    is not a sweep or a record that is not one."""
-    meta_file = out / SWEEP_FILE
-    if not meta_file.is_file():
-        raise ReportError(
-            f"{out} is not a sweep folder (no {SWEEP_FILE}); allowed: a folder written by "
-            "budgeted-sweep --out"
-        )
-    meta = read_record(meta_file)
-    names = [cell_name(*cell_key(*cell)) for cell in meta["cells"]]
-    for extra in sorted(out.glob(f"*/{CELL_FILE}")):
-        if extra.parent.name not in names:
-            names.append(extra.parent.name)
-    records = {}
-    for name in names:
-        path = out / name / CELL_FILE
-        records[name] = read_record(path) if path.is_file() else {}
-    jobs = [job for job in map(job_of, records.values()) if job is not None]
-    live = queue_states(jobs, env)
+    its result read as the sweep and the report read it, else its job's state in the queue
+    (:func:`queue_answer`, ``scontrol`` once Slurm no longer queues it), else its record;
+    :class:`ReportError` for a folder that is not a sweep or a record that is not one."""
+    found = read_sweep(out)  # every record, cell folder and final metric checked
+    framework = found.meta["framework"]
+    jobs = [job for job in (job_of(cell.record) for cell in found.cells) if job is not None]
+    live, why = queue_answer(jobs, env)
+    since = _sweep_since(out)
     rows = []
-    for name in names:
-        record = records[name]
-        job = job_of(record)
-        state, note = _state(record, (live or {}).get(job or ""), live is not None)
+    for cell in found.cells:
+        record, job = cell.record, job_of(cell.record)
+        result = run_status(framework, cell.run_dir, cell.final, record.get("status"))
+        seen = _Seen(result, (live or {}).get(job or ""), live is not None, why,
+                     sweep_since=since)  # fmt: skip
+        if result is None and job is not None and seen.live is None:
+            asked = ended_state(job, env) if live is not None else None
+            seen.ended = asked or _recorded_end(record)
+            if asked is not None and asked != _recorded_end(record):
+                with contextlib.suppress(OSError):  # a folder this user cannot write: not kept
+                    record_job_end(cell.run_dir, job, asked)
+        state, note = _state(record, seen)
         tries = [t for t in record.get("tries") or [] if isinstance(t, dict)]
-        elapsed = sum(t.get("wall_s") or 0.0 for t in tries)
-        result = _result_text(record) if state in ("done", "undecayed", "diverged") else note
-        rows.append(CellState(name, state, job, len(tries), elapsed, result))
+        final = None if result == "diverged" else cell.final
+        text = ", ".join(f"{k} {v:.2f}" for k, v in final.metrics.items()) if final else ""
+        rows.append(CellState(cell.run_dir.name, state, job, len(tries), _elapsed(tries, state),
+                              text if state in ("done", "undecayed") else note))  # fmt: skip
     return rows
+
+
+def record_job_end(run_dir: Path, job: str, state: str) -> None:
+    """Record in the cell's record how its Slurm job ``job`` ended (``scontrol``'s state, once
+    the job is out of the queue): what the job itself could not know while it ended (it says
+    ``COMPLETING`` after ``scancel``). The controller and ``--status`` both keep it; a record
+    that names another job by now is left alone."""
+
+    def change(record: dict[str, Any]) -> None:
+        if job_of(record) == job:
+            record["slurm"]["state"] = state
+
+    update_cell_record(run_dir, change)
+
+
+def _recorded_end(record: dict[str, Any]) -> str | None:
+    """How the record says its job ended (the controller's or the job's last word), if it did."""
+    slurm = record.get("slurm")
+    state = slurm.get("state") if isinstance(slurm, dict) else None
+    return state if isinstance(state, str) and state not in LIVE_STATES | {"RUNNING"} else None
 
 
 def _duration(seconds: float) -> str:
@@ -259,21 +374,13 @@ def format_status(rows: Sequence[CellState]) -> str:
     return "\n".join(text)
 
 
-def status_main(argv: Sequence[str]) -> int:
+def status_main(out: Path) -> int:
     """``budgeted-sweep --status OUT``: print the table; 2 with one line for a folder that is not
     a sweep (or a record that is not one)."""
-    import argparse
     import sys
 
-    parser = argparse.ArgumentParser(prog="budgeted-sweep --status")
-    parser.add_argument("--status", type=Path, required=True, metavar="OUT")
-    known, rest = parser.parse_known_args(argv)
-    if rest:
-        print(f"sweep: error: --status takes only the sweep folder; got also {' '.join(rest)}; "
-              "allowed: budgeted-sweep --status OUT", file=sys.stderr)  # fmt: skip
-        return 2
     try:
-        rows = cell_states(known.status)
+        rows = cell_states(out)
     except ReportError as err:
         print(f"sweep: error: {err}", file=sys.stderr)
         return 2
