@@ -70,6 +70,19 @@ def write_payload(path: Path, marker: Path) -> Path:
     return path
 
 
+def refusal(argv: list[str]) -> str:
+    """The one line ``tools/train_net.py argv`` (in this process) exits with."""
+    import pytest
+
+    from budgeted.detectron2.cli import run
+
+    with pytest.raises(SystemExit) as err:
+        run(argv)
+    message = str(err.value.code)
+    assert "\n" not in message and message.startswith("train_net: "), message
+    return message
+
+
 def folder_hashes(folder: Path) -> dict[str, str]:
     """relative path -> sha256 of every file under ``folder`` (hidden ones too)."""
     out = {}

@@ -20,6 +20,7 @@ from d2_testutils import (
     folder_hashes,
     last_line,
     logged_lrs,
+    refusal,
     start_tool,
 )
 from detectron2.engine import DefaultTrainer
@@ -34,15 +35,6 @@ from budgeted.safety import load_checkpoint
 NO_EVAL = ["DATASETS.TEST", "()"]
 BIAS = ["SOLVER.BIAS_LR_FACTOR", "2.0"]  # biases train at twice SOLVER.BASE_LR: 4 param groups
 WEIGHTS = "start a new run from its weights: MODEL.WEIGHTS {path}"
-
-
-def refusal(argv: list[str]) -> str:
-    """The one line ``tools/train_net.py argv`` (in this process) exits with."""
-    with pytest.raises(SystemExit) as err:
-        run(argv)
-    message = str(err.value.code)
-    assert "\n" not in message and message.startswith("train_net: "), message
-    return message
 
 
 def edited(src: Path, dst: Path, *, base_lrs=None, initial_lr=None) -> Path:

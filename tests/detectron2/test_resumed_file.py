@@ -11,24 +11,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from d2_testutils import EIGHT, TINY, TOY_CONFIG, copy_run, folder_hashes
+from d2_testutils import EIGHT, TINY, TOY_CONFIG, copy_run, folder_hashes, refusal
 from mmengine.model import BaseModel
 from mmengine.runner import Runner
 from torch import nn
 from torch.utils.data import Dataset
 
 from budgeted.detectron2 import BudgetTrainer, load_config
-from budgeted.detectron2.cli import run
+from budgeted.mmengine.checkpoint import allow_mmengine_checkpoints
 from budgeted.safety import DamagedCheckpointError
-
-
-def refusal(argv: list[str]) -> str:
-    """The one line ``tools/train_net.py argv`` (in this process) exits with."""
-    with pytest.raises(SystemExit) as err:
-        run(argv)
-    message = str(err.value.code)
-    assert "\n" not in message and message.startswith("train_net: "), message
-    return message
 
 
 @pytest.mark.integration
@@ -101,14 +92,28 @@ def mmengine_work_dir(tmp_path_factory) -> Path:
     return work_dir
 
 
+@pytest.fixture(params=[False, True], ids=["", "MMEngine's globals allowed here"])
+def mmengine_globals(request):
+    """Whether this process allow-lists MMEngine's checkpoint globals (as after an MMEngine
+    resume in it: ``torch.serialization.add_safe_globals`` is process-wide); put back after."""
+    saved = torch.serialization.get_safe_globals()
+    if request.param:
+        allow_mmengine_checkpoints()
+    yield request.param
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(saved)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("where", ["where MMEngine wrote it", "a copy of it elsewhere"])
 def test_resume_into_an_mmengine_run_folder_says_what_it_is(
-    toy_root, mmengine_work_dir, tmp_path, where
+    toy_root, mmengine_work_dir, tmp_path, where, mmengine_globals
 ) -> None:
     """Before: "refusing to load .../iter_4.pth: it names the globals builtins.getattr,
     mmengine.logging.history_buffer.HistoryBuffer ... loading it could run code from the file",
-    in a copy naming the original folder's file."""
+    in a copy naming the original folder's file. The same where this process allow-lists
+    MMEngine's globals (it failed so in CI: told by torch's *unsafe* globals, the file looked
+    like weights only)."""
     out = mmengine_work_dir
     if where == "a copy of it elsewhere":  # last_checkpoint still names the original's file
         out = Path(shutil.copytree(mmengine_work_dir, tmp_path / "copy"))

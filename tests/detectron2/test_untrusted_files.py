@@ -26,6 +26,7 @@ from d2_testutils import (
     last_line,
     logged_lrs,
     read_only_folder,
+    refusal,
     small_file_system,
     start_tool,
     truncate,
@@ -44,15 +45,6 @@ from budgeted.safety import (
 
 NO_EVAL = ["DATASETS.TEST", "()"]
 REFUSED = "it names the global posix.system, outside the allow-list"
-
-
-def refusal(argv: list[str]) -> str:
-    """The one line ``tools/train_net.py argv`` (in this process) exits with."""
-    with pytest.raises(SystemExit) as err:
-        run(argv)
-    message = str(err.value.code)
-    assert "\n" not in message and message.startswith("train_net: "), message
-    return message
 
 
 # --- 1. every file is untrusted --------------------------------------------------------------

@@ -9,8 +9,9 @@ import json
 import os
 import pickle
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from budgeted.experiments.families import family
 from budgeted.experiments.report import METRICS, cell_name, family_label
@@ -175,3 +176,14 @@ def plant(run_dir: Path, marker: Path, in_place: bool = False) -> None:
     record["tries"][0]["started"] = python
     (run_dir / "sweep_cell.json").write_text(json.dumps(record, indent=1))
     (run_dir / "last_checkpoint").write_text(python)
+
+
+def call_tool(function: Callable, argv: list[str], capsys: Any) -> tuple:
+    """(exit status, stdout, stderr) of a console-script function called in this process
+    (``capsys``: pytest's fixture)."""
+    try:
+        code = function(argv)
+    except SystemExit as done:
+        code = done.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

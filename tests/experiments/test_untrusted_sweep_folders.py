@@ -14,11 +14,10 @@ import pickle
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from run_folders import plant, toy_data, write_sweep
+from run_folders import call_tool, plant, toy_data, write_sweep
 
 from budgeted import branch, rank, report, sweep
 
@@ -57,16 +56,6 @@ READERS = [
 ]
 
 
-def _call(function: Callable, argv: list[str], capsys: pytest.CaptureFixture) -> tuple:
-    """(exit status, stdout, stderr) of a console-script function."""
-    try:
-        code = function(argv)
-    except SystemExit as done:
-        code = done.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @pytest.mark.unit
 @pytest.mark.parametrize("in_place", [False, True], ids=["beside the data", "in place of it"])
 @pytest.mark.parametrize(("framework", "reader"), READERS)
@@ -84,7 +73,7 @@ def test_reading_a_planted_sweep_folder_runs_nothing(framework, reader, in_place
             plant(run_dir, marker, in_place)
         sweeps.append(tmp_path / name)
     function, argv = _readers(framework, sweeps, data, tmp_path)[reader]
-    code, out, err = _call(function, argv, capsys)
+    code, out, err = call_tool(function, argv, capsys)
     assert not marker.exists(), f"{reader} ran a payload from the sweep folder"
     if in_place and framework == "mmseg":
         assert code == 2 and err.count("\n") == 1, (code, out, err)
@@ -151,7 +140,7 @@ def test_evaluate_from_takes_no_config_or_folder_from_the_records_it_reads(tmp_p
     evil.write_text(f'!!python/object/apply:os.system ["touch {marker}"]\n')
     source = tmp_path / "source"
     write_sweep(source, "detectron2", CELLS, data, overrides=["--config-file", str(evil)])
-    code, out, err = _call(sweep.main, [
+    code, out, err = call_tool(sweep.main, [
         "detectron2", *GRID, "--evaluate-from", str(source), "--data", str(data), "--out",
         str(tmp_path / "evaluated"), "--dry-run",
     ], capsys)  # fmt: skip

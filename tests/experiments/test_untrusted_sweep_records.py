@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from run_folders import TIMESTAMP, toy_data, write_sweep
+from run_folders import TIMESTAMP, call_tool, toy_data, write_sweep
 
 from budgeted import report, sweep
 from budgeted.schedules import schedule_names
@@ -191,16 +191,6 @@ CASES = {
 }  # fmt: skip
 
 
-def _call(function: Callable, argv: list[str], capsys: pytest.CaptureFixture) -> tuple:
-    """(exit status, stdout, stderr) of a console-script function."""
-    try:
-        code = function(argv)
-    except SystemExit as done:
-        code = done.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @pytest.mark.unit
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("case", CASES)
@@ -213,7 +203,7 @@ def test_a_bad_value_in_a_sweep_folder_is_one_line_and_nothing_is_written(
     edit(out, tmp_path)
     before = digests(tmp_path)
     function, argv = _tool(tool, out)
-    code, printed, err = _call(function, argv, capsys)
+    code, printed, err = call_tool(function, argv, capsys)
     prefix = "report" if tool == "budgeted-report" else "sweep"
     assert (code, printed) == (2, ""), (code, printed, err)
     assert err == f"{prefix}: error: {line.format(out=out, tmp=tmp_path)}\n"
@@ -228,7 +218,7 @@ def test_a_seed_the_records_would_refuse_is_refused_before_anything_is_written(
     """``--seeds`` takes what a record may hold (below 2**32, numpy's seeds): a 400-digit seed
     was planned (a folder name too long to create) and written into ``sweep.json``."""
     out = tmp_path / "sweep"
-    code, printed, err = _call(sweep.main, [*GRID[:-2], seed, "--out", str(out)], capsys)
+    code, printed, err = call_tool(sweep.main, [*GRID[:-2], seed, "--out", str(out)], capsys)
     assert (code, printed) == (2, "")
     shown = repr(seed) if len(seed) < 59 else f"{repr(seed)[:57]}..."
     assert err == f"sweep: error: --seeds value {shown} is not below 2**32; allowed: e.g. 0 1 2\n"
@@ -242,10 +232,10 @@ def test_a_clean_digits_folder_is_read_by_every_tool(tmp_path, capsys):
     write_sweep(out, "pytorch", CELLS, tmp_path)
     before = digests(tmp_path)
     for tool in TOOLS[:3]:
-        code, printed, err = _call(*_tool(tool, out), capsys)
+        code, printed, err = call_tool(*_tool(tool, out), capsys)
         assert (code, err) == (0, ""), (tool, err)
         assert digests(tmp_path) == before
-    code, printed, err = _call(*_tool("budgeted-report", out), capsys)
+    code, printed, err = call_tool(*_tool("budgeted-report", out), capsys)
     assert "| 0.01 | 17 | 80.60 ± 1.07 (2) |" in printed, printed
 
 
@@ -281,7 +271,7 @@ def test_a_final_metric_outside_its_range_is_one_line(framework, logged, line, t
         if log.is_file():  # the final evaluation's metric, as the log holds it
             log.write_text(log.read_text().replace(f'"{key}": 41.25', f'"{key}": {logged}'))
     before = digests(tmp_path)
-    code, printed, err = _call(report.main, [str(out)], capsys)
+    code, printed, err = call_tool(report.main, [str(out)], capsys)
     assert (code, printed) == (2, ""), err
     assert err == f"report: error: {line.format(run=out / 'linear_budget1')}\n"
     assert digests(tmp_path) == before
