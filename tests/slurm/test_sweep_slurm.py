@@ -86,7 +86,7 @@ def digests(root: Path) -> dict[str, str]:
 
 def records(out: Path) -> dict[str, str]:
     """The digests of a sweep folder's records and submitit's files (not the training's); a
-    running try's wall time so far left out (its job records it every 10 s)."""
+    running try's wall time left out (not yet its own)."""
     kept = ("sweep_cell.json", ".slurm/")
     found = {k: v for k, v in digests(out).items() if "/" not in k or k.endswith(kept[0])
              or k.startswith(kept[1])}  # fmt: skip

@@ -28,13 +28,11 @@ from .records import holds_run
 from .slurm_options import SlurmOptions
 from .status import ended_state, update_cell_record
 
-__all__ = ["GRACE_S", "HEARTBEAT_S", "CellJob", "job_threads"]
+__all__ = ["GRACE_S", "CellJob", "job_threads"]
 
 GRACE_S = 300.0
 """How long :meth:`CellJob.checkpoint` waits for the training tool to save (Slurm sends SIGTERM
 then SIGKILL after the partition's GraceTime anyway)."""
-HEARTBEAT_S = 10.0
-"""How often a running try records its wall time so far (:meth:`CellJob._heartbeat`)."""
 
 
 # --- the job -----------------------------------------------------
@@ -164,33 +162,13 @@ class CellJob:
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 preexec_fn=_job_child,
             )  # fmt: skip
-            beat = time.monotonic()
             while self._child.poll() is None:  # never a blocking wait: checkpoint() may run
                 time.sleep(0.5)
-                if time.monotonic() - beat >= HEARTBEAT_S:
-                    beat = time.monotonic()
-                    self._heartbeat()
         code = self._child.returncode
         self._child = None
         # scancel, scontrol requeue, a time limit: SIGTERM (the tool saves and exits 75, or dies)
         signalled = "SIGTERM" if code in (PREEMPTED_EXIT_CODE, -signal.SIGTERM) else None
         return self._finish(code, signalled, None)
-
-    def _heartbeat(self) -> None:
-        """Record the running try's wall time so far (``exit`` still null): a try killed before
-        it could record its end (SIGKILL after Slurm's ``KillWait``, a lost node) keeps it."""
-        attempt = dict(self._attempt or {})
-        attempt["wall_s"] = round(time.monotonic() - self._start, 3)
-
-        def beat(record: dict[str, Any]) -> None:
-            _put_try(record, attempt, replace_only=True)
-
-        # submitit's USR2 (checkpoint(), which writes the record too) waits until the lock is free
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
-        try:
-            update_cell_record(self.plan.run_dir, beat)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _finish(self, code: int, signalled: str | None, slurm_state: str | None) -> str:
         """Record the try's end: wall time, exit status, what it came to."""
