@@ -34,7 +34,14 @@ CELLS = {("linear", 0.01, 0.3, 0): 79.85, ("linear", 0.01, 0.3, 1): 81.36}
 CELL = "linear_budget1_lr0.3_seed0"
 ALLOWED = "allowed: a JSON object written by budgeted-sweep (move the file away to start that " \
     "sweep or cell over)"  # fmt: skip
-REGISTERED = ", ".join(schedule_names())
+
+
+def registered() -> str:
+    """The registered schedules as the tools list them, read when a test runs: a schedule that
+    another test in the same worker registered (tests/conftest.py's ``sqrt``) is listed too."""
+    return ", ".join(schedule_names())
+
+
 TOOLS = ("budgeted-report", "budgeted-sweep --status", "budgeted-sweep --dry-run", "budgeted-sweep")
 
 
@@ -138,10 +145,10 @@ LINK = " is a symbolic link (to {target}); allowed: plain files and folders insi
 CASES = {
     # 9. a record key that climbs out of the sweep folder
     "sweep.json cell ../outside/linear": (_outside, SWEEP_FILE + "its cell ['../outside/linear', "
-        f"0.01, 0.3, 0]: schedule '../outside/linear' is not a registered schedule ({REGISTERED})"
+        f"0.01, 0.3, 0]: schedule '../outside/linear' is not a registered schedule ({{registered}})"
         f"; {ALLOWED}"),
     "sweep_cell.json schedule /etc/linear": (_absolute, "{out}/extra/sweep_cell.json is not a "
-        f"sweep record: its schedule '/etc/linear' is not a registered schedule ({REGISTERED}); "
+        f"sweep record: its schedule '/etc/linear' is not a registered schedule ({{registered}}); "
         f"{ALLOWED}"),
     # 10. a cell folder that is (or holds) a symbolic link
     "cell folder a link": (_linked_cell, "{out}/" + CELL + LINK.replace("{target}",
@@ -171,7 +178,7 @@ CASES = {
     "sweep_cell.json of another framework": (_cell_field("framework", "mmseg"), CELL_FILE
         + f"its framework 'mmseg' is not the sweep's (pytorch); {ALLOWED}"),
     "sweep.json cell schedule 5": (_planned([5, 0.01, 0.3, 0]), SWEEP_FILE
-        + f"its cell [5, 0.01, 0.3, 0]: schedule 5 is not a registered schedule ({REGISTERED}); "
+        + f"its cell [5, 0.01, 0.3, 0]: schedule 5 is not a registered schedule ({{registered}}); "
         f"{ALLOWED}"),
     "sweep.json cell seed 1.5": (_planned(["linear", 0.01, 0.3, 1.5]), SWEEP_FILE
         + f"its cell ['linear', 0.01, 0.3, 1.5]: seed 1.5 is not an integer in [0, 2**32) or "
@@ -206,7 +213,9 @@ def test_a_bad_value_in_a_sweep_folder_is_one_line_and_nothing_is_written(
     code, printed, err = call_tool(function, argv, capsys)
     prefix = "report" if tool == "budgeted-report" else "sweep"
     assert (code, printed) == (2, ""), (code, printed, err)
-    assert err == f"{prefix}: error: {line.format(out=out, tmp=tmp_path)}\n"
+    assert (
+        err == f"{prefix}: error: {line.format(out=out, tmp=tmp_path, registered=registered())}\n"
+    )
     assert digests(tmp_path) == before
 
 
@@ -297,10 +306,13 @@ def test_a_real_digits_sweep_refuses_a_linked_cell_and_a_cell_outside_it(tmp_pat
     (target / "unrelated.txt").write_text("not the sweep's")
     (out / CELL).rename(tmp_path / "moved")
     (out / CELL).symlink_to(target)
+    in_a_new_process = subprocess.run(  # the built-ins: no test registered anything there
+        [sys.executable, "-c", "import budgeted; print(', '.join(budgeted.schedule_names()))"],
+        capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     linked = f"{out / CELL}{LINK.replace('{target}', str(target))}"
     outside = (
         f"{SWEEP_FILE.format(out=out)}its cell ['../outside/linear', 0.01, 0.3, 0]: schedule "
-        f"'../outside/linear' is not a registered schedule ({REGISTERED}); {ALLOWED}"
+        f"'../outside/linear' is not a registered schedule ({in_a_new_process}); {ALLOWED}"
     )
     for case, line in (("link", linked), ("outside", outside)):
         if case == "outside":
