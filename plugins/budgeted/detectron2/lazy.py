@@ -14,19 +14,38 @@ In a LazyConfig, ``lr_multiplier`` is an fvcore ``ParamScheduler`` that Detectro
 :class:`~budgeted.schedules.BudgetSchedule`. ``tools/lazyconfig_train_net.py`` turns it into a
 :class:`~budgeted.detectron2.BudgetLRScheduler` (via :func:`build_lazy_lr_scheduler`) so the
 budget is checkpointed and a resume with another budget is refused, as with yaml configs.
+
+A user's own LazyConfig, whose ``lr_multiplier`` is Detectron2's stock ``WarmupParamScheduler``
+(or anything else), is put under a budget-aware schedule by :func:`apply_budget` (what
+``budgeted-lazy-train-net --budget F --schedule NAME --full-iters N`` does), its warmup kept in
+iterations (:func:`lazy_warmup`).
 """
 
 from __future__ import annotations
 
+import inspect
+import math
+import numbers
 from typing import Any, ClassVar
 
 import torch
+from detectron2.config import LazyCall, instantiate
+from detectron2.solver import WarmupParamScheduler
+from detectron2.utils.registry import locate
 from fvcore.common.param_scheduler import ParamScheduler
+from omegaconf import DictConfig
 
-from ..schedules import BudgetSchedule, name_keys
+from ..schedules import BudgetSchedule, budget_iters, name_keys, schedule_names
 from .solver import BudgetConfigError, BudgetLRScheduler
 
-__all__ = ["BudgetLRMultiplier", "LazyBudgetLRScheduler", "build_lazy_lr_scheduler"]
+__all__ = [
+    "BudgetLRMultiplier",
+    "BudgetOptionError",
+    "LazyBudgetLRScheduler",
+    "apply_budget",
+    "build_lazy_lr_scheduler",
+    "lazy_warmup",
+]
 
 
 class BudgetLRMultiplier(ParamScheduler):
@@ -128,3 +147,266 @@ def build_lazy_lr_scheduler(
             'allowed: equal (write total_iters="${train.max_iter}")'
         )
     return LazyBudgetLRScheduler.from_schedule(optimizer, b)
+
+
+class BudgetOptionError(ValueError):
+    """A bad ``--budget`` / ``--schedule`` / ``--full-iters``, or a LazyConfig they cannot be
+    applied to (:func:`apply_budget`): one line; ``budgeted-lazy-train-net`` prints it and exits
+    with :attr:`exit_status` 2 before anything is written."""
+
+    exit_status: ClassVar[int] = 2
+
+
+_FOLLOWS = "${train.max_iter}"
+"""The ``total_iters`` of a :class:`BudgetLRMultiplier` that follows ``train.max_iter``."""
+
+
+def _target(node: Any) -> Any:
+    """The class (or callable) a LazyConfig node calls: its ``_target_``, located if a string."""
+    target = node.get("_target_") if hasattr(node, "get") else None
+    if isinstance(target, str):
+        try:
+            return locate(target)
+        except Exception:  # a name that does not import: no known kind
+            return target
+    return target
+
+
+def _is(node: Any, cls: type) -> bool:
+    target = _target(node)
+    return isinstance(target, type) and issubclass(target, cls)
+
+
+def _name(node: Any) -> str:
+    target = _target(node)
+    if target is None:
+        return type(node).__name__
+    if isinstance(target, str):
+        return target
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', target)}"
+
+
+def _number(value: Any) -> bool:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return ok and math.isfinite(value)
+
+
+def lazy_warmup(lr_multiplier_cfg: Any, full_iters: int) -> tuple[int, float, str]:
+    """The warmup of a LazyConfig's ``lr_multiplier`` node, in iterations of a full schedule of
+    ``full_iters``: ``(warmup_iters, warmup_factor, warmup_method)``.
+
+    - Detectron2's ``WarmupParamScheduler`` (its ``warmup_length`` a fraction of the full
+      ``train.max_iter``): ``(round(warmup_length * full_iters), warmup_factor, warmup_method)``;
+    - a :class:`BudgetLRMultiplier`: its ``warmup_iters``, ``warmup_factor``, ``warmup_method``
+      (their defaults where unset);
+    - anything else: ``(0, 1.0, "linear")``, no warmup.
+
+    Raises:
+        BudgetOptionError: a warmup that is no number of the kind allowed (one line).
+
+    Example:
+        >>> from detectron2.config import LazyCall as L
+        >>> from detectron2.solver import WarmupParamScheduler
+        >>> from fvcore.common.param_scheduler import MultiStepParamScheduler
+        >>> stock = L(WarmupParamScheduler)(
+        ...     scheduler=L(MultiStepParamScheduler)(values=[1.0, 0.1], milestones=[300]),
+        ...     warmup_length=250 / 400, warmup_factor=0.001)
+        >>> lazy_warmup(stock, 400)
+        (250, 0.001, 'linear')
+    """
+    node = lr_multiplier_cfg
+    if _is(node, WarmupParamScheduler):
+        length = node.get("warmup_length")
+        if not _number(length) or not 0 <= length < 1:
+            raise BudgetOptionError(
+                f"lr_multiplier.warmup_length={length!r} is invalid; allowed: a fraction in "
+                "[0, 1) of the full train.max_iter"
+            )
+        iters = round(length * full_iters)
+        return iters, _factor(node.get("warmup_factor", 0.001)), node.get("warmup_method", "linear")
+    if _is(node, BudgetLRMultiplier):
+        defaults = {
+            k: p.default for k, p in inspect.signature(BudgetLRMultiplier).parameters.items()
+        }
+        iters = node.get("warmup_iters", defaults["warmup_iters"])
+        if not _number(iters) or iters < 0 or iters != int(iters):
+            raise BudgetOptionError(
+                f"lr_multiplier.warmup_iters={iters!r} is invalid; allowed: a whole number >= 0"
+            )
+        factor = _factor(node.get("warmup_factor", defaults["warmup_factor"]))
+        return int(iters), factor, node.get("warmup_method", defaults["warmup_method"])
+    return 0, 1.0, "linear"
+
+
+def _factor(value: Any) -> float:
+    if not _number(value):
+        raise BudgetOptionError(
+            f"lr_multiplier.warmup_factor={value!r} is invalid; allowed: a number in (0, 1]"
+        )
+    return float(value)
+
+
+def _checked_options(
+    fraction: Any, schedule: Any, full_iters: Any, max_iter: Any
+) -> tuple[int, int]:
+    """(the full schedule, the budget) in iterations; :class:`BudgetOptionError` for bad
+    options."""
+    if schedule is not None and schedule not in schedule_names():
+        raise BudgetOptionError(
+            f"--schedule {schedule} is unknown; allowed: {', '.join(schedule_names())}"
+        )
+    if fraction is not None and not (_number(fraction) and 0 < fraction <= 1):
+        raise BudgetOptionError(
+            f"--budget {fraction} is invalid; allowed: a fraction in (0, 1] of --full-iters "
+            "(1 trains all of it)"
+        )
+    if full_iters is not None and not (_number(full_iters) and full_iters >= 1
+                                       and full_iters == int(full_iters)):  # fmt: skip
+        raise BudgetOptionError(
+            f"--full-iters {full_iters} is invalid; allowed: a whole number >= 1 (iterations)"
+        )
+    if not (_number(max_iter) and max_iter >= 1 and max_iter == int(max_iter)):
+        raise BudgetOptionError(
+            f"train.max_iter={max_iter!r} is invalid; allowed: a whole number >= 1"
+        )
+    full = int(max_iter if full_iters is None else full_iters)
+    if fraction is None:
+        return full, int(max_iter)
+    try:
+        return full, budget_iters(fraction=fraction, full_iters=full)
+    except ValueError:
+        raise BudgetOptionError(
+            f"--budget {fraction} of --full-iters {full} is less than one iteration; allowed: "
+            "a budget of at least one iteration (a larger --budget or --full-iters)"
+        ) from None
+
+
+def _follow(node: Any, old: int, total: int) -> bool:
+    """Whether ``node`` is a :class:`BudgetLRMultiplier` whose budget is ``train.max_iter``
+    (``old``); one that is not the interpolation is set to ``total``."""
+    if not _is(node, BudgetLRMultiplier):
+        return False
+    given = isinstance(node, DictConfig) and "total_iters" in node
+    raw = node._get_node("total_iters")._value() if given else None
+    if raw == _FOLLOWS:
+        return True
+    if node.get("total_iters", 90000) != old:
+        return False
+    node.total_iters = total
+    return True
+
+
+def apply_budget(
+    cfg: Any,
+    fraction: float | None = None,
+    schedule: str | None = None,
+    full_iters: int | None = None,
+) -> list[str]:
+    """Put LazyConfig ``cfg`` under a budget, in place; returns what changed, as log lines.
+
+    The rule (``budgeted-lazy-train-net --budget --schedule --full-iters``, after the
+    ``key=value`` overrides):
+
+    - ``full_iters``: the full schedule in iterations (a whole number >= 1); default
+      ``cfg.train.max_iter``;
+    - ``fraction`` in (0, 1]: ``train.max_iter = budget_iters(fraction=fraction,
+      full_iters=full_iters)``. Without ``schedule``, ``lr_multiplier`` must follow it: a
+      :class:`BudgetLRMultiplier` whose ``total_iters`` is ``"${train.max_iter}"`` or the old
+      ``train.max_iter`` (then set to the new one); any other is refused (add a schedule);
+    - ``schedule`` (a registered name): ``lr_multiplier`` becomes
+      ``L(BudgetLRMultiplier)(schedule=schedule, total_iters="${train.max_iter}",
+      warmup_iters=W, warmup_factor=F, warmup_method=M)``, the user's warmup kept in iterations
+      (:func:`lazy_warmup` of the full schedule: a stock ``WarmupParamScheduler``'s
+      ``round(warmup_length * full_iters)``, a ``BudgetLRMultiplier``'s own, else none).
+
+    A budget not longer than the warmup is refused. Everything else (model, optimizer,
+    dataloader) is left as it is; nothing is changed where anything is refused.
+
+    Raises:
+        BudgetOptionError: a bad option, or a config it cannot be applied to (one line).
+
+    Example:
+        >>> from detectron2.config import LazyCall as L, LazyConfig
+        >>> from detectron2.solver import WarmupParamScheduler
+        >>> from fvcore.common.param_scheduler import MultiStepParamScheduler
+        >>> cfg = LazyConfig.load("configs/detectron2/lazy/mask_rcnn_toy_budget10.py")
+        >>> cfg.train.max_iter = 400
+        >>> cfg.lr_multiplier = L(WarmupParamScheduler)(
+        ...     scheduler=L(MultiStepParamScheduler)(values=[1.0, 0.1], milestones=[300]),
+        ...     warmup_length=40 / 400, warmup_factor=0.001)
+        >>> _ = apply_budget(cfg, 0.25, "cosine")
+        >>> cfg.train.max_iter, instantiate(cfg.lr_multiplier).budget.warmup
+        (100, 40)
+    """
+    if fraction is None and schedule is None and full_iters is None:
+        return []
+    old = cfg.train.max_iter
+    full, total = _checked_options(fraction, schedule, full_iters, old)
+    node, lines = cfg.lr_multiplier, []
+    if fraction is not None:
+        lines.append(
+            f"--budget {fraction}: train.max_iter {old} -> {total} (of --full-iters {full})"
+        )
+    if schedule is None:
+        if total != old:
+            _budget_alone(cfg, total, fraction, full)
+        return lines
+    warmup, factor, method = lazy_warmup(node, full)
+    source = _warmup_source(node, full)
+    _check_longer(total, warmup, fraction, full, source)
+    try:
+        BudgetLRMultiplier(schedule, total, warmup, factor, method)
+    except ValueError as err:
+        raise BudgetOptionError(f"--schedule {schedule}: {err}") from None
+    cfg.train.max_iter = total
+    cfg.lr_multiplier = LazyCall(BudgetLRMultiplier)(
+        schedule=schedule, total_iters=_FOLLOWS, warmup_iters=warmup,
+        warmup_factor=factor, warmup_method=method,
+    )  # fmt: skip
+    instantiate(cfg.lr_multiplier)  # as the tool will build it
+    lines.append(
+        f"--schedule {schedule}: lr_multiplier {_name(node)} -> BudgetLRMultiplier(schedule="
+        f"{schedule!r}, total_iters=train.max_iter={total}, warmup_iters={warmup}, "
+        f"warmup_factor={factor}, warmup_method={method!r}); the warmup: {source}"
+    )
+    return lines
+
+
+def _budget_alone(cfg: Any, total: int, fraction: Any, full: int) -> None:
+    """``--budget`` without ``--schedule``: ``train.max_iter = total`` where ``lr_multiplier``
+    follows it, else :class:`BudgetOptionError`."""
+    node, old = cfg.lr_multiplier, cfg.train.max_iter
+    warmup, _, _ = lazy_warmup(node, full) if _is(node, BudgetLRMultiplier) else (0, 1.0, "")
+    _check_longer(total, warmup, fraction, full, "lr_multiplier.warmup_iters")
+    if not _follow(node, old, total):
+        raise BudgetOptionError(
+            f"--budget {fraction} sets train.max_iter={total}, but lr_multiplier "
+            f"({_name(node)}) does not follow train.max_iter (only a BudgetLRMultiplier with "
+            f'total_iters="{_FOLLOWS}" does); add --schedule NAME '
+            f"({', '.join(schedule_names())}) to train it under a budget schedule, its warmup kept"
+        )
+    cfg.train.max_iter = total
+
+
+def _warmup_source(node: Any, full: int) -> str:
+    """Where :func:`lazy_warmup` took ``node``'s warmup from, for messages and the log."""
+    if _is(node, WarmupParamScheduler):
+        return f"lr_multiplier.warmup_length {node.get('warmup_length')} of {full} iterations"
+    if _is(node, BudgetLRMultiplier):
+        return "lr_multiplier.warmup_iters"
+    return (
+        f"none, {_name(node)} has no warmup this tool reads (only a WarmupParamScheduler's or a "
+        "BudgetLRMultiplier's)"
+    )
+
+
+def _check_longer(total: int, warmup: int, fraction: Any, full: int, source: str) -> None:
+    if total > warmup:
+        return
+    given = (
+        f"--budget {fraction} of --full-iters {full}" if fraction is not None else "train.max_iter"
+    )
+    raise BudgetOptionError(
+        f"a budget of {total} iterations ({given}) is not longer than the warmup of {warmup} "
+        f"iterations ({source}); allowed: a budget longer than the warmup (a larger --budget)"
+    )

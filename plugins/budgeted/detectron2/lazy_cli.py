@@ -10,6 +10,11 @@ see :class:`~budgeted.detectron2.SafeCheckpointer`) are checked before anything 
 any worker starts; checkpoints are written atomically; SIGTERM / SIGUSR1 stop training after the
 current iteration with a checkpoint and exit status 75; ``--eval-only`` appends its results to
 ``train.output_dir/metrics.json`` (not to a training run's), as ``tools/train_net.py`` does.
+
+A user's own LazyConfig (a stock ``lr_multiplier``, which ``key=value`` overrides cannot
+replace) trains under a budget-aware schedule with ``--budget FRACTION --schedule NAME
+--full-iters N``, applied after the overrides (:func:`~budgeted.detectron2.lazy.apply_budget`);
+a bad value, or a config they cannot be applied to, is one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import copy
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -37,11 +43,12 @@ from detectron2.utils import comm
 
 from ..config_files import find_config
 from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
+from ..schedules import schedule_names
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from .checkpoint import SafeCheckpointer
 from .cli import argument_parser, launch_checked
 from .data import check_datasets, check_not_empty, register_toy_coco
-from .lazy import build_lazy_lr_scheduler
+from .lazy import BudgetOptionError, apply_budget, build_lazy_lr_scheduler, lazy_warmup
 from .output_dir import OutputDirLock, check_writable, log_removed
 from .preemption import PreemptionHook
 from .preflight import check_checkpoint_files
@@ -49,10 +56,13 @@ from .solver import stand_in_optimizer
 from .stops import StopsInOneLine, as_stop, check_finished
 
 __all__ = [
+    "apply_budget",
     "check_lazy_resume",
     "do_test",
     "do_train",
+    "lazy_argument_parser",
     "lazy_base_lrs",
+    "lazy_warmup",
     "load",
     "main",
     "preflight",
@@ -88,18 +98,80 @@ Examples:
   lazyconfig_train_net.py --config mask_rcnn_R_50_FPN_budget10.py --num-gpus 8
   lazyconfig_train_net.py --config mask_rcnn_toy_budget10.py train.max_iter=80 \\
       lr_multiplier.schedule=cosine
+  lazyconfig_train_net.py --config-file my_lazy_config.py --budget 0.1 --schedule cosine \\
+      --full-iters 90000 train.output_dir=./output/my_cosine10
 
-Overrides: LazyConfig's key=value. Without CUDA, --num-gpus N runs N CPU processes (gloo).
+Overrides: LazyConfig's key=value; --budget, --schedule and --full-iters apply after them.
+Without CUDA, --num-gpus N runs N CPU processes (gloo).
 """
 
 
+def lazy_argument_parser() -> argparse.ArgumentParser:
+    """:func:`~budgeted.detectron2.cli.argument_parser` plus ``--budget``, ``--schedule`` and
+    ``--full-iters`` (checked by :func:`load`, through
+    :func:`~budgeted.detectron2.lazy.apply_budget`).
+
+    Example:
+        >>> lazy_argument_parser().parse_args(["--budget", "0.1", "--schedule", "cosine"]).budget
+        '0.1'
+    """
+    parser = argument_parser(LAZY_EPILOG)
+    group = parser.add_argument_group(
+        "budget",
+        "applied after the key=value overrides (see budgeted.detectron2.lazy.apply_budget)",
+    )
+    group.add_argument(
+        "--budget",
+        metavar="FRACTION",
+        help="train this fraction (0, 1] of --full-iters: train.max_iter = "
+        "round(FRACTION x FULL); without --schedule the config's lr_multiplier must follow "
+        'train.max_iter (a BudgetLRMultiplier with total_iters="${train.max_iter}")',
+    )
+    group.add_argument(
+        "--schedule",
+        metavar="NAME",
+        help=f"replace lr_multiplier by a BudgetLRMultiplier of this registered schedule "
+        f"({', '.join(schedule_names())}) over train.max_iter, the config's warmup kept in "
+        "iterations (a WarmupParamScheduler's warmup_length x FULL, a BudgetLRMultiplier's "
+        "warmup_iters; none from any other lr_multiplier)",
+    )
+    group.add_argument(
+        "--full-iters",
+        metavar="N",
+        help="the full schedule in iterations (a whole number >= 1), of which --budget is a "
+        "fraction and a WarmupParamScheduler's warmup_length too; default: train.max_iter",
+    )
+    return parser
+
+
+def _option(text: Any, kind: type) -> Any:
+    """``text`` (a command line's string) as a ``kind`` number, or as it is if it is none (then
+    refused by :func:`~budgeted.detectron2.lazy.apply_budget` in one line, as it was given)."""
+    if not isinstance(text, str):
+        return text
+    for parse in (kind, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
 def load(args: argparse.Namespace) -> Any:
-    """The LazyConfig of ``args`` with its ``key=value`` overrides; the toy datasets registered.
+    """The LazyConfig of ``args`` with its ``key=value`` overrides, then its ``--budget``,
+    ``--schedule`` and ``--full-iters`` (:func:`~budgeted.detectron2.lazy.apply_budget`: a bad
+    one raises :class:`~budgeted.detectron2.lazy.BudgetOptionError`); the toy datasets
+    registered.
 
     ``args.config_file`` is a path or a shipped config's bare name
     (``mask_rcnn_toy_budget10.py``; without the extension, the LazyConfig of that stem, a yaml
     config of the same stem aside).
     """
+    return _load(args)[0]
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """:func:`load`, and what ``--budget`` / ``--schedule`` changed (lines for the log)."""
     register_toy_coco()  # in every worker: spawned processes start with empty catalogs
     if not args.config_file:
         raise ValueError("--config-file is required (e.g. --config mask_rcnn_R_50_FPN_budget10.py)")
@@ -127,12 +199,19 @@ def load(args: argparse.Namespace) -> Any:
             + ("; this is an MMEngine config: train it with tools/train_seg.py" if mmengine else "")
         )
     try:
-        return LazyConfig.apply_overrides(cfg, args.opts or [])
+        cfg = LazyConfig.apply_overrides(cfg, args.opts or [])
     except Exception as err:  # hydra's parser errors are no ValueError; any is the user's input
         reason = " ".join(str(err).split("See https://")[0].split()) or type(err).__name__
         raise ValueError(
             f"bad override in {args.opts}: {reason}; allowed: LazyConfig's key=value"
         ) from None
+    lines = apply_budget(
+        cfg,
+        _option(getattr(args, "budget", None), float),
+        getattr(args, "schedule", None),
+        _option(getattr(args, "full_iters", None), int),
+    )
+    return cfg, lines
 
 
 def do_test(cfg: Any, model: Any) -> Any:
@@ -205,10 +284,13 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
 
 def main(args: argparse.Namespace) -> Any:
     """One worker: train (or with ``--eval-only`` evaluate) the LazyConfig of ``args``."""
-    cfg = load(args)
+    cfg, budget_lines = _load(args)
     with run_config_kept(cfg.train.output_dir, args.eval_only and comm.is_main_process()):
         default_setup(cfg, args)
     log_removed(cfg.train.output_dir, getattr(args, "removed_temporaries", ()))
+    if comm.is_main_process():
+        for line in budget_lines:
+            logger.info(line)
     if args.eval_only:
         model = instantiate(cfg.model)
         model.to(cfg.train.device)
@@ -324,6 +406,16 @@ def run(argv: Sequence[str] | None = None) -> int:
         >>> run(["--config", "mask_rcnn_toy_budget10.py", "train.max_iter=4"])  # doctest: +SKIP
         0
     """
-    launch_checked("lazyconfig_train_net", argument_parser(LAZY_EPILOG).parse_args(argv),
-                   preflight, main)  # fmt: skip
+    launch_checked("lazyconfig_train_net", lazy_argument_parser().parse_args(argv),
+                   _checked_options, main)  # fmt: skip
     return 0
+
+
+def _checked_options(args: argparse.Namespace) -> None:
+    """:func:`preflight`; a bad ``--budget`` / ``--schedule`` / ``--full-iters`` (or a config
+    they cannot be applied to) is one line and exit status 2, before anything is written."""
+    try:
+        preflight(args)
+    except BudgetOptionError as err:
+        print(f"lazyconfig_train_net: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(err.exit_status) from None

@@ -32,14 +32,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import FolderBusyError, ReportError, SweepError
-from .families import FRAMEWORKS, family
+from .families import FRAMEWORKS, ConfigFamily, family
+from .own import family_record, own_overrides
 from .sweep.cli import _Parser as SweepParser
+from .sweep.cli import add_own_arguments, own_experiment, own_only_options
 from .sweep.commands import check_extra, schedule_overrides
 from .sweep.execute import SignalForwarder, check_writable, save_sweep, sweep_lock
 from .sweep.local import run_cells
 from .sweep.plan import (
     Plan,
-    committed_configs,
+    family_configs,
     make_toy_data,
     parse_budget,
     parse_lr,
@@ -73,10 +75,15 @@ def compute(iters: dict[float, int], points: dict[float, int]) -> tuple[int, int
     return branched, sum(iters.values())
 
 
-def wsd_overrides(framework: str, cooldown: float, save_at: Sequence[int]) -> list[str]:
-    """The training tool's overrides that turn a linear budget config into WSD (and save the
-    branch points)."""
-    out = schedule_overrides(framework, "wsd")
+def wsd_overrides(
+    fam: ConfigFamily, budget: float, cooldown: float, save_at: Sequence[int]
+) -> list[str]:
+    """The training tool's overrides that turn a linear budget config (the user's own config:
+    itself, :func:`~budgeted.experiments.own.own_overrides`) into WSD at ``budget`` and save the
+    branch points."""
+    framework = fam.framework
+    own = fam.source  # the user's config trains every cell, its schedule set per cell
+    out = own_overrides(fam, "wsd", budget) if own else schedule_overrides(framework, "wsd")
     if framework == "detectron2":
         out += ["SOLVER.BUDGET.WSD_COOLDOWN", f"{cooldown}"]
         if save_at:
@@ -104,7 +111,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     cut = argv.index("--") if "--" in argv else len(argv)
     parser = _Parser(prog="budgeted-branch", description=__doc__.split("\n\n")[0])
     config_frameworks = [f for f in FRAMEWORKS if f != "pytorch"]  # branching needs configs
-    parser.add_argument("framework", choices=config_frameworks)
+    parser.add_argument("framework", nargs="?", choices=config_frameworks)
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
     parser.add_argument("--task", help="mmpretrain: cifar10 or imagenet")
     parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")
@@ -116,26 +123,43 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--data", type=Path, help="with --toy: the toy set's root")
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--keep-going", action="store_true")
+    add_own_arguments(parser, script=False)
     args = parser.parse_args(argv[:cut])
+    if args.config is not None:
+        own_experiment(parser, args)
+        if args.family.tool != args.family.framework:
+            parser.error(f"--config {args.config}: branching resumes a checkpoint into another "
+                         "budget, which the LazyConfig tool does not; allowed: a Detectron2 "
+                         "yaml or an MMEngine config")  # fmt: skip
+        return args, argv[cut + 1 :]
+    if args.framework is None:
+        parser.error("the following arguments are required: framework (or --config)")
+    if own_only_options(args):
+        parser.error(f"{own_only_options(args)[0]} is for your own config; allowed: --config "
+                     "PATH with it, or leave it out")  # fmt: skip
     if args.data is not None and not args.toy:
         parser.error("--data is for --toy runs; full datasets come from the configs")
+    try:
+        args.family = family(args.framework, args.toy, args.task)
+    except ValueError as err:
+        parser.error(str(err))
     args.out = args.out.resolve()
     return args, argv[cut + 1 :]
 
 
 def plan(args: argparse.Namespace, extra: list[str], data: Path | None) -> list[Plan]:
     """Every cell, in the order they must run (a stable run before its branches)."""
-    fam = family(args.framework, args.toy, args.task)
-    configs = committed_configs(fam)
+    fam = args.family
+    configs = family_configs(fam)
     if not 0.0 < args.cooldown <= 1.0:
         raise SweepError(f"--cooldown {args.cooldown} is invalid; allowed: a number in (0, 1]")
     budgets = sorted({parse_budget(b, fam) for b in args.budgets})
     if len(budgets) < 2:
         raise SweepError(f"--budgets {' '.join(args.budgets)}: allowed: two budgets or more")
-    missing = [b for b in budgets if ("linear", b) not in configs]
+    missing = [b for b in budgets if ("linear", b) not in configs and not fam.source]
     if missing:
         raise SweepError(f"no committed linear config at budget {missing[0]:g}")
-    check_extra(args.framework, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
+    check_extra(fam.tool, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
     points = branch_points({b: fam.iters(b) for b in budgets}, fam.warmup, args.cooldown)
     longest = budgets[-1]
     lrs = [parse_lr(t) for t in args.lrs] if args.lrs else [None]
@@ -146,17 +170,17 @@ def plan(args: argparse.Namespace, extra: list[str], data: Path | None) -> list[
             save_at = [points[b] for b in budgets[:-1]]
             stable = plan_cell(
                 fam, CellKey("wsd", longest, lr, seed), configs, args.out, data,
-                [*extra, *wsd_overrides(args.framework, args.cooldown, save_at)], "linear",
+                [*extra, *wsd_overrides(fam, longest, args.cooldown, save_at)], "linear",
             )  # fmt: skip
             plans.append(stable)
             for budget in budgets[:-1]:
                 cell = plan_cell(
                     fam, CellKey("wsd", budget, lr, seed), configs, args.out, data,
-                    [*extra, *wsd_overrides(args.framework, args.cooldown, [])], "linear",
+                    [*extra, *wsd_overrides(fam, budget, args.cooldown, [])], "linear",
                 )  # fmt: skip
                 if cell.action == "run":  # a new branch starts from the stable run's checkpoint
-                    source = checkpoint_file(args.framework, stable.run_dir, points[budget])
-                    cell.command = with_branch(args.framework, cell.command, source)
+                    source = checkpoint_file(fam.framework, stable.run_dir, points[budget])
+                    cell.command = with_branch(fam.framework, cell.command, source)
                 plans.append(cell)
             if args.compare:
                 plans += [
@@ -185,9 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not args.dry_run:
             lock.check()
-        data, present, env = toy_environment(
-            family(args.framework, args.toy, args.task), args.toy, args.data
-        )
+        data, present, env = toy_environment(args.family, args.toy, args.data)
         plans = plan(args, extra, data)
         if not args.dry_run:
             check_writable(args.out, None if present else data)
@@ -198,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:  # the lock file: unreadable, say
         print(f"branch: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return 2
-    fam = family(args.framework, args.toy, args.task)
+    fam = args.family
     budgets = sorted({p.budget for p in plans})
     iters = {b: fam.iters(b) for b in budgets}
     branched, separate = compute(iters, branch_points(iters, fam.warmup, args.cooldown))
@@ -215,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             if args.toy and not present:
                 make_toy_data(fam, data)
-            save_sweep(args.out, args.framework, family_label(fam), plans)
+            experiment = family_record(fam) if fam.source else None
+            save_sweep(args.out, fam.framework, family_label(fam), plans, experiment)
             start = time.monotonic()
             code = run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
         except OSError as err:  # checked writable before; a disk that filled up, say

@@ -102,9 +102,18 @@ class ConfigFamily:
         task: the short name ``budgeted-sweep --task`` picks the family by, where a framework
             has several (``cifar10``, ``imagenet``).
         script: for a family trained by a script instead of config files (plain PyTorch), the
-            script, relative to the checkout (``examples/digits_budget.py``): a cell runs it
-            with ``--budget``, ``--schedule`` (any registered schedule: no file per schedule),
-            ``--lr``, ``--seed`` and ``--out``; ``schedules`` is then empty.
+            script, relative to the checkout (``examples/digits_budget.py``) or absolute (the
+            user's own, ``budgeted-sweep --script``): a cell runs it with ``--budget``,
+            ``--schedule`` (any registered schedule: no file per schedule), ``--full-iters``,
+            ``--lr``, ``--seed`` and ``--out`` (docs/sweeps.md, "Your own script");
+            ``schedules`` is then empty.
+        source: for the user's own experiment (:mod:`budgeted.experiments.own`), the absolute
+            path of their config (or script): every cell trains it, with the cell's budget and
+            schedule set by the training tool's own keys; empty for a shipped family.
+        metric: the key of the run's log the report reads (``--metric``); empty: the
+            framework's (:data:`budgeted.experiments.sweep.records.METRICS`).
+        imports: modules every cell's process imports before it builds the config (the user's
+            dataset registrations: ``--import``).
     """
 
     name: str
@@ -122,6 +131,16 @@ class ConfigFamily:
     toy_data: ToyData | None = None
     task: str = ""
     script: str = ""
+    source: str = ""
+    metric: str = ""
+    imports: tuple[str, ...] = ()
+
+    @property
+    def tool(self) -> str:
+        """Which training tool a cell runs: the framework's, or ``detectron2-lazy`` for a
+        Detectron2 LazyConfig (a ``.py`` file; yaml configs run ``budgeted-train-net``)."""
+        lazy = self.framework == "detectron2" and (self.source or self.ext).endswith(".py")
+        return "detectron2-lazy" if lazy else self.framework
 
     def filename(self, fraction: float, schedule: str = "linear") -> str:
         """The config of ``schedule`` at ``fraction``, relative to the config root."""
@@ -132,6 +151,13 @@ class ConfigFamily:
             )
         tag = budget_tag(fraction)
         return f"{self.folder}/{self.prefix}{tag}{self.schedules[schedule]}{self.ext}"
+
+    def config_path(self, fraction: float, schedule: str = "linear") -> str:
+        """What a cell's record names as its config: the user's own file, the script, or the
+        shipped file (``configs/<filename>``)."""
+        if self.source or self.script:
+            return self.source or self.script
+        return f"configs/{self.filename(fraction, schedule)}"
 
     def iters(self, fraction: float) -> int:
         """Training iterations at ``fraction``: ``round(fraction * full_iters)``."""

@@ -30,7 +30,7 @@ from ..errors import ReportError
 from .report.model import Group, group_sweeps
 from .stats import Summary, summarize
 from .sweep.cli import _Parser as SweepParser
-from .sweep.records import METRICS, load_sweep, number_text
+from .sweep.records import load_sweep, number_text
 
 __all__ = ["Architectures", "kendall_tau", "load_architectures", "main", "markdown"]
 
@@ -240,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     named = _named(args.sweeps, parser)
     try:
         archs = load_architectures(named)
-        metrics = [name for name, _ in METRICS[archs.framework]]
+        every = [[name for name, _ in g.metrics] for g in archs.groups.values()]
+        metrics = [name for name in every[0] if all(name in names for names in every)]
         metric = args.metric or metrics[0]
         if metric not in metrics:
             raise ReportError(

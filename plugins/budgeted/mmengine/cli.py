@@ -6,13 +6,15 @@
 
 The same arguments as MMSegmentation's tool (``config``, ``--work-dir``, ``--resume``, ``--amp``,
 ``--cfg-options KEY=VALUE ...``, ``--launcher``) plus ``--budget FRACTION`` and ``--resume-from
-PATH``. Everything that can be wrong is checked first, once
-(:func:`budgeted.mmengine.preflight.preflight`), before anything is written, each as one line and
-exit status 2: bad arguments, a config that cannot be read, an unknown scheduler type, bad budget
-scheduler arguments, a scheduler ``end`` other than the budget, missing data, a work dir that
-already holds a run or that another process trains in, a file to load that carries foreign globals
-or is damaged (the newest intact checkpoint is offered), a resume with another budget. Budget
-schedulers without ``by_epoch`` follow the train loop;
+PATH``, and for a user's own config (any MMEngine codebase) ``--schedule NAME`` (its LR schedule
+replaced by a budget schedule, its warmup kept; an epoch loop made iteration-based) and
+``--full-iters N`` (:mod:`budgeted.mmengine.own_schedule`). Everything that can be wrong is
+checked first, once (:func:`budgeted.mmengine.preflight.preflight`), before anything is written,
+each as one line and exit status 2: bad arguments, a config that cannot be read, an unknown
+scheduler type, bad budget scheduler arguments, a scheduler ``end`` other than the budget,
+missing data, a work dir that already holds a run or that another process trains in, a file to
+load that carries foreign globals or is damaged (the newest intact checkpoint is offered), a
+resume with another budget. Budget schedulers without ``by_epoch`` follow the train loop;
 ``--launcher`` on a machine without GPUs runs gloo with BN for SyncBN.
 
 Training is preemption-safe: checkpoints and ``last_checkpoint`` are written atomically
@@ -45,7 +47,7 @@ from mmengine.runner import Runner
 from ..runs.mmengine import WorkDirBusyError, WorkDirLock
 from ..safety import remove_stale_temporaries
 from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
-from ..schedules import BudgetMismatchError
+from ..schedules import BudgetMismatchError, schedule_names
 from .checkpoint import allow_mmengine_checkpoints
 from .config_checks import (  # the pre-flight's checks, importable from here as before
     build_budget_schedulers,
@@ -71,6 +73,7 @@ from .launch import (
     needs_cpu_distributed,
     say_lost_rank,
 )
+from .own_schedule import apply_own_schedule, full_schedule_iters, lr_warmup
 from .preflight import check_data_roots, load_config, preflight
 from .resume import NothingToResume
 from .schedulers import BudgetConfigError
@@ -80,6 +83,7 @@ __all__ = [
     "add_checkpoint_at",
     "add_reliability_hooks",
     "apply_budget_fraction",
+    "apply_own_schedule",
     "apply_time_budget",
     "build_budget_schedulers",
     "check_budget_hooks",
@@ -89,7 +93,9 @@ __all__ = [
     "check_resume_budget",
     "check_scheduler_types",
     "fill_budget_scheduler_defaults",
+    "full_schedule_iters",
     "load_config",
+    "lr_warmup",
     "main",
     "parse_args",
     "preflight",
@@ -151,8 +157,59 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is invalid; allowed: a whole number >= 1 (the full schedule's iterations)"
+        )
+    return value
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """The budget's options: ``--budget``, ``--schedule``, ``--full-iters``, ``--budget-time``
+    (:mod:`budgeted.mmengine.own_schedule`, :mod:`budgeted.mmengine.config_edits`)."""
+    parser.add_argument(
+        "--budget",
+        type=_fraction,
+        metavar="FRACTION",
+        help="train this fraction (0, 1] of the config's full schedule (full_schedule_iters, "
+        "else train_cfg.max_iters); 1 trains the full schedule, more is refused",
+    )
+    parser.add_argument(
+        "--schedule",
+        metavar="NAME",
+        help="train under this budget-aware LR schedule ("
+        + ", ".join(schedule_names())
+        + ", or one the config's custom_imports register): every LR entry of param_scheduler "
+        "becomes one Budget<Name>LR with the schedule's default parameters and the config's "
+        "warmup in iterations (a first LinearLR before the rest, or a Budget*LR's own); an "
+        "epoch-based loop becomes IterBasedTrainLoop over the full schedule. Refused: a "
+        "momentum or other non-LR scheduler entry, a custom train loop, a budget not longer "
+        "than the warmup",
+    )
+    parser.add_argument(
+        "--full-iters",
+        type=_whole,
+        metavar="N",
+        help="the full schedule in iterations, which --budget takes a fraction of (sets "
+        "full_schedule_iters); default: full_schedule_iters, else train_cfg.max_iters, else "
+        "max_epochs x iterations per epoch (ceil(train set / batch_size), the set built)",
+    )
+    parser.add_argument(
+        "--budget-time",
+        metavar="DURATION",
+        help="a wall-clock budget of training time: 6h, 90m, 2h30m, or seconds "
+        "(TimeBudgetTrainLoop; the full schedule's max_iters then only caps the iterations)",
+    )
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """MMSegmentation's ``tools/train.py`` arguments plus ``--budget`` and ``--resume-from``.
+    """MMSegmentation's ``tools/train.py`` arguments plus ``--budget``, ``--resume-from``,
+    ``--schedule`` and ``--full-iters``.
 
     A usage error (an unknown option, ``--budget 1.5``, a ``--cfg-options`` item without ``=``)
     prints one line and exits with status 2.
@@ -191,19 +248,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=False,
         help="enable automatic-mixed-precision training",
     )
-    parser.add_argument(
-        "--budget",
-        type=_fraction,
-        metavar="FRACTION",
-        help="train this fraction (0, 1] of the config's full schedule (full_schedule_iters, "
-        "else train_cfg.max_iters); 1 trains the full schedule, more is refused",
-    )
-    parser.add_argument(
-        "--budget-time",
-        metavar="DURATION",
-        help="a wall-clock budget of training time: 6h, 90m, 2h30m, or seconds "
-        "(TimeBudgetTrainLoop; the full schedule's max_iters then only caps the iterations)",
-    )
+    add_budget_options(parser)
     parser.add_argument(
         "--cfg-options",
         nargs="+",

@@ -5,8 +5,9 @@ timestamped log folder and the config dump as soon as it is built, so a problem 
 later has already changed the folder). In order:
 
 1. the config: read (:func:`load_config`, a ``_base_`` cycle found first), with the command
-   line's edits (:mod:`budgeted.mmengine.config_edits`: ``--budget``, ``--budget-time``,
-   ``--amp``, ``by_epoch`` from the loop);
+   line's edits (:mod:`budgeted.mmengine.own_schedule`: ``--schedule``, ``--full-iters``;
+   :mod:`budgeted.mmengine.config_edits`: ``--budget``, ``--budget-time``, ``--amp``,
+   ``by_epoch`` from the loop);
 2. its budget schedulers and this package's hooks, built with their arguments
    (:mod:`budgeted.mmengine.config_checks`; a scheduler on the config's optimizer over a
    stand-in parameter);
@@ -62,6 +63,7 @@ from .input_checks import (
     check_writable,
 )
 from .launch import needs_cpu_distributed, prepare_cpu_distributed
+from .own_schedule import apply_own_schedule, check_budget_after_warmup
 from .resume import plan_load
 
 __all__ = [
@@ -192,7 +194,8 @@ def _checked_config(args: argparse.Namespace) -> Config:
 
 def _edited_config(args: argparse.Namespace) -> Config:
     """The config file with the command line's edits: ``--cfg-options``, the launcher, the work
-    dir, ``--amp``, the resume flag, the budget, budget schedulers' ``by_epoch``."""
+    dir, ``--amp``, the resume flag, ``--schedule`` / ``--full-iters``, the budget, budget
+    schedulers' ``by_epoch``."""
     path = find_config(args.config, "mmengine")
     cfg = load_config(path, args.cfg_options)
     cfg.launcher = args.launcher
@@ -203,6 +206,15 @@ def _edited_config(args: argparse.Namespace) -> Config:
     if args.amp:
         apply_amp(cfg)
     cfg.resume = bool(args.resume or args.resume_from)
+    schedule = getattr(args, "schedule", None)
+    warmup = apply_own_schedule(cfg, schedule, getattr(args, "full_iters", None))
+    if schedule is not None and args.cfg_options:  # param_scheduler.0.cooldown=0.1, say:
+        scheduler_options = {  # the budget scheduler's parameters, set on the one it made
+            k: v for k, v in dict(args.cfg_options).items() if k.startswith("param_scheduler.")
+        }
+        cfg.merge_from_dict(scheduler_options)
     apply_budgets(cfg, args.budget, getattr(args, "budget_time", None))
+    if schedule is not None:
+        check_budget_after_warmup(cfg, warmup)
     fill_budget_scheduler_defaults(cfg)
     return cfg

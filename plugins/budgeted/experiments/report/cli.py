@@ -108,6 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "FILE_grad_norm.png from the runs' logs (any matplotlib file type)",
     )  # fmt: skip
     parser.add_argument(
+        "--metric", default="", metavar="KEY",
+        help="report this key of the runs' final evaluation, as logged (higher is better), "
+        "instead of the sweep's metric (bbox/AP, mIoU, accuracy/top1, or its --metric)",
+    )  # fmt: skip
+    parser.add_argument(
         "--best-progress", action="store_true",
         help="also tabulate where the best periodic evaluation fell in training (Table 4)",
     )  # fmt: skip
@@ -119,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 'pip install "budgeted-training[plot]", or leave out --plot'
             )
         check_outputs(args.csv, args.plot, args.sweeps)
-        sweeps = [load_sweep(p) for p in args.sweeps]
+        sweeps = [load_sweep(p, args.metric) for p in args.sweeps]
         groups = group_sweeps(sweeps)
     except (ReportError, ImportError) as err:
         print(f"report: error: {err}", file=sys.stderr)

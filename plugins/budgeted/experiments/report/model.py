@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import ReportError
 from ..stats import best_lr
-from ..sweep.records import Cell, CellKey, Sweep, cell_name
+from ..sweep.records import METRICS, Cell, CellKey, Sweep, cell_name
 
 __all__ = ["Group", "group_sweeps"]
 
@@ -25,6 +25,12 @@ class Group:
     family: str
     sources: list[Path] = field(default_factory=list)
     cells: dict[CellKey, Cell] = field(default_factory=dict)
+    metrics: tuple[tuple[str, str], ...] = ()
+    """(name shown, key logged) of each metric reported (:func:`~..sweep.records.metrics_of`;
+    default: the framework's)."""
+
+    def __post_init__(self) -> None:
+        self.metrics = self.metrics or METRICS.get(self.framework, ())
 
     @property
     def schedules(self) -> list[str]:
@@ -83,7 +89,8 @@ def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
     groups: dict[tuple[str, str], Group] = {}
     for sweep in sweeps:
         group = groups.setdefault(
-            (sweep.framework, sweep.family), Group(sweep.framework, sweep.family)
+            (sweep.framework, sweep.family),
+            Group(sweep.framework, sweep.family, metrics=sweep.metrics),
         )
         group.sources.append(sweep.path)
         for cell in sweep.cells:

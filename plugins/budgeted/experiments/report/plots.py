@@ -25,7 +25,7 @@ from typing import Any
 from ...runs import reader
 from ...safety import atomic_write
 from ..stats import summarize
-from ..sweep.records import METRICS, Cell
+from ..sweep.records import Cell
 from .model import Group
 
 __all__ = [
@@ -95,7 +95,7 @@ def _save(fig: Any, path: Path) -> Path:
 
 def _best_cell(group: Group, schedule: str, budget: float) -> Cell | None:
     """The first finished run (lowest seed) of ``schedule`` at ``budget`` at its best LR."""
-    metric = METRICS[group.framework][0][0]
+    metric = group.metrics[0][0]
     found = group.best(metric, schedule, budget)
     if found is None:
         return None
@@ -143,7 +143,7 @@ def _metric_figure(groups: Sequence[Group], file: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
-    panels = [(g, metric) for g in groups for metric, _ in METRICS[g.framework]]
+    panels = [(g, metric) for g in groups for metric, _ in g.metrics]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
     for ax, (group, metric) in zip(axes[0], panels):
         for schedule in group.schedules:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ...runs import reader
 from ...safety import atomic_write
 from ..stats import paired_difference, summarize, verdict
-from ..sweep.records import METRICS, NOTHING_PREDICTED, CellKey, cell_name, number_text
+from ..sweep.records import NOTHING_PREDICTED, CellKey, cell_name, number_text
 from .model import Group
 
 __all__ = ["COMPARISONS", "CSV_HEADER", "best_progress", "markdown", "write_csv"]
@@ -79,7 +79,7 @@ def markdown(group: Group) -> str:
     also = f", {diverged} diverged" if diverged else ""
     lrs, seeds = group.lrs, group.seeds
     axes = len(lrs) > 1 or lrs != [None] or len(seeds) > 1 or seeds != [None]
-    for metric, _ in METRICS[group.framework]:
+    for metric, _ in group.metrics:
         columns = [(s, lr) for s in group.schedules for lr in lrs]
         head = [
             "budget", "iterations",
@@ -197,7 +197,7 @@ def best_progress(group: Group) -> str:
     anything; with one evaluation at the end it is 1.00."""
     runs = reader(group.framework)
     blocks = []
-    for metric, key in METRICS[group.framework]:
+    for metric, key in group.metrics:
         rows = []
         for budget in group.budgets:
             row = [f"{budget:g}"]
@@ -236,7 +236,7 @@ def write_csv(groups: Sequence[Group], path: Path) -> None:
     finished or diverged), wall time, folder and status (``finished``, ``undecayed``,
     ``diverged``; empty while unfinished). Written atomically (a temporary file renamed into
     place)."""
-    metrics = list(dict.fromkeys(m for g in groups for m, _ in METRICS[g.framework]))
+    metrics = list(dict.fromkeys(m for g in groups for m, _ in g.metrics))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "w") as f:
         writer = csv.writer(f, lineterminator="\n")

@@ -15,6 +15,7 @@ from typing import NoReturn
 from ...errors import FolderBusyError, ReportError, SweepError
 from ...safety.locks import FolderLock
 from ..families import FRAMEWORKS, family
+from ..own import OWN_FRAMEWORKS, family_record, own_family
 from .commands import short, show
 from .cost import estimate
 from .execute import (
@@ -44,7 +45,15 @@ from .slurm import (
 )
 from .status import status_main
 
-__all__ = ["build_parser", "main", "parse_args", "print_dry_run"]
+__all__ = [
+    "add_own_arguments",
+    "build_parser",
+    "main",
+    "own_experiment",
+    "own_only_options",
+    "parse_args",
+    "print_dry_run",
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,17 +65,68 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.label}: error: {message}\n")
 
 
-def build_parser() -> _Parser:
-    """``budgeted-sweep``'s parser: every option it takes (``--status`` included), with its help."""
-    parser = _Parser(prog="budgeted-sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "framework", nargs="?", help=f"one of: {', '.join(FRAMEWORKS)} (not with --status)"
-    )
+def add_own_arguments(parser: argparse.ArgumentParser, script: bool = True) -> None:
+    """The options of the user's own experiment (``--config``, ``--script``, ``--framework``,
+    ``--full-iters``, ``--metric``, ``--import``, ``--force-source``): ``budgeted-sweep``'s and
+    ``budgeted-branch``'s (``script``: whether ``--script`` is offered)."""
+    own = parser.add_argument_group(
+        "your own experiment", "every cell trains your config or script at its budget and "
+        "schedule (docs/sweeps.md, 'Sweep your own config')",
+    )  # fmt: skip
+    own.add_argument(
+        "--config", type=Path, metavar="PATH",
+        help="your config: a Detectron2 yaml or LazyConfig, or any MMEngine config (MMSeg, "
+        "MMDet, MMPretrain, MMAction2, or your codebase's)",
+    )  # fmt: skip
+    if script:
+        own.add_argument(
+            "--script", type=Path, metavar="PATH",
+            help="your plain-PyTorch training script, following the contract of docs/sweeps.md "
+            "(--budget, --schedule, --full-iters, --lr, --seed, --out; a final metrics file)",
+        )  # fmt: skip
+    else:
+        parser.set_defaults(script=None)
+    own.add_argument(
+        "--framework", dest="own_framework", choices=OWN_FRAMEWORKS, metavar="NAME",
+        help="with --config, where the file does not tell: detectron2, mmseg, mmdet, "
+        "mmpretrain, mmaction or mmengine",
+    )  # fmt: skip
+    own.add_argument(
+        "--full-iters", type=int, metavar="N",
+        help="the full schedule in iterations (default: the config's own length; required "
+        "with --script)",
+    )  # fmt: skip
+    own.add_argument(
+        "--metric", default="", metavar="KEY",
+        help="the logged key the report reads (default: the framework's: bbox/AP, mIoU, "
+        "accuracy/top1, ...)",
+    )  # fmt: skip
+    own.add_argument(
+        "--import", dest="imports", action="append", default=[], metavar="MODULE",
+        help="a module imported in every cell's process before the config is built (your "
+        "dataset registrations); repeatable",
+    )  # fmt: skip
+    own.add_argument(
+        "--force-source", action="store_true",
+        help="go on in a sweep folder although the config or script changed since its first "
+        "cells",
+    )  # fmt: skip
     parser.add_argument(
         "--status", type=Path, metavar="OUT",
         help="print where each cell of the sweep folder OUT stands (done, running, queued, ...: "
         "docs/sweeps.md) and run nothing; takes no other argument",
     )  # fmt: skip
+
+
+def build_parser() -> _Parser:
+    """``budgeted-sweep``'s parser: every option it takes (``--status`` included), with its help."""
+    parser = _Parser(prog="budgeted-sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "framework", nargs="?",
+        help=f"a shipped family's framework, one of: {', '.join(FRAMEWORKS)} (not with --status, "
+        "--config or --script)",
+    )  # fmt: skip
+    add_own_arguments(parser)
     parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
     parser.add_argument(
         "--task", help="where a framework ships several families: mmpretrain cifar10 or imagenet"
@@ -139,8 +199,15 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.status is not None:
         _status_only(parser, argv)
         return args, []
+    if args.config is not None or args.script is not None:
+        own_experiment(parser, args)
+        return args, argv[cut + 1 :]
     if args.framework is None:
-        parser.error("the following arguments are required: framework")
+        parser.error("the following arguments are required: framework (or --config / --script)")
+    own_only = own_only_options(args)
+    if own_only:
+        parser.error(f"{own_only[0]} is for your own experiment; allowed: --config PATH or "
+                     f"--script PATH with {own_only[0]}, or leave it out")  # fmt: skip
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs} is invalid; allowed: a whole number >= 1 (cells at "
                      "once on this machine)")  # fmt: skip
@@ -164,6 +231,42 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         args.out = Path("output/sweep") / name
     args.out = args.out.resolve()
     return args, argv[cut + 1 :]
+
+
+def own_only_options(args: argparse.Namespace) -> list[str]:
+    """The options of one's own experiment given without ``--config`` / ``--script``."""
+    given = (("--framework", args.own_framework), ("--full-iters", args.full_iters),
+             ("--metric", args.metric), ("--import", args.imports),
+             ("--force-source", args.force_source))  # fmt: skip
+    return [flag for flag, value in given if value]
+
+
+def own_experiment(parser: _Parser, args: argparse.Namespace) -> None:
+    """``--config`` / ``--script``: the family of the user's own file (its framework, full
+    schedule and warmup read from it), the sweep folder named after it."""
+    if args.config is not None and args.script is not None:
+        parser.error("--config and --script are two experiments; allowed: one of them")
+    given = "--config" if args.config is not None else "--script"
+    clash = [f for f, v in (("a framework", args.framework), ("--toy", args.toy),
+             ("--task", args.task), ("--data", args.data)) if v]  # fmt: skip
+    if clash:
+        parser.error(f"{given} sweeps your own experiment: {clash[0]} is for the shipped "
+                     f"families; allowed: {given} PATH without it")  # fmt: skip
+    if args.script is not None and args.own_framework is not None:
+        parser.error("--framework is for --config; a --script is plain PyTorch")
+    if args.full_iters is not None and args.full_iters < 1:
+        parser.error(f"--full-iters {args.full_iters} is invalid; allowed: a whole number >= 1")
+    try:
+        args.family = own_family(
+            args.config or args.script, args.own_framework, args.full_iters, args.metric,
+            tuple(args.imports), script=args.script is not None,
+        )  # fmt: skip
+    except SweepError as err:
+        parser.error(str(err))
+    args.framework = args.family.framework
+    if args.out is None:
+        args.out = Path("output/sweep") / Path(args.family.source).stem
+    args.out = args.out.resolve()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,7 +330,8 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
             if args.toy and not present:
                 print(f"[sweep] writing the toy set in {data}", flush=True)
                 make_toy_data(args.family, data)
-            save_sweep(args.out, args.framework, family_label(args.family), plans)
+            experiment = family_record(args.family) if args.family.source else None
+            save_sweep(args.out, args.framework, family_label(args.family), plans, experiment)
             if options is not None:
                 return run_on_slurm(args.out, plans, data, extra, env, options, args.detach)
             env, note = jobs_environment(env, args.jobs)

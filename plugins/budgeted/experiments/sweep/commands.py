@@ -43,29 +43,43 @@ MMENGINE_FRAMEWORKS = tuple(f for f in FRAMEWORKS if f not in ("detectron2", "py
 config keys."""
 
 
-def _per_framework(detectron2: Any, mmengine: Any) -> dict[str, Any]:
-    return {"detectron2": detectron2, **dict.fromkeys(MMENGINE_FRAMEWORKS, mmengine)}
+def _per_framework(detectron2: Any, mmengine: Any, lazy: Any = None) -> dict[str, Any]:
+    """framework -> value; ``detectron2-lazy`` (a Detectron2 LazyConfig: its own tool) where
+    ``lazy`` is given; every MMEngine codebase (and ``mmengine``, another one) alike."""
+    lazy_tool = {} if lazy is None else {"detectron2-lazy": lazy}
+    codebases = dict.fromkeys((*MMENGINE_FRAMEWORKS, "mmengine"), mmengine)
+    return {"detectron2": detectron2, **lazy_tool, **codebases}
 
 
 TRAIN_TOOLS = _per_framework(
     ("budgeted-train-net", "budgeted.detectron2.cli", "run"),
     ("budgeted-train-seg", "budgeted.mmengine.cli", "main"),
+    ("budgeted-lazy-train-net", "budgeted.detectron2.lazy_cli", "run"),
 )
-"""framework -> (console script, module, function) of its training tool."""
+"""tool (a framework, or ``detectron2-lazy``) -> (console script, module, function) of its
+training tool."""
+BUDGET_FLAGS = ("--budget", "--schedule", "--full-iters")
+"""The flags of the cell contract: the budget, the schedule and the full schedule (plain-PyTorch
+scripts, ``budgeted-train-seg`` and ``budgeted-lazy-train-net`` on the user's own config)."""
 RESERVED = {
     **_per_framework(
         ("OUTPUT_DIR", "SOLVER.BUDGET.FRACTION", "SOLVER.BUDGET.FULL_ITERS", "SOLVER.MAX_ITER",
          "--config-file", "--config", "--resume", "--eval-only"),
         ("work_dir", "train_cfg.max_iters", "budget_fraction", "full_schedule_iters",
-         "--work-dir", "--resume", "--budget"),
+         "--work-dir", "--resume", *BUDGET_FLAGS),
+        ("train.output_dir", "train.max_iter", "--config-file", "--config", "--resume",
+         "--eval-only", *BUDGET_FLAGS),
     ),
-    "pytorch": ("--budget", "--schedule", "--full-iters", "--out"),
+    "pytorch": (*BUDGET_FLAGS, "--out"),
 }  # fmt: skip
 """Overrides the sweep sets per cell (run folder, budget, resuming): refused after ``--``."""
-LR_KEYS = {**_per_framework("SOLVER.BASE_LR", "optim_wrapper.optimizer.lr"), "pytorch": "--lr"}
-"""framework -> the config key ``--lrs`` sets (the base LR the schedule multiplies)."""
-SEED_KEYS = {**_per_framework("SEED", "randomness.seed"), "pytorch": "--seed"}
-"""framework -> the config key ``--seeds`` sets."""
+LR_KEYS = {
+    **_per_framework("SOLVER.BASE_LR", "optim_wrapper.optimizer.lr", "optimizer.lr"),
+    "pytorch": "--lr",
+}
+"""tool -> the config key ``--lrs`` sets (the base LR the schedule multiplies)."""
+SEED_KEYS = {**_per_framework("SEED", "randomness.seed", "train.seed"), "pytorch": "--seed"}
+"""tool -> the config key ``--seeds`` sets."""
 
 SCHEDULER_KEYS = _per_framework("SOLVER.LR_SCHEDULER_NAME", "param_scheduler.0.type")
 """framework -> the config key that names a config's LR scheduler: :func:`schedule_overrides`
@@ -118,6 +132,7 @@ def axis_overrides(framework: str, lr: float | None, seed: int | None) -> list[s
     texts = [(k, number_text(v) if isinstance(v, float) else str(v)) for k, v in pairs]
     if framework in ("detectron2", "pytorch"):
         return [t for pair in texts for t in pair]
+    # MMEngine's --cfg-options and LazyConfig's overrides: key=value
     return [f"{k}={v}" for k, v in texts]
 
 
@@ -127,30 +142,44 @@ def split_mmseg_extra(extra: Sequence[str]) -> tuple[list[str], list[str]]:
     return [t for t in extra if t not in options], options
 
 
-def tool_command(framework: str, args: Sequence[str]) -> list[str]:
+def tool_command(framework: str, args: Sequence[str], imports: Sequence[str] = ()) -> list[str]:
     """The command that runs ``framework``'s training tool with ``args``: this interpreter
-    calling the console script's function (so it needs no ``bin/`` folder on ``PATH``)."""
+    calling the console script's function (so it needs no ``bin/`` folder on ``PATH``), after
+    importing ``imports`` (the user's modules that register their datasets, ``--import``).
+
+    Example:
+        >>> tool_command("mmseg", ["a.py"], ["my_data"])[2]
+        "import sys; import my_data; from budgeted.mmengine.cli import main as f; sys.argv[0] = 'budgeted-train-seg'; sys.exit(f())"
+    """  # noqa: E501
     script, module, function = TRAIN_TOOLS[framework]
-    boot = (
-        f"import sys; from {module} import {function} as f; sys.argv[0] = {script!r}; sys.exit(f())"
-    )
+    first = "".join(f"import {name}; " for name in imports)
+    boot = f"import sys; {first}from {module} import {function} as f; sys.argv[0] = {script!r}; " \
+        "sys.exit(f())"  # fmt: skip
     return [sys.executable, "-c", boot, *args]
 
 
 def build_command(
     framework: str, config: Path, run_dir: Path, data: Path | None, extra: Sequence[str],
-    resume: bool, launcher: Sequence[str] = (),
+    resume: bool, launcher: Sequence[str] = (), imports: Sequence[str] = (),
 ) -> list[str]:  # fmt: skip
-    """The training tool's command line for one cell (``extra``: the user's overrides, then
-    the cell's :func:`axis_overrides`; ``launcher``: the framework's launcher flags across a
-    Slurm job's GPUs and nodes, ``--num-gpus 8 --num-machines 2 ...`` or ``--launcher slurm``)."""
+    """The training tool's command line for one cell (``framework``: the tool, a framework or
+    ``detectron2-lazy``; ``extra``: the user's overrides, then the cell's :func:`axis_overrides`;
+    ``launcher``: the framework's launcher flags across a Slurm job's GPUs and nodes,
+    ``--num-gpus 8 --num-machines 2 ...`` or ``--launcher slurm``; ``imports``: the user's
+    modules, imported first)."""
     again = ["--resume"] if resume else []
     if framework == "detectron2":
         args = [
             "--config-file", str(config), *again, *launcher, *extra, "OUTPUT_DIR", str(run_dir)
         ]  # fmt: skip
-        return tool_command(framework, args)
+        return tool_command(framework, args, imports)
     flags, options = split_mmseg_extra(extra)
+    if framework == "detectron2-lazy":  # flags first: the key=value overrides end the line
+        args = [
+            "--config-file", str(config), *again, *launcher, *flags, *options,
+            f"train.output_dir={run_dir}",
+        ]  # fmt: skip
+        return tool_command(framework, args, imports)
     if data is not None:  # as the toy demo points the toy config at the toy set
         options = [
             *(f"{split}_dataloader.dataset.data_root={data}" for split in ("train", "val")),
@@ -161,7 +190,7 @@ def build_command(
         str(config), "--work-dir", str(run_dir), *again, *launcher, *flags,
         *(["--cfg-options", *options] if options else []),
     ]  # fmt: skip
-    return tool_command(framework, args)
+    return tool_command(framework, args, imports)
 
 
 def script_command(
@@ -192,6 +221,8 @@ def show(command: Sequence[str]) -> str:
     """A tool command as printed: the console script's name and its arguments, paths shortened
     (``budgeted-train-seg configs/mmseg/toy/... --work-dir output/...``)."""
     if len(command) > 2 and command[1] == "-c":
-        script = next(s for s, m, _ in TRAIN_TOOLS.values() if f"from {m} import" in command[2])
+        script = next(s for s, m, _ in TRAIN_TOOLS.values() if f" {m} import" in command[2])
+        if not command[2].startswith("import sys; from "):  # --import: as it runs
+            return shlex.join(["python", "-c", command[2], *(short(t) for t in command[3:])])
         return shlex.join([script, *(short(t) for t in command[3:])])
     return shlex.join(["python", *(short(t) for t in command[1:])])

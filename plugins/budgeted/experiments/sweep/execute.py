@@ -323,7 +323,12 @@ def try_status(plan: Plan, code: int, interrupted: bool) -> str:
         return "interrupted"
     recorded = "undecayed" if code == UNDECAYED_EXIT_CODE else None
     status = run_status(plan.family.framework, plan.run_dir, final, recorded)
-    if status is None:
+    if status is None and plan.family.script:  # the script contract: docs/sweeps.md
+        plan.note = (
+            f"wrote no results.json and final metrics.jsonl line in {plan.run_dir}; allowed: a "
+            "script that follows the contract of docs/sweeps.md ('Your own script')"
+        )
+    elif status is None:
         plan.note = f"has no final metric in {plan.run_dir}"
     elif status == "diverged":  # a tool that trained on through a NaN loss, exit 0
         plan.note = f"{divergence(plan.family.framework, plan.run_dir)} (exit {code})"
@@ -337,8 +342,12 @@ def last_log_line(plan: Plan) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> None:
-    """Write ``<out>/sweep.json``: the framework, family and every cell ever planned."""
+def save_sweep(
+    out: Path, framework: str, label: str, plans: Sequence[Plan], experiment: dict | None = None
+) -> None:
+    """Write ``<out>/sweep.json``: the framework, family and every cell ever planned; for the
+    user's own config or script, its ``experiment`` record (source, sha256, full schedule,
+    warmup, metric: :func:`budgeted.experiments.own.family_record`)."""
     record = out / SWEEP_FILE
     cells = read_record(record)["cells"] if record.is_file() else []
     for plan in plans:
@@ -348,6 +357,8 @@ def save_sweep(out: Path, framework: str, label: str, plans: Sequence[Plan]) -> 
             cells.append(cell)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"framework": framework, "family": label, "cells": cells}
+    if experiment is not None:
+        meta["experiment"] = experiment
     atomic_write_text(record, json.dumps(meta, indent=1) + "\n")
 
 

@@ -22,6 +22,7 @@ from ...errors import SweepError
 from ...runs.records import shown
 from ...schedules import schedule_names
 from ..families import ConfigFamily
+from ..own import check_own_budgets, check_same_source, own_overrides
 from .commands import (
     SCHEDULER_KEYS,
     axis_overrides,
@@ -143,6 +144,8 @@ def family_configs(fam: ConfigFamily) -> dict[tuple[str, float], Path]:
     """(schedule, budget) -> what trains it: the family's committed config files, or for a
     script family (:attr:`~budgeted.experiments.families.ConfigFamily.script`) its script, for
     every registered schedule at every budget."""
+    if fam.source and not fam.script:
+        return {}  # the user's own config trains every cell (cell_source)
     if not fam.script:
         return committed_configs(fam)
     script = find_script(fam)
@@ -160,12 +163,19 @@ def describe(configs: dict[tuple[str, float], Path]) -> str:
 
 
 def parse_budget(text: str, fam: ConfigFamily) -> float:
-    """The budget fraction ``text`` names, one of ``fam.fractions``; :class:`SweepError`."""
+    """The budget fraction ``text`` names, one of ``fam.fractions`` (of the user's own
+    experiment: any fraction in (0, 1]); :class:`SweepError`."""
     allowed = ", ".join(f"{b:g}" for b in fam.fractions)
+    if fam.source:
+        allowed = "fractions of the full schedule in (0, 1], e.g. 0.05 0.1 0.25"
     try:
         value = float(text)
     except ValueError:
         raise SweepError(f"budget {text!r} is not a number; allowed: {allowed}") from None
+    if fam.source:
+        if not (math.isfinite(value) and 0 < value <= 1):
+            raise SweepError(f"budget {text} is not a fraction in (0, 1]; allowed: {allowed}")
+        return round(value, 12)
     for budget in fam.fractions:
         if abs(value - budget) < 1e-9:
             return budget
@@ -248,7 +258,11 @@ def cell_source(
         >>> config.name, switch
         ('pspnet_r18-toy_cityscapes_budget5.py', ['param_scheduler.0.type=BudgetRexLR'])
     """
-    if (schedule, budget) in configs or fam.script:
+    if fam.script:
+        return find_script(fam), []
+    if fam.source:  # the user's own config: the cell's budget and schedule by the tool's keys
+        return Path(fam.source), own_overrides(fam, schedule, budget)
+    if (schedule, budget) in configs:
         return configs[schedule, budget], []
     return configs["linear", budget], schedule_overrides(fam.framework, schedule)
 
@@ -259,10 +273,15 @@ def check_schedules(fam: ConfigFamily, configs: dict, schedules: list[str],
     budget; where one trains from the linear configs, ``extra`` leaves the scheduler's name
     alone. Raises :class:`SweepError`."""
     registered = schedule_names()
-    key = SCHEDULER_KEYS.get(fam.framework, "")
+    key = SCHEDULER_KEYS.get(fam.tool, "")
     clash = [t for t in extra if key and t.split("=", 1)[0] == key]
+    if fam.source and not fam.script and clash:  # every cell of one's own config sets it
+        raise SweepError(f"override {clash[0]!r} after -- would replace the scheduler each cell "
+                         f"sets (--schedules); allowed: no {key} override")  # fmt: skip
     for schedule in schedules:
-        own = schedule in fam.schedules or (bool(fam.script) and schedule in registered)
+        own = schedule in fam.schedules or (
+            bool(fam.script or fam.source) and schedule in registered
+        )
         if not own and schedule not in registered:
             raise SweepError(f"schedule {schedule!r} is not a registered schedule; allowed: "
                              f"{', '.join(registered)}")  # fmt: skip
@@ -272,6 +291,8 @@ def check_schedules(fam: ConfigFamily, configs: dict, schedules: list[str],
                 f"{schedule} (trained from the linear configs); allowed: no {key} override, or "
                 f"--schedules {' '.join(fam.schedules)} only"
             )
+        if fam.source or fam.script:  # one file (config or script) trains every cell
+            continue
         needs = schedule if own else "linear"
         missing = [b for b in budgets if (needs, b) not in configs]
         if missing:
@@ -293,17 +314,23 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
     schedules = list(dict.fromkeys(args.schedules or default))
     budgets = sorted({parse_budget(b, fam) for b in args.budgets or map(str, fam.fractions)})
     check_schedules(fam, configs, schedules, budgets, extra)
-    check_extra(args.framework, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
+    check_extra(fam.tool, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
+    if fam.source:
+        check_own_budgets(fam, budgets)
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise SweepError(f"--out {out} is a file; allowed: a new folder or a sweep folder")
     record = out / SWEEP_FILE
     if record.is_file():
         meta = read_sweep(out).meta  # every record and cell folder checked
-        if (meta["framework"], meta["family"]) != (args.framework, label):
+        if (meta["framework"], meta["family"]) != (fam.framework, label):
             raise SweepError(
                 f"--out {out} holds a {meta['framework']} sweep of {meta['family']}; allowed: "
-                f"a new folder, or a sweep of {args.framework} {label}"
+                f"a new folder, or a sweep of {fam.framework} {label}"
+            )
+        if fam.source:
+            check_same_source(
+                out, meta.get("experiment") or {}, fam, getattr(args, "force_source", False)
             )
         seeded = {isinstance(cell, list) and len(cell) > 3 and cell[3] is not None
                   for cell in meta.get("cells") or []}  # fmt: skip
@@ -344,7 +371,7 @@ def plan_cell(
     ``budgeted-branch`` trains ``wsd`` cells from the ``linear`` configs plus overrides)."""
     framework = fam.framework
     schedule, budget, lr, seed = key
-    if config_schedule is None:
+    if config_schedule is None or fam.source:  # one's own config: the cell sets its schedule
         config, switch = cell_source(fam, configs, schedule, budget)
         config_schedule = schedule if not switch else "linear"
     else:
@@ -357,7 +384,7 @@ def plan_cell(
         "budget": budget,
         "lr": lr,
         "seed": seed,
-        "config": fam.script or f"configs/{fam.filename(budget, config_schedule)}",
+        "config": fam.config_path(budget, config_schedule),
         "data": None if data is None else str(data),
         "overrides": extra,
     }
@@ -382,11 +409,13 @@ def plan_cell(
             f"settings (overrides {extra}), or another --out"
         )
     action = "skip" if done else "resume" if started else "run"
-    overrides = [*extra, *switch, *axis_overrides(framework, lr, seed)]
+    overrides = [*extra, *switch, *axis_overrides(fam.tool, lr, seed)]
     if fam.script:  # the script writes nothing before its end: a started run is run again
         command = script_command(config, schedule, budget, fam.full_iters, run_dir, overrides)
     else:
-        command = build_command(framework, config, run_dir, data, overrides, action == "resume")
+        resume = action == "resume"
+        command = build_command(fam.tool, config, run_dir, data, overrides, resume,
+                                imports=fam.imports)  # fmt: skip
     final = None if status == "diverged" else final
     return Plan(fam, schedule, budget, lr, seed, run_dir, spec, command, action, final, status)
 
@@ -427,7 +456,7 @@ def plan_evaluations(
             f"--data {data} holds no toy set to evaluate on; allowed: a folder with one "
             f"(python tools/make_toy_coco.py --root {data} --seed 2 --num-val 500, say)"
         )
-    configs = committed_configs(fam)
+    configs = family_configs(fam)
     plans = []
     for cell in grid:
         runs = [
@@ -447,7 +476,7 @@ def plan_evaluations(
         record = runs[0] / CELL_FILE
         trained = read_record(record).get("overrides") or [] if record.is_file() else []
         try:  # a record from elsewhere must not choose the config, the folder or the weights
-            check_extra(fam.framework, trained)
+            check_extra(fam.tool, trained)
         except SweepError as err:
             raise SweepError(f"{record}: its trained {err}") from None
         overrides = [*trained, *extra, key, str(runs[0] / name)]

@@ -16,6 +16,7 @@ This module imports no framework.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,11 +24,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ...errors import RecordError, ReportError
+from ...errors import ReportError
 from ...runs import reader
 from ...runs.records import cell_record_problem, non_finite_loss, number, shown
 from ...schedules import schedule_names
 from ..families import FAMILIES, ConfigFamily, budget_tag
+from .metrics import (
+    LOGGED_AS_FRACTION,
+    METRICS,
+    NAN_LOGGED,
+    NOTHING_PREDICTED,
+    Final,
+    metrics_of,
+    read_final,
+)
 
 __all__ = [
     "CELL_FILE",
@@ -52,6 +62,7 @@ __all__ = [
     "family_of",
     "holds_run",
     "load_sweep",
+    "metrics_of",
     "number_text",
     "read_final",
     "read_record",
@@ -65,46 +76,8 @@ CELL_FILE = "sweep_cell.json"
 """Each cell folder's record: config, overrides, command, wall time."""
 SWEEP_LOCK = ".sweep.lock"
 """The lock file a running sweep holds (``flock``) in its ``--out`` folder."""
-METRICS: dict[str, tuple[tuple[str, str], ...]] = {
-    "detectron2": (("box AP", "bbox/AP"), ("mask AP", "segm/AP")),
-    "mmseg": (("mIoU", "mIoU"),),
-    "mmdet": (("box AP", "coco/bbox_mAP"), ("mask AP", "coco/segm_mAP")),
-    "mmpretrain": (("top-1", "accuracy/top1"),),
-    "mmaction": (("top-1", "acc/top1"),),
-    "pytorch": (("top-1", "val_accuracy"),),
-}
-"""framework -> (name shown, key in the training tool's log) of each reported metric."""
-LOGGED_AS_FRACTION = frozenset({"mmdet", "mmaction", "pytorch"})
-"""Frameworks whose metrics are logged as fractions (MMDetection's ``CocoMetric``: 0.375;
-MMAction2's ``AccMetric``; the plain-PyTorch examples' ``val_accuracy``): the report shows them
-in percent (37.5), as Detectron2's COCO AP, MMSegmentation's mIoU and MMPretrain's accuracy are
-logged."""
-NOTHING_PREDICTED = {"detectron2": "logged as NaN", "mmdet": "not logged"}
-"""framework -> how its COCO evaluation logs a metric when the model predicted nothing: the
-report counts such a metric as 0, the COCO AP of no detections, and names the run. Other
-frameworks' metrics are never missing from a finished run's final evaluation."""
-NAN_LOGGED = frozenset({"detectron2"})
-"""Frameworks that log NaN for a model that predicted nothing; any other NaN is not a result."""
 SEED_LIMIT = 2**32
 """Seeds are integers in [0, ``SEED_LIMIT``), numpy's (Detectron2's SEED, randomness.seed)."""
-_FINAL_LOGS = {"detectron2": "metrics.json", "pytorch": "metrics.jsonl"}
-"""framework -> its final evaluation's log (else MMEngine's: ``*/vis_data/scalars.json``)."""
-
-
-@dataclass
-class Final:
-    """A finished run: its length in iterations and its final metrics (shown names).
-
-    ``no_predictions``: the metrics its evaluation could not compute because the model predicted
-    nothing (Detectron2's ``COCOEvaluator`` after "No predictions from the model!" logs NaN, or
-    leaves a metric out beside a NaN; MMDetection's ``CocoMetric`` after "The testing results of
-    the whole dataset is empty." logs no metric at all, see :data:`NOTHING_PREDICTED`); they
-    count as 0, the COCO AP of no detections, and the report's tables name those runs.
-    """
-
-    iters: int
-    metrics: dict[str, float]
-    no_predictions: tuple[str, ...] = ()
 
 
 class CellKey(NamedTuple):
@@ -140,12 +113,17 @@ class Cell:
 
 @dataclass
 class Sweep:
-    """A sweep folder: what it trains and its cells (planned and started)."""
+    """A sweep folder: what it trains, its cells (planned and started) and the metrics its
+    report shows (:func:`metrics_of`)."""
 
     path: Path
     framework: str
     family: str
     cells: list[Cell] = field(default_factory=list)
+    metrics: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        self.metrics = self.metrics or METRICS.get(self.framework, ())
 
 
 def number_text(value: float) -> str:
@@ -186,7 +164,7 @@ def family_label(family: ConfigFamily) -> str:
     >>> family_label(PSPNET_TOY), family_label(LENET5_DIGITS_PYTORCH)
     ('configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget', 'examples/digits_budget.py')
     """
-    return family.script or f"configs/{family.folder}/{family.prefix}"
+    return family.source or family.script or f"configs/{family.folder}/{family.prefix}"
 
 
 def read_record(path: Path) -> dict[str, Any]:
@@ -254,61 +232,19 @@ def _not_a_record(path: Path, problem: str) -> ReportError:
     )
 
 
-def family_of(label: str) -> ConfigFamily:
-    """The config family a sweep records as ``label`` (:func:`family_label`)."""
+def family_of(label: str, framework: str = "", experiment: Any = None) -> ConfigFamily:
+    """The config family a sweep records as ``label`` (:func:`family_label`); with
+    ``experiment`` (``sweep.json``'s record of the user's own config or script,
+    :func:`budgeted.experiments.own.family_record`), that one, read back without loading it."""
+    if experiment is not None:
+        from ..own import family_from_record
+
+        return family_from_record(framework, label, experiment)
     for fam in FAMILIES.values():
         if family_label(fam) == label:
             return fam
     known = ", ".join(family_label(f) for f in FAMILIES.values())
     raise ReportError(f"unknown config family {label!r}; allowed: {known}")
-
-
-def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
-    """The final metrics of a finished run of ``fam`` at ``budget`` in ``run_dir``; else None.
-
-    Whether the run finished and its metrics come from the framework's run-folder reader
-    (:func:`budgeted.runs.reader`: its module is imported here, not before); its length is the
-    budget's iterations in the family (the sweep refuses overrides that change it).
-    """
-    if not run_dir.is_dir():
-        return None
-    try:
-        found = reader(fam.framework).final_metrics(run_dir)
-    except RecordError as err:
-        raise ReportError(str(err)) from None
-    if found is None or (not found and fam.framework not in NOTHING_PREDICTED):
-        return None
-    _check_final(fam.framework, run_dir, found)
-    if not found:  # validated, but no metric logged: the model predicted nothing
-        found = {key: math.nan for _, key in METRICS[fam.framework]}
-    scale = 100.0 if fam.framework in LOGGED_AS_FRACTION else 1.0
-    metrics = {
-        name: scale * float(found[key]) for name, key in METRICS[fam.framework] if key in found
-    }
-    if not any(math.isnan(v) for v in metrics.values()):
-        return Final(fam.iters(budget), metrics)
-    empty = tuple(n for n, _ in METRICS[fam.framework] if math.isnan(metrics.get(n, math.nan)))
-    return Final(fam.iters(budget), {**metrics, **dict.fromkeys(empty, 0.0)}, empty)
-
-
-def _check_final(framework: str, run_dir: Path, found: dict[str, float]) -> None:
-    """Refuse a reported final metric outside the range its tool logs it in: [0, 1] where
-    :data:`LOGGED_AS_FRACTION`, else [0, 100] (percent); NaN only where :data:`NAN_LOGGED`. It
-    is not a result: one line naming the log and the value."""
-    low, high = 0.0, 1.0 if framework in LOGGED_AS_FRACTION else 100.0
-    nan = framework in NAN_LOGGED
-    for _, key in METRICS[framework]:
-        value = found.get(key)
-        if value is None or low <= value <= high or (nan and math.isnan(value)):
-            continue
-        log = sorted(run_dir.glob(_FINAL_LOGS.get(framework, "*/vis_data/scalars.json")))[-1]
-        unit = "as a fraction" if high == 1.0 else "in percent"
-        raise ReportError(
-            f"{log}: its final {key} {value!r} is not a result; allowed: a number in "
-            f"[{low:g}, {high:g}]{' or NaN' if nan else ''} ({framework} logs {key} {unit}"
-            f"{', NaN where the model predicted nothing' if nan else ''}; move the cell's "
-            "folder away to train it again)"
-        )
 
 
 def run_status(framework: str, run_dir: Path, final: Final | None, recorded: Any) -> str | None:
@@ -382,7 +318,7 @@ class SweepRecords(NamedTuple):
 
 
 def _budget_problem(fam: ConfigFamily, budget: float) -> str | None:
-    if budget in fam.fractions:
+    if budget in fam.fractions or fam.source:  # the user's own: any fraction in (0, 1]
         return None
     budgets = ", ".join(f"{b:g}" for b in fam.fractions)
     return f"budget {budget:g} is not a budget of {family_label(fam)} ({budgets})"
@@ -402,16 +338,19 @@ def _cell_problem(
     problem = _budget_problem(fam, key.budget)
     if problem is not None:
         return f"its {problem}"
-    names = [name for name, _ in METRICS[fam.framework]]
+    names = [name for name, _ in metrics_of(fam)]
     metrics = record.get("metrics") or {}
-    if not all(name in names and 0 <= value <= 100 for name, value in metrics.items()):
-        return f"its metrics {shown(metrics)} are not {', '.join(names)} in [0, 100]"
+    low, high = (-math.inf, math.inf) if fam.metric else (0, 100)
+    if not all(name in names and low <= value <= high for name, value in metrics.items()):
+        return f"its metrics {shown(metrics)} are not {', '.join(names)} in [{low}, {high}]"
     return None
 
 
-def read_sweep(path: Path) -> SweepRecords:
+def read_sweep(path: Path, metric: str = "") -> SweepRecords:
     """Read and check a sweep folder's records and final metrics (see the module's docstring);
-    :class:`ReportError`: one line naming the file (or link), the value and what is allowed."""
+    :class:`ReportError`: one line naming the file (or link), the value and what is allowed.
+    ``metric``: read that logged key as the final metric (``budgeted-report --metric``) instead
+    of the sweep's."""
     record = path / SWEEP_FILE
     if not record.is_file():
         raise ReportError(
@@ -422,11 +361,17 @@ def read_sweep(path: Path) -> SweepRecords:
         check_no_links(path / name)
     meta = read_record(record)
     framework = meta["framework"]
-    if framework not in METRICS:
+    experiment = meta.get("experiment")
+    if framework not in METRICS and experiment is None:
         raise ReportError(
             f"{record} names framework {framework!r}; allowed: {', '.join(sorted(METRICS))}"
         )
-    fam = family_of(meta["family"])
+    try:
+        fam = family_of(meta["family"], framework, experiment)
+    except ReportError as err:
+        if experiment is None:
+            raise
+        raise _not_a_record(record, str(err)) from None
     if fam.framework != framework:
         raise _not_a_record(record, f"its framework {framework!r} is not that of its family "
                                     f"{meta['family']} ({fam.framework})")  # fmt: skip
@@ -454,15 +399,16 @@ def read_sweep(path: Path) -> SweepRecords:
         records[key] = spec
         keys += [key] if key not in keys else []
     folders = [(key, path / cell_name(*key)) for key in keys]
+    fam = dataclasses.replace(fam, metric=metric) if metric else fam  # records checked above
     cells = [CellRecord(k, d, records.get(k, {}), read_final(fam, k.budget, d)) for k, d in folders]
     return SweepRecords(path, meta, fam, cells)
 
 
-def load_sweep(path: Path) -> Sweep:
+def load_sweep(path: Path, metric: str = "") -> Sweep:
     """Read a sweep folder (:func:`read_sweep`): planned cells (``sweep.json``) plus started ones,
     with final metrics and what each came to (:func:`run_status`)."""
-    found = read_sweep(path)
-    sweep = Sweep(path, found.meta["framework"], found.meta["family"])
+    found = read_sweep(path, metric)
+    sweep = Sweep(path, found.meta["framework"], found.meta["family"], [], metrics_of(found.family))
     for key, run_dir, spec, final in found.cells:
         status = run_status(sweep.framework, run_dir, final, spec.get("status"))
         final = None if status == "diverged" else final  # not a result: in no mean, no best

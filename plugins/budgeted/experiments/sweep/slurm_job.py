@@ -87,7 +87,7 @@ class CellJob:
         self.plan = plan
         self.config = config
         self.data = data
-        self.overrides = [*extra, *axis_overrides(plan.family.framework, plan.lr, plan.seed)]
+        self.overrides = [*extra, *axis_overrides(plan.family.tool, plan.lr, plan.seed)]
         self.env = dict(env)
         self.nodes = options.nodes
         self.gpus_per_node = options.gpus_per_node
@@ -118,8 +118,8 @@ class CellJob:
         resume = holds_run(framework, self.plan.run_dir)
         self.plan.action = "resume" if resume else "run"
         return build_command(
-            framework, self.config, self.plan.run_dir, self.data, self.overrides, resume,
-            self.launcher(hosts, node),
+            self.plan.family.tool, self.config, self.plan.run_dir, self.data, self.overrides,
+            resume, self.launcher(hosts, node), self.plan.family.imports,
         )  # fmt: skip
 
     def __call__(self) -> str:

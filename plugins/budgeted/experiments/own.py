@@ -1,0 +1,410 @@
+"""Your own experiment: the sweep's cells from the user's own config or training script.
+
+``budgeted-sweep --config my_cfg.{yaml,py}`` (Detectron2 yaml or LazyConfig, any MMEngine
+config) or ``--script my_train.py`` (plain PyTorch, the script contract of docs/sweeps.md)
+makes a :class:`~budgeted.experiments.families.ConfigFamily` of that one file
+(:func:`own_family`): its framework (read from the file: :func:`framework_of`), its full schedule
+(the config's own length, or ``--full-iters``), its warmup, the metric to report. Every cell
+trains that file, with its budget and schedule set by the training tool's own keys
+(:func:`own_overrides`): the user's warmup, optimizer, data and everything else stay theirs.
+
+A sweep folder records what :func:`family_record` returns, so the report and ``--status`` read
+it back (:func:`family_from_record`) without loading the config: reading results runs no code.
+
+Example:
+    >>> own_overrides(ConfigFamily("own", "detectron2", "", "", "", 400, 10, {}, (),
+    ...                            "my.yaml", "", source="/w/my.yaml"), "cosine", 0.25)
+    ['SOLVER.BUDGET.FULL_ITERS', '400', 'SOLVER.BUDGET.FRACTION', '0.25', 'SOLVER.LR_SCHEDULER_NAME', 'BudgetCosine']
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..errors import ReportError, SweepError
+from ..runs.records import shown
+from ..schedules import schedule_info
+from ..schedules.units import budget_iters
+from .families import FRAMEWORKS, ConfigFamily
+
+__all__ = [
+    "OWN_FRAMEWORKS",
+    "check_own_budgets",
+    "check_same_source",
+    "family_from_record",
+    "family_record",
+    "framework_of",
+    "own_family",
+    "own_overrides",
+    "source_digest",
+]
+
+MMENGINE_SCOPES = ("mmseg", "mmdet", "mmpretrain", "mmaction")
+"""The MMEngine codebases a config's ``default_scope`` names, each a framework of the sweep."""
+OWN_FRAMEWORKS = (*FRAMEWORKS, "mmengine")
+"""What ``--framework`` takes: the shipped frameworks, and ``mmengine`` for a config of another
+MMEngine codebase (its metric then comes from ``--metric``)."""
+_LAZY_NAMES = {"lr_multiplier", "train", "dataloader", "optimizer"}
+_MMENGINE_NAMES = {"_base_", "train_cfg", "param_scheduler", "optim_wrapper", "default_scope"}
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def source_digest(path: Path) -> str:
+    """The sha256 of the user's config or script, as a sweep folder records it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The names a Python file binds at its top level (assignments and imports), read with
+    ``ast`` (nothing is run)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as err:
+        raise SweepError(
+            f"--config {path} is not valid Python ({err}); allowed: a Detectron2 "
+            "LazyConfig or an MMEngine config"
+        ) from None
+    names: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def framework_of(path: Path, given: str | None = None) -> str:
+    """The framework of the user's config: ``detectron2`` for a yaml file or a LazyConfig (it
+    binds ``lr_multiplier`` and ``train``), an MMEngine codebase for an MMEngine config (its
+    ``default_scope``, ``mmengine`` without one); ``given`` (``--framework``) wins.
+
+    Raises :class:`SweepError` (one line) where the file tells neither.
+    """
+    if given is not None:
+        if given not in OWN_FRAMEWORKS or given == "pytorch":
+            raise SweepError(
+                f"--framework {given!r} is not a config framework; allowed: "
+                f"{', '.join(f for f in OWN_FRAMEWORKS if f != 'pytorch')}"
+            )
+        return given
+    if path.suffix in (".yaml", ".yml"):
+        return "detectron2"
+    if path.suffix != ".py":
+        raise SweepError(
+            f"--config {path} is neither a .yaml nor a .py file; allowed: a "
+            "Detectron2 yaml or LazyConfig, or an MMEngine config"
+        )
+    names = _top_level_names(path)
+    lazy, mmengine = names >= _LAZY_NAMES, bool(names & _MMENGINE_NAMES)
+    if lazy and not mmengine:
+        return "detectron2"
+    if mmengine and not lazy:
+        return "mmengine"  # the codebase: its default_scope, once loaded (own_family)
+    bound = ", ".join(sorted(names & (_LAZY_NAMES | _MMENGINE_NAMES))) or "neither kind of name"
+    raise SweepError(
+        f"--config {path}: cannot tell a Detectron2 LazyConfig from an MMEngine config (it "
+        f"binds {bound}"
+        "); allowed: --framework detectron2 or --framework mmseg (mmdet, mmpretrain, mmaction, "
+        "mmengine)"
+    )
+
+
+def _shortened(err: BaseException) -> str:
+    """A loader's own message on one line, at most 300 characters."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _import_all(imports: tuple[str, ...]) -> None:
+    """Import the user's modules from the current folder (as each cell's ``python -c`` does)
+    or ``PYTHONPATH``."""
+    if imports and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in imports:
+        try:
+            with warnings.catch_warnings():  # torch.jit's FutureWarning, importing detectron2
+                warnings.simplefilter("ignore", FutureWarning)
+                importlib.import_module(name)
+        except Exception as err:  # the user's module: any error of theirs is one line
+            raise SweepError(
+                f"--import {name} fails: {_shortened(err)}; allowed: a module "
+                "importable from the current folder or PYTHONPATH"
+            ) from None
+
+
+Loaded = tuple[int, int, str, tuple[float, ...]]
+"""What a config says: (full schedule, warmup, its scheduler or codebase, its step milestones as
+fractions of the full schedule, or ())."""
+
+
+def _detectron2_yaml(path: Path, full_iters: int | None) -> Loaded:
+    """A Detectron2 yaml config: its ``SOLVER.STEPS`` are the step baseline's milestones
+    (``WarmupMultiStepLR``: 60000, 80000 of 90000 -> 2/3, 8/9)."""
+    from ..detectron2 import load_config
+
+    cfg = load_config(str(path), [])
+    solver = cfg.SOLVER
+    full = full_iters or int(solver.BUDGET.FULL_ITERS) or int(solver.MAX_ITER)
+    steps = solver.STEPS if solver.LR_SCHEDULER_NAME == "WarmupMultiStepLR" else ()
+    milestones = tuple(round(s / solver.MAX_ITER, 6) for s in steps if 0 < s < solver.MAX_ITER)
+    return full, int(solver.WARMUP_ITERS), str(solver.LR_SCHEDULER_NAME), milestones
+
+
+def _detectron2_lazy(path: Path, full_iters: int | None) -> Loaded:
+    """A Detectron2 LazyConfig (its lr_multiplier's target said); the cells' edit
+    (:func:`budgeted.detectron2.lazy.apply_budget`) tried on a copy, so that what it refuses is
+    refused before any cell runs."""
+    import copy
+
+    from detectron2.config import LazyConfig
+
+    from ..detectron2.lazy import apply_budget, lazy_warmup
+
+    cfg = LazyConfig.load(str(path))
+    full = full_iters or int(cfg.train.max_iter)
+    warmup, _, _ = lazy_warmup(cfg.lr_multiplier, full)
+    said = str(cfg.lr_multiplier.get("_target_", ""))
+    apply_budget(copy.deepcopy(cfg), None, "linear", full)
+    return full, warmup, said, ()
+
+
+def _mmengine(path: Path, full_iters: int | None) -> Loaded:
+    """An MMEngine config (its default_scope said); the cells' edit
+    (:func:`budgeted.mmengine.own_schedule.apply_own_schedule`) tried on a copy, so that what it
+    refuses (a custom loop, a scheduler of another parameter) is refused before any cell runs."""
+    from mmengine.config import Config
+
+    from ..mmengine.own_schedule import apply_own_schedule, full_schedule_iters, lr_warmup
+
+    cfg = Config.fromfile(str(path))
+    full = full_iters or full_schedule_iters(cfg)
+    warmup, _ = lr_warmup(cfg)
+    apply_own_schedule(cfg.copy(), "linear", full)
+    return full, warmup, str(cfg.get("default_scope") or ""), ()
+
+
+def _load(path: Path, framework: str, full_iters: int | None) -> Loaded:
+    """What the config says (:data:`Loaded`); the loader's own error as one line."""
+    loader = (
+        _mmengine
+        if framework != "detectron2"
+        else (_detectron2_lazy if path.suffix == ".py" else _detectron2_yaml)
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return loader(path, full_iters)
+    except SweepError:
+        raise
+    except ImportError as err:
+        raise SweepError(
+            f"--config {path} needs {_shortened(err)}; allowed: a config whose "
+            'framework is installed (pip install "budgeted-training[...]")'
+        ) from None
+    except Exception as err:  # the user's config, through the framework's own loader
+        raise SweepError(f"--config {path} does not load: {_shortened(err)}") from None
+
+
+def own_family(
+    path: Path,
+    framework: str | None = None,
+    full_iters: int | None = None,
+    metric: str = "",
+    imports: tuple[str, ...] = (),
+    script: bool = False,
+) -> ConfigFamily:
+    """The family of the user's own config (``script``: their training script) at ``path``.
+
+    Args:
+        path: the config or script.
+        framework: ``--framework`` (default: read from the file, :func:`framework_of`).
+        full_iters: ``--full-iters``, the full schedule in iterations (default: the config's own
+            length; a script has none, so it is required there).
+        metric: ``--metric``, the logged key the report reads (default: the framework's).
+        imports: ``--import``, modules imported before the config is loaded (and in every cell).
+
+    Raises :class:`SweepError`: one line naming the file and what is allowed.
+    """
+    path = path.resolve()
+    if not path.is_file():
+        what = "--script" if script else "--config"
+        raise SweepError(
+            f"{what} {path} is not a file; allowed: your own "
+            f"{'training script' if script else 'config file'}"
+        )
+    bad = [m for m in imports if not _MODULE.fullmatch(m)]
+    if bad:
+        raise SweepError(f"--import {bad[0]!r} is not a module name; allowed: e.g. my_datasets")
+    if script:
+        if full_iters is None:
+            raise SweepError(
+                f"--script {path} needs --full-iters N: a script states no full "
+                "schedule; allowed: the full schedule's iterations"
+            )
+        return _family("pytorch", path, full_iters, 0, metric, imports, script=True)
+    framework = framework_of(path, framework)
+    _import_all(imports)
+    full, warmup, said, milestones = _load(path, framework, full_iters)
+    if framework == "mmengine" and said in MMENGINE_SCOPES:
+        framework = said
+    if framework == "mmengine" and not metric:
+        raise SweepError(
+            f"--config {path} is an MMEngine config of no codebase the report "
+            f"knows (default_scope {said or 'unset'}); allowed: --metric KEY, the "
+            "key its evaluator logs (e.g. accuracy/top1)"
+        )
+    return _family(framework, path, full, warmup, metric, imports, False, milestones)
+
+
+def _family(
+    framework: str,
+    path: Path,
+    full: Any,
+    warmup: Any,
+    metric: str,
+    imports: tuple[str, ...],
+    script: bool = False,
+    milestones: tuple[float, ...] = (),
+) -> ConfigFamily:
+    """The :class:`ConfigFamily` of an own experiment, its values checked."""
+    if isinstance(full, bool) or not isinstance(full, int) or not 0 < full < 2**40:
+        raise SweepError(
+            f"full schedule {shown(full)} is not a whole number of iterations >= 1; "
+            "allowed: --full-iters N"
+        )
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < full:
+        raise SweepError(
+            f"warmup {shown(warmup)} is not a whole number of iterations in [0, "
+            f"{full}) (the full schedule)"
+        )
+    return ConfigFamily(
+        name="own",
+        framework=framework,
+        folder="",
+        prefix="",
+        ext=path.suffix,
+        full_iters=full,
+        warmup=warmup,
+        schedules={},
+        step_milestones=milestones,
+        title=path.name,
+        paper="the user's own experiment",
+        script=str(path) if script else "",
+        source=str(path),
+        metric=metric,
+        imports=tuple(imports),
+    )
+
+
+def check_own_budgets(fam: ConfigFamily, budgets: list[float]) -> None:
+    """Every budget is longer than the config's warmup (the decay needs an iteration)."""
+    for budget in budgets:
+        iters = budget_iters(fraction=budget, full_iters=fam.full_iters)
+        if iters <= fam.warmup:
+            raise SweepError(
+                f"budget {budget:g} is {iters} iterations of the full {fam.full_iters}, not "
+                f"longer than the config's warmup of {fam.warmup}; allowed: budgets of more "
+                f"than {fam.warmup / fam.full_iters:.3g} of the full schedule"
+            )
+
+
+def check_same_source(out: Path, recorded: dict, fam: ConfigFamily, force: bool) -> None:
+    """A sweep of one's own config or script goes on only with the same full schedule and the
+    same file: the record keeps its sha256 (``--force-source`` goes on with an edited one, on
+    purpose). Raises :class:`SweepError`."""
+    now = family_record(fam)
+    for key in ("full_iters", "warmup"):
+        if recorded.get(key) != now[key]:
+            raise SweepError(
+                f"--out {out} holds cells of a {key.replace('_', ' ')} of {recorded.get(key)} "
+                f"iterations; {fam.source} now has {now[key]}; allowed: the same (--full-iters "
+                f"{recorded.get('full_iters')}), or another --out"
+            )
+    if recorded.get("sha256") != source_digest(Path(fam.source)) and not force:
+        raise SweepError(
+            f"{fam.source} changed since the first cells of --out {out} (sha256 "
+            f"{str(recorded.get('sha256'))[:12]}... then, {now['sha256'][:12]}... now); "
+            "allowed: the file as it was, another --out, or --force-source to go on with it"
+        )
+
+
+def own_overrides(fam: ConfigFamily, schedule: str, budget: float) -> list[str]:
+    """What turns the user's config into a cell: its budget (``budget`` of the full schedule)
+    and ``schedule`` (any registered one, with the config's warmup), in the training tool's
+    syntax: Detectron2's ``SOLVER.BUDGET.*`` keys, the flags of ``budgeted-train-seg`` and
+    ``budgeted-lazy-train-net`` (``--budget``, ``--schedule``, ``--full-iters``)."""
+    text = f"{budget:.12g}"
+    if fam.tool == "detectron2":
+        label = schedule_info(schedule).label
+        step = schedule == "step" and fam.step_milestones  # the config's own STEPS, as fractions
+        return [
+            "SOLVER.BUDGET.FULL_ITERS",
+            str(fam.full_iters),
+            "SOLVER.BUDGET.FRACTION",
+            text,
+            "SOLVER.LR_SCHEDULER_NAME",
+            f"Budget{label}",
+            *(["SOLVER.BUDGET.STEP_MILESTONES", str(fam.step_milestones)] if step else []),
+        ]
+    return ["--budget", text, "--schedule", schedule, "--full-iters", str(fam.full_iters)]
+
+
+def family_record(fam: ConfigFamily) -> dict[str, Any]:
+    """What ``sweep.json`` keeps of an own experiment (``"experiment"``), to read it back."""
+    return {
+        "source": fam.source,
+        "script": bool(fam.script),
+        "sha256": source_digest(Path(fam.source)),
+        "full_iters": fam.full_iters,
+        "warmup": fam.warmup,
+        "metric": fam.metric,
+        "imports": list(fam.imports),
+    }
+
+
+def family_from_record(framework: str, label: str, record: Any) -> ConfigFamily:
+    """The family a sweep folder's ``"experiment"`` record describes, every value checked
+    (:class:`ReportError`, one line); the config is not loaded."""
+
+    def bad(what: str) -> ReportError:
+        return ReportError(f"its experiment's {what}")
+
+    if not isinstance(record, dict):
+        raise bad(f"record {shown(record)} is not an object")
+    source = record.get("source")
+    if not isinstance(source, str) or source != label or not Path(source).is_absolute():
+        raise bad(f"source {shown(source)} is not the sweep's family ({shown(label)})")
+    metric, imports = record.get("metric", ""), record.get("imports", [])
+    if not isinstance(metric, str) or len(metric) > 200:
+        raise bad(f"metric {shown(metric)} is not a key")
+    if not isinstance(imports, list) or not all(
+        isinstance(m, str) and _MODULE.fullmatch(m) for m in imports
+    ):
+        raise bad(f"imports {shown(imports)} are not module names")
+    if framework not in OWN_FRAMEWORKS or (framework == "mmengine" and not metric):
+        raise bad(f"framework {shown(framework)} is not one of {', '.join(OWN_FRAMEWORKS)}")
+    script = record.get("script") is True
+    if script != (framework == "pytorch"):
+        raise bad(f"script {shown(record.get('script'))} does not fit framework {framework}")
+    try:
+        return _family(
+            framework,
+            Path(source),
+            record.get("full_iters"),
+            record.get("warmup"),
+            metric,
+            tuple(imports),
+            script,
+        )
+    except SweepError as err:
+        raise bad(str(err)) from None

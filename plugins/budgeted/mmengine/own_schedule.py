@@ -1,0 +1,283 @@
+"""A user's own MMEngine config under a budget-aware schedule: ``budgeted-train-seg``'s
+``--schedule NAME`` and ``--full-iters N`` (a sweep's cell: ``--budget 0.1 --schedule cosine
+--full-iters 3200`` on any MMSeg, MMDet, MMPretrain or MMAction2 config).
+
+- :func:`full_schedule_iters`: the full schedule in iterations (``full_schedule_iters``, else
+  ``train_cfg.max_iters``, else ``max_epochs x`` :func:`iters_per_epoch`);
+- :func:`lr_warmup`: the config's LR warmup, in iterations, which the budget schedule keeps;
+- :func:`apply_own_schedule`: the edit (the LR schedule replaced by one ``Budget<Label>LR``, an
+  epoch loop made iteration-based), applied before
+  :func:`~budgeted.mmengine.config_edits.apply_budgets`; then :func:`check_budget_after_warmup`.
+
+Each refuses what it cannot apply in one line (a ``ValueError``); nothing here writes a file
+(:func:`iters_per_epoch` builds the train set to count it).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+
+from mmengine.config import Config
+from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
+from mmengine.optim.scheduler.momentum_scheduler import MomentumSchedulerMixin
+
+from ..schedules import schedule_info, whole_number
+from .config_checks import check_scheduler_types, scope_registry
+from .config_edits import is_budget_entry, scheduler_entries, scheduler_groups
+from .input_checks import check_data_roots
+from .schedulers import BudgetParamScheduler
+
+__all__ = [
+    "LOOPS_FOR_SCHEDULE",
+    "apply_own_schedule",
+    "check_budget_after_warmup",
+    "epoch_based",
+    "full_schedule_iters",
+    "iters_per_epoch",
+    "lr_warmup",
+]
+
+LOOPS_FOR_SCHEDULE = ("EpochBasedTrainLoop", "IterBasedTrainLoop", "TimeBudgetTrainLoop")
+"""The train loops ``--schedule`` can put under a budget schedule (an epoch loop becomes an
+iteration loop)."""
+
+_LINEAR_START = 1 / 3
+"""MMEngine's ``LinearLR`` default ``start_factor``."""
+
+
+def _short(kind: object) -> str:
+    """A type's bare name: ``"mmengine.LinearLR"`` -> ``"LinearLR"``; a class -> its name."""
+    return str(getattr(kind, "__name__", kind)).rsplit(".", 1)[-1]
+
+
+def epoch_based(cfg: Config) -> bool:
+    """An ``EpochBasedTrainLoop``, or a ``train_cfg`` with ``max_epochs``."""
+    train_cfg = cfg.get("train_cfg") or {}
+    return _short(train_cfg.get("type")) == "EpochBasedTrainLoop" or "max_epochs" in train_cfg
+
+
+def iters_per_epoch(cfg: Config) -> int:
+    """Iterations per epoch of one process: ``len(train dataloader)``, ``ceil(N / batch_size)``
+    (``floor`` with ``drop_last=True``) for a train set of ``N`` samples, which is built for it
+    (the config's ``custom_imports`` imported, its ``default_scope`` set).
+
+    Raises:
+        ValueError: one line: missing data, a set that cannot be built, or no whole batch.
+    """
+    from mmengine.registry import DATASETS, init_default_scope
+    from mmengine.utils import import_modules_from_strings
+
+    loader = cfg.get("train_dataloader") or {}
+    batch = whole_number("train_dataloader.batch_size", loader.get("batch_size", 1))
+    if cfg.get("custom_imports"):
+        import_modules_from_strings(**cfg.custom_imports)
+    check_data_roots(cfg)
+    init_default_scope(cfg.get("default_scope") or "mmengine")
+    try:
+        size = len(DATASETS.build(copy.deepcopy(loader["dataset"])))
+    except Exception as err:  # the user's dataset: any error in it is theirs
+        text = " ".join(str(err).split())
+        raise ValueError(
+            "cannot count the iterations per epoch: train_dataloader.dataset cannot be built: "
+            f"{type(err).__name__}: {text}"
+        ) from None
+    iters = size // batch if loader.get("drop_last") else math.ceil(size / batch)
+    if iters < 1:
+        raise ValueError(
+            f"the train set has {size} samples, no whole batch of {batch}; allowed: a set of at "
+            "least one batch"
+        )
+    return iters
+
+
+def full_schedule_iters(cfg: Config) -> int:
+    """The full schedule in iterations, of which ``--budget`` trains a fraction.
+
+    ``cfg.full_schedule_iters``, else ``train_cfg.max_iters``, else for an epoch-based loop
+    (:func:`epoch_based`) ``max_epochs x`` :func:`iters_per_epoch` (the train set is built).
+
+    Raises:
+        ValueError: one line where none of them is given, or one is not a whole number >= 1.
+
+    Example:
+        >>> full_schedule_iters(Config(dict(train_cfg=dict(type="IterBasedTrainLoop",
+        ...                                                max_iters=80000))))
+        80000
+    """
+    if cfg.get("full_schedule_iters") is not None:
+        return whole_number("full_schedule_iters", cfg.full_schedule_iters)
+    train_cfg = cfg.get("train_cfg") or {}
+    if train_cfg.get("max_iters") is not None:
+        return whole_number("train_cfg.max_iters", train_cfg.max_iters)
+    if epoch_based(cfg) and train_cfg.get("max_epochs") is not None:
+        return whole_number("train_cfg.max_epochs", train_cfg.max_epochs) * iters_per_epoch(cfg)
+    raise ValueError(
+        "cannot tell the full schedule: the config has no full_schedule_iters, "
+        "train_cfg.max_iters or train_cfg.max_epochs; allowed: --full-iters N"
+    )
+
+
+def _lr_entries(cfg: Config) -> list[dict]:
+    """The entries of a single ``param_scheduler`` list; a non-LR entry is refused."""
+    if any(group is not None for group, _ in scheduler_groups(cfg)):
+        raise ValueError(
+            "--schedule: param_scheduler is a dict of optimizers; allowed: one list of LR "
+            "schedulers (one optimizer)"
+        )
+    check_scheduler_types(cfg)
+    registry = scope_registry(cfg)
+    entries = scheduler_entries(cfg)
+    for entry in entries:
+        cls = registry.get(entry.get("type"))
+        lr = isinstance(cls, type) and issubclass(cls, LRSchedulerMixin)
+        if not lr and not (isinstance(cls, type) and issubclass(cls, MomentumSchedulerMixin)):
+            lr = entry.get("param_name") == "lr"
+        if not lr:
+            named = f" (param_name={entry['param_name']!r})" if "param_name" in entry else ""
+            raise ValueError(
+                f"--schedule: param_scheduler entry {_short(entry.get('type'))}{named} is not an "
+                "LR schedule: the sweep replaces the LR schedule and cannot carry it over; "
+                "allowed: LR schedulers only"
+            )
+    return entries
+
+
+def _in_iters(entry: dict, end: float, per_epoch: list[int], cfg: Config) -> float:
+    """``end`` of ``entry`` in iterations (by_epoch, MMEngine's default: x iterations per epoch,
+    counted once into ``per_epoch``)."""
+    if not entry.get("by_epoch", True) or math.isinf(end):
+        return end
+    if not per_epoch:
+        per_epoch.append(iters_per_epoch(cfg))
+    return end * per_epoch[0]
+
+
+def lr_warmup(cfg: Config) -> tuple[int, float]:
+    """The warmup of the config's LR schedule: ``(W, F)``, iterations and start factor.
+
+    A budget entry (``Budget*LR``) first: its own ``warmup_iters``, ``warmup_factor``. A first
+    ``LinearLR`` with ``begin`` 0 (or none) and an ``end`` before the end of the entries after it
+    (none: the train loop's end): ``W = end`` (x iterations per epoch when ``by_epoch``, MMEngine's
+    default), ``F = start_factor`` (default 1/3). Otherwise ``(0, 1.0)``: no warmup.
+
+    Raises:
+        ValueError: one line for a dict of optimizers or a scheduler that is not an LR one.
+
+    Example:
+        >>> lr_warmup(Config(dict(param_scheduler=[
+        ...     dict(type="LinearLR", start_factor=0.01, by_epoch=False, begin=0, end=4),
+        ...     dict(type="PolyLR", power=0.9, begin=0, end=40, by_epoch=False),
+        ... ])))
+        (4, 0.01)
+    """
+    entries = _lr_entries(cfg)
+    first = entries[0] if entries else {}
+    if is_budget_entry(first):
+        defaults = inspect.signature(BudgetParamScheduler.__init__).parameters
+        return (
+            whole_number(
+                "warmup_iters", first.get("warmup_iters", defaults["warmup_iters"].default), least=0
+            ),
+            float(first.get("warmup_factor", defaults["warmup_factor"].default)),
+        )
+    if _short(first.get("type")) != "LinearLR" or first.get("begin", 0) != 0:
+        return 0, 1.0
+    if len(entries) < 2 or first.get("end") is None:
+        return 0, 1.0
+    per_epoch: list[int] = []
+    rest = max(_in_iters(e, e.get("end", math.inf), per_epoch, cfg) for e in entries[1:])
+    end = _in_iters(first, first["end"], per_epoch, cfg)
+    if end >= rest:
+        return 0, 1.0
+    return whole_number("warmup end", end, least=0), float(first.get("start_factor", _LINEAR_START))
+
+
+def _make_iteration_based(cfg: Config, full: int) -> None:
+    """An epoch loop as ``IterBasedTrainLoop`` over ``full`` iterations, its checkpoint, logger
+    and log processor counting iterations."""
+    cfg.train_cfg = dict(type="IterBasedTrainLoop", max_iters=full, val_interval=full)
+    hooks = cfg.get("default_hooks") or {}
+    if hooks.get("checkpoint"):
+        hooks.checkpoint.update(by_epoch=False, interval=full)
+    if hooks.get("logger"):
+        hooks.logger.log_metric_by_epoch = False
+    if cfg.get("log_processor") is None:
+        cfg.log_processor = dict(by_epoch=False)
+    else:
+        cfg.log_processor.by_epoch = False
+
+
+def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None = None) -> int:
+    """``--schedule NAME`` and ``--full-iters N``: a user's config under a budget schedule.
+
+    ``--full-iters`` sets ``cfg.full_schedule_iters`` (else :func:`full_schedule_iters`).
+    ``--schedule``: the LR entries of ``param_scheduler`` become one
+    ``Budget<Label>LR(warmup_iters=W, warmup_factor=F, by_epoch=False)`` with the config's
+    warmup (:func:`lr_warmup`) and the schedule's default parameters; an epoch-based loop becomes
+    ``IterBasedTrainLoop(max_iters=val_interval=full)``. Apply before :func:`apply_budgets`, then
+    :func:`check_budget_after_warmup`.
+
+    Returns:
+        int: the warmup ``W`` in iterations (0 without ``--schedule``).
+
+    Raises:
+        ValueError: one line: an unknown schedule, a bad ``--full-iters``, a custom train loop,
+            a non-LR scheduler entry, a dict of optimizers.
+
+    Example:
+        >>> cfg = Config(dict(train_cfg=dict(type="IterBasedTrainLoop", max_iters=40),
+        ...                   param_scheduler=[dict(type="PolyLR", by_epoch=False)]))
+        >>> apply_own_schedule(cfg, "htd", 80), cfg.full_schedule_iters
+        (0, 80)
+        >>> cfg.param_scheduler[0]
+        {'type': 'BudgetHTDLR', 'warmup_iters': 0, 'warmup_factor': 1.0, 'by_epoch': False}
+    """
+    if full_iters is not None:
+        cfg.full_schedule_iters = whole_number("--full-iters", full_iters)
+        if schedule is None and epoch_based(cfg):
+            raise ValueError(
+                f"--full-iters {full_iters} on an epoch-based train loop needs --schedule (which "
+                "makes it iteration-based)"
+            )
+    if schedule is None:
+        return 0
+    try:
+        label = schedule_info(schedule).label
+    except ValueError as err:
+        raise ValueError(f"--schedule: {err}") from None
+    kind = (cfg.get("train_cfg") or {}).get("type")
+    if kind is not None and _short(kind) not in LOOPS_FOR_SCHEDULE:
+        raise ValueError(
+            f"--schedule cannot put train_cfg.type {_short(kind)!r} under a budget schedule; "
+            f"allowed: {', '.join(LOOPS_FOR_SCHEDULE)}"
+        )
+    warmup, factor = lr_warmup(cfg)
+    if epoch_based(cfg):
+        _make_iteration_based(cfg, full_schedule_iters(cfg))
+    cfg.param_scheduler = [
+        dict(type=f"Budget{label}LR", warmup_iters=warmup, warmup_factor=factor, by_epoch=False)
+    ]
+    return warmup
+
+
+def check_budget_after_warmup(cfg: Config, warmup: int) -> None:
+    """After :func:`apply_budgets`: the budget (``train_cfg.max_iters``) must be longer than the
+    ``warmup`` kept by :func:`apply_own_schedule`.
+
+    Raises:
+        ValueError: one line naming both.
+
+    Example:
+        >>> check_budget_after_warmup(Config(dict(train_cfg=dict(max_iters=10))), 4)
+    """
+    iters = (cfg.get("train_cfg") or {}).get("max_iters")
+    if iters is not None and iters <= warmup:
+        fraction = cfg.get("budget_fraction")
+        given = f"--budget {fraction}: " if fraction is not None else ""
+        raise ValueError(
+            f"{given}the budget of {iters} iterations is not longer than the config's warmup of "
+            f"{warmup} iterations, which --schedule keeps; allowed: a budget > {warmup} "
+            "iterations (a larger --budget or --full-iters, or a shorter warmup)"
+        )
