@@ -57,6 +57,7 @@ from ..safety.preemption import (
     signal_name,
 )
 from ..safety.ranks import agree_max
+from ..safety.writing import replace_durably
 from ..schedules.base_lrs import base_lr_in_use
 
 __all__ = [
@@ -79,23 +80,6 @@ def _say(prog: str, runner: Any, text: str) -> None:
     if is_main_process():
         runner.logger.info(text)
         print(f"{prog}: {text}", file=sys.stderr, flush=True)
-
-
-def _replace_durably(tmp: str, path: str) -> None:
-    """fsync ``tmp`` (written by MMEngine's file backend, which does not), rename it to
-    ``path`` and fsync the folder (best effort)."""
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        folder = os.open(osp.dirname(osp.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
 
 
 def save_checkpoint_atomically(
@@ -156,7 +140,7 @@ def save_checkpoint_atomically(
             **hook.args,
         )
         if is_main_process():
-            _replace_durably(tmp, hook.last_ckpt)
+            replace_durably(tmp, hook.last_ckpt)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -37,6 +37,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_text",
     "remove_stale_temporaries",
+    "replace_durably",
     "save_weights_subset",
 ]
 
@@ -129,6 +130,27 @@ def _fsync_folder(folder: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """fsync ``tmp`` (a file written by code that does not, MMEngine's file backend say), rename
+    it to ``path`` and fsync the folder (best effort): the second half of :func:`atomic_write`.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = open(folder + "/last_checkpoint.tmp", "w").write("iter_8.pth")
+        >>> replace_durably(folder + "/last_checkpoint.tmp", folder + "/last_checkpoint")
+        >>> open(folder + "/last_checkpoint").read()
+        'iter_8.pth'
+    """
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_folder(os.path.dirname(os.path.abspath(path)))
 
 
 def atomic_save(obj: Any, path: str | os.PathLike[str]) -> None:
