@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from own_configs import TOY_LAZY as TOY
 from own_configs import lazy_config
 
-from budgeted.detectron2.lazy import BudgetLRMultiplier, apply_budget, lazy_warmup
+from budgeted.detectron2.lazy import BudgetLRMultiplier, apply_budget, lazy_step, lazy_warmup
 from budgeted.detectron2.lazy_cli import lazy_argument_parser, load, run
 from budgeted.schedules import BudgetSchedule, schedule_names
 
@@ -92,6 +92,18 @@ def test_apply_budget_replaces_the_stock_multiplier_and_keeps_everything_else(
     cfg = LazyConfig.load(str(own_config))
     apply_budget(cfg, 0.5, "linear", full_iters=400)
     assert instantiate(cfg.lr_multiplier).budget == BudgetSchedule("linear", 200, 40, 0.01)
+
+
+@pytest.mark.unit
+def test_a_step_schedule_drops_where_the_configs_own_multistep_does(own_config: Path) -> None:
+    """BAC of the config's own step baseline (x0.1 at iteration 30 of 40): the budget's step at
+    0.75 of it; any other schedule, or another multiplier, gets the core's defaults."""
+    cfg = LazyConfig.load(str(own_config))
+    apply_budget(cfg, 0.5, "step")
+    mult = instantiate(cfg.lr_multiplier)
+    assert mult.budget == BudgetSchedule("step", 20, 4, 0.01, params={"milestones": (0.75,),
+                                                                       "gamma": 0.1})  # fmt: skip
+    assert lazy_step(L(BudgetLRMultiplier)(schedule="linear"), 40) == {}
 
 
 @pytest.mark.unit

@@ -60,7 +60,8 @@ def test_an_own_epoch_based_mmpretrain_config_counts_epochs_as_iterations(tmp_pa
     out = tmp_path / "sweep"
     sweep_ok("--config", config, "--schedules", "linear", "step", "--budgets", "0.05", "0.1",
              "--lrs", "0.05", "--out", out, cwd=tmp_path)  # fmt: skip
-    assert check_cell_lrs(out, "mmpretrain", 88, 0, 1.0, {}) == 4
+    own_step = {"step": {"milestones": (0.5,), "gamma": 0.1}}  # MultiStepLR at epoch 1 of 2
+    assert check_cell_lrs(out, "mmpretrain", 88, 0, 1.0, {}, own_step) == 4
     cfg = dumped(out / "step_budget10_lr0.05")
     assert cfg.train_cfg.type == "IterBasedTrainLoop" and cfg.train_cfg.max_iters == 9
     assert cfg.optim_wrapper.optimizer.momentum == 0.9

@@ -2,7 +2,7 @@
 script") with its 30-line example, examples/own_script.py: 2 schedules x 2 budgets x 2 seeds by
 the real console scripts, every logged LR the core's, the report's table and paired verdicts; a
 script that exits without its metrics file fails its cell in one line; budgeted-rank ranks
-three users' scripts as architectures."""
+three users' scripts as architectures (each swept with --jobs 2)."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def test_rank_takes_own_scripts_as_architectures(tmp_path):
             text.replace("torch.nn.Linear(8, 2)", f"torch.nn.Sequential({hidden})")
         )
     grid = [*GRID[:6], "0.1", "--lrs", "0.5", "--seeds", "0"]
-    for name, script in archs.items():
-        sweep_ok("--script", script, *grid, "--out", tmp_path / name, cwd=tmp_path)
+    for name, script in archs.items():  # two cells at once on this machine
+        sweep_ok("--script", script, *grid, "--jobs", "2", "--out", tmp_path / name, cwd=tmp_path)
     done = tool("budgeted-rank", *(f"{n}={tmp_path / n}" for n in archs), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert all(name in done.stdout for name in archs) and "top-1" in done.stdout, done.stdout

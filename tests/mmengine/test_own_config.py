@@ -16,7 +16,12 @@ from mmseg_testutils import logged, snapshot
 from own_configs import STOCK_SCHEDULE, digits_config, fcn_config
 
 from budgeted.mmengine.cli import parse_args
-from budgeted.mmengine.own_schedule import full_schedule_iters, lr_warmup
+from budgeted.mmengine.own_schedule import (
+    apply_own_schedule,
+    full_schedule_iters,
+    lr_warmup,
+    step_milestones,
+)
 from budgeted.mmengine.preflight import preflight
 from budgeted.schedules import BudgetSchedule, budget_iters
 
@@ -109,6 +114,24 @@ def test_an_epoch_config_counts_its_full_schedule_and_warmup(tmp_path, digits_ro
     warm = '[dict(type="LinearLR", start_factor=0.1, end=1), dict(type="CosineAnnealingLR")]'
     cfg = Config.fromfile(str(digits_config(tmp_path, digits_root, warm)))
     assert lr_warmup(cfg) == pytest.approx((44, 0.1))  # 1 epoch (by_epoch: MMEngine's default)
+
+
+@pytest.mark.unit
+def test_a_step_cell_drops_where_the_configs_own_step_schedule_does(tmp_path, digits_root):
+    """The budget-aware conversion of the config's own MultiStepLR (epoch 1 of 2, x0.1): its
+    milestones as fractions of the config's length; any other schedule gets none."""
+    cfg = Config.fromfile(str(digits_config(tmp_path, digits_root)))
+    assert step_milestones(cfg) == {"milestones": (0.5,), "gamma": 0.1}
+    apply_own_schedule(cfg, "step")
+    assert cfg.param_scheduler == [dict(type="BudgetStepLR", warmup_iters=0, warmup_factor=1.0,
+                                        by_epoch=False, milestones=(0.5,), gamma=0.1)]  # fmt: skip
+    cfg = Config.fromfile(str(digits_config(tmp_path, digits_root)))
+    apply_own_schedule(cfg, "linear")
+    assert "milestones" not in cfg.param_scheduler[0]
+    iterations = '[dict(type="MultiStepLR", by_epoch=False, milestones=[30, 36, 50], gamma=0.5)]'
+    cfg = Config.fromfile(str(fcn_config(tmp_path, digits_root, iterations)))  # 40 iterations
+    assert step_milestones(cfg) == {"milestones": (0.75, 0.9), "gamma": 0.5}
+    assert step_milestones(Config.fromfile(str(fcn_config(tmp_path, digits_root)))) == {}
 
 
 @pytest.mark.integration

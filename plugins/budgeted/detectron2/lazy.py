@@ -32,7 +32,7 @@ import torch
 from detectron2.config import LazyCall, instantiate
 from detectron2.solver import WarmupParamScheduler
 from detectron2.utils.registry import locate
-from fvcore.common.param_scheduler import ParamScheduler
+from fvcore.common.param_scheduler import MultiStepParamScheduler, ParamScheduler
 from omegaconf import DictConfig
 
 from ..schedules import BudgetSchedule, budget_iters, name_keys, schedule_names
@@ -44,6 +44,7 @@ __all__ = [
     "LazyBudgetLRScheduler",
     "apply_budget",
     "build_lazy_lr_scheduler",
+    "lazy_step",
     "lazy_warmup",
 ]
 
@@ -354,14 +355,15 @@ def apply_budget(
     warmup, factor, method = lazy_warmup(node, full)
     source = _warmup_source(node, full)
     _check_longer(total, warmup, fraction, full, source)
+    params = lazy_step(node, old) if schedule == "step" else {}  # BAC of the config's own step
     try:
-        BudgetLRMultiplier(schedule, total, warmup, factor, method)
+        BudgetLRMultiplier(schedule, total, warmup, factor, method, **params)
     except ValueError as err:
         raise BudgetOptionError(f"--schedule {schedule}: {err}") from None
     cfg.train.max_iter = total
     cfg.lr_multiplier = LazyCall(BudgetLRMultiplier)(
         schedule=schedule, total_iters=_FOLLOWS, warmup_iters=warmup,
-        warmup_factor=factor, warmup_method=method,
+        warmup_factor=factor, warmup_method=method, **params,
     )  # fmt: skip
     instantiate(cfg.lr_multiplier)  # as the tool will build it
     lines.append(
@@ -370,6 +372,33 @@ def apply_budget(
         f"warmup_factor={factor}, warmup_method={method!r}); the warmup: {source}"
     )
     return lines
+
+
+def lazy_step(lr_multiplier_cfg: Any, length: int) -> dict[str, Any]:
+    """The config's own step baseline as the budget ``step``'s parameters: a stock
+    ``WarmupParamScheduler`` over a ``MultiStepParamScheduler``, its milestones as fractions of
+    its ``num_updates`` (else ``length``, the config's ``train.max_iter``) and ``gamma`` the
+    ratio of its first two values; ``{}`` for any other (the core's defaults then).
+
+    Example:
+        >>> from detectron2.config import LazyCall as L
+        >>> from detectron2.solver import WarmupParamScheduler
+        >>> from fvcore.common.param_scheduler import MultiStepParamScheduler
+        >>> stock = L(WarmupParamScheduler)(scheduler=L(MultiStepParamScheduler)(
+        ...     values=[1.0, 0.1, 0.01], milestones=[60000, 80000]), warmup_length=0.01)
+        >>> lazy_step(stock, 90000)
+        {'milestones': (0.6666666666666666, 0.8888888888888888), 'gamma': 0.1}
+    """
+    node = lr_multiplier_cfg
+    steps = node.get("scheduler") if _is(node, WarmupParamScheduler) else None
+    if steps is None or not _is(steps, MultiStepParamScheduler):
+        return {}
+    length = steps.get("num_updates") or length
+    values = list(steps.get("values") or [])
+    fractions = tuple(m / length for m in sorted(steps.get("milestones") or ()) if 0 < m < length)
+    if not fractions or len(values) < 2 or not values[0]:
+        return {}
+    return {"milestones": fractions, "gamma": values[1] / values[0]}
 
 
 def _budget_alone(cfg: Any, total: int, fraction: Any, full: int) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+from typing import Any
 
 from mmengine.config import Config
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
@@ -37,6 +38,7 @@ __all__ = [
     "full_schedule_iters",
     "iters_per_epoch",
     "lr_warmup",
+    "step_milestones",
 ]
 
 LOOPS_FOR_SCHEDULE = ("EpochBasedTrainLoop", "IterBasedTrainLoop", "TimeBudgetTrainLoop")
@@ -194,6 +196,29 @@ def lr_warmup(cfg: Config) -> tuple[int, float]:
     return whole_number("warmup end", end, least=0), float(first.get("start_factor", _LINEAR_START))
 
 
+def step_milestones(cfg: Config) -> dict[str, Any]:
+    """The config's own step baseline as the budget ``step``'s parameters: a ``MultiStepLR``'s
+    milestones as fractions of the config's own length (in its unit: epochs where ``by_epoch``,
+    MMEngine's default, else iterations) and its ``gamma``; ``{}`` without one (the core's
+    defaults then).
+
+    Example:
+        >>> step_milestones(Config(dict(
+        ...     train_cfg=dict(type="EpochBasedTrainLoop", max_epochs=12),
+        ...     param_scheduler=[dict(type="MultiStepLR", milestones=[8, 11], gamma=0.1)])))
+        {'milestones': (0.6666666666666666, 0.9166666666666666), 'gamma': 0.1}
+    """
+    steps = [e for e in _lr_entries(cfg) if _short(e.get("type")) == "MultiStepLR"]
+    if not steps:
+        return {}
+    entry, train_cfg = steps[0], cfg.get("train_cfg") or {}
+    length = train_cfg.get("max_epochs" if entry.get("by_epoch", True) else "max_iters")
+    if not length:
+        return {}
+    fractions = tuple(m / length for m in sorted(entry.get("milestones") or ()) if 0 < m < length)
+    return {"milestones": fractions, "gamma": float(entry.get("gamma", 0.1))} if fractions else {}
+
+
 def _make_iteration_based(cfg: Config, full: int) -> None:
     """An epoch loop as ``IterBasedTrainLoop`` over ``full`` iterations, its checkpoint, logger
     and log processor counting iterations."""
@@ -215,7 +240,8 @@ def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None
     ``--full-iters`` sets ``cfg.full_schedule_iters`` (else :func:`full_schedule_iters`).
     ``--schedule``: the LR entries of ``param_scheduler`` become one
     ``Budget<Label>LR(warmup_iters=W, warmup_factor=F, by_epoch=False)`` with the config's
-    warmup (:func:`lr_warmup`) and the schedule's default parameters; an epoch-based loop becomes
+    warmup (:func:`lr_warmup`) and the schedule's default parameters (``step``: the config's own
+    ``MultiStepLR`` milestones and gamma, :func:`step_milestones`); an epoch-based loop becomes
     ``IterBasedTrainLoop(max_iters=val_interval=full)``. Apply before :func:`apply_budgets`, then
     :func:`check_budget_after_warmup`.
 
@@ -254,11 +280,13 @@ def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None
             f"allowed: {', '.join(LOOPS_FOR_SCHEDULE)}"
         )
     warmup, factor = lr_warmup(cfg)
+    params = step_milestones(cfg) if schedule == "step" else {}  # BAC of the config's own step
     if epoch_based(cfg):
         _make_iteration_based(cfg, full_schedule_iters(cfg))
     cfg.param_scheduler = [
-        dict(type=f"Budget{label}LR", warmup_iters=warmup, warmup_factor=factor, by_epoch=False)
-    ]
+        dict(type=f"Budget{label}LR", warmup_iters=warmup, warmup_factor=factor, by_epoch=False,
+             **params)
+    ]  # fmt: skip
     return warmup
 
 
