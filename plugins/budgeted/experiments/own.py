@@ -130,16 +130,26 @@ def _import_all(imports: tuple[str, ...]) -> None:
     or ``PYTHONPATH``."""
     if imports and os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    for name in imports:
-        try:
-            with warnings.catch_warnings():  # torch.jit's FutureWarning, importing detectron2
-                warnings.simplefilter("ignore", FutureWarning)
-                importlib.import_module(name)
-        except Exception as err:  # the user's module: any error of theirs is one line
-            raise SweepError(
-                f"--import {name} fails: {_shortened(err)}; allowed: a module "
-                "importable from the current folder or PYTHONPATH"
-            ) from None
+    dont_write = sys.dont_write_bytecode  # planning writes nothing (no __pycache__ beside them)
+    sys.dont_write_bytecode = True
+    try:
+        for name in imports:
+            _import_one(name)
+    finally:
+        sys.dont_write_bytecode = dont_write
+
+
+def _import_one(name: str) -> None:
+    """Import the user's module ``name``; any error of theirs is one line."""
+    try:
+        with warnings.catch_warnings():  # torch.jit's FutureWarning, importing detectron2
+            warnings.simplefilter("ignore", FutureWarning)
+            importlib.import_module(name)
+    except Exception as err:
+        raise SweepError(
+            f"--import {name} fails: {_shortened(err)}; allowed: a module "
+            "importable from the current folder or PYTHONPATH"
+        ) from None
 
 
 Loaded = tuple[int, int, str, tuple[float, ...]]
