@@ -447,10 +447,10 @@ def test_a_read_only_output_folder_is_one_line(toy_root, tmp_path, tool) -> None
         )
         rc, _, err = finish(start_tool(argv, tool=tool))
         assert rc == 1 and err.strip().splitlines() == [last_line(err)], err[-3000:]
-        why = "read-only file system" if os.geteuid() == 0 else "not writable by this user"
-        assert last_line(err).startswith(
-            f"{tool[:-3]}: {key} {str(out)!r} (its nearest existing folder {str(folder)!r}) is "
-            f"{'on a ' if os.geteuid() == 0 else ''}{why}; nothing was written"
+        why = "Read-only file system" if os.geteuid() == 0 else "Permission denied"
+        assert last_line(err) == (
+            f"{tool[:-3]}: {key} {out} cannot be written ({folder}: {why}); allowed: a folder "
+            f"this run can write (set another {key}, e.g. {key} ./output/run) (nothing was written)"
         ), last_line(err)
         assert list(folder.iterdir()) == []
 

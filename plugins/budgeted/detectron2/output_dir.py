@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ..safety import remove_stale_temporaries
 from ..safety.locks import FolderLock
+from ..safety.locks import check_writable as writable
 
 __all__ = ["LOCK_NAME", "OutputDirLock", "check_writable", "claim", "log_removed"]
 
@@ -28,41 +29,17 @@ LOCK_NAME = ".train_net.lock"
 """The lock file the Detectron2 tools hold in their output folder while they train."""
 
 
-def _existing(path: str) -> str:
-    """``path`` or its nearest existing parent folder."""
-    path = os.path.abspath(path)
-    while not os.path.exists(path) and path != os.path.dirname(path):
-        path = os.path.dirname(path)
-    return path
-
-
 def check_writable(folder: str, *, key: str = "OUTPUT_DIR") -> None:
-    """Raise a one-line ``ValueError`` when run folder ``folder`` cannot be written.
-
-    Args:
-        folder (str): the output folder (made by the run if it does not exist yet).
-        key (str): its config key, for the message.
+    """Refuse in one line (``ValueError``) a run folder ``folder`` (or, for one still to be made,
+    its nearest existing parent) in which nothing can be created
+    (:func:`budgeted.safety.locks.check_writable`, with the config key ``key``).
 
     Example:
         >>> import tempfile
         >>> check_writable(tempfile.mkdtemp() + "/new/run")  # a writable parent: fine
     """
-    if not folder or "://" in folder:
-        return
-    base = _existing(folder)
-    if not os.path.isdir(base):
-        raise ValueError(
-            f"{key} {folder!r} cannot be made: {base!r} is a file; allowed: a folder path"
-        )
-    if os.access(base, os.W_OK | os.X_OK):
-        return
-    where = "" if base == os.path.abspath(folder) else f" (its nearest existing folder {base!r})"
-    read_only = bool(os.statvfs(base).f_flag & os.ST_RDONLY)
-    why = "is on a read-only file system" if read_only else "is not writable by this user"
-    raise ValueError(
-        f"{key} {folder!r}{where} {why}; nothing was written; allowed: a folder this run can "
-        f"write (set another {key}, e.g. {key} ./output/run)"
-    )
+    allowed = f"a folder this run can write (set another {key}, e.g. {key} ./output/run)"
+    writable(folder, key, allowed)
 
 
 class OutputDirLock(FolderLock):

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from mmengine.config import Config
 
-from ..safety.locks import unwritable
+from ..safety.locks import check_writable as writable
 from .checkpoint import load_mmengine_checkpoint
 
 __all__ = [
@@ -194,12 +194,7 @@ def check_writable(work_dir: str | os.PathLike[str]) -> None:
         >>> import tempfile
         >>> check_writable(tempfile.mkdtemp() + "/run")
     """
-    why = unwritable(work_dir)
-    if why is not None:
-        raise ValueError(
-            f"work dir {work_dir} cannot be written ({why}); allowed: a --work-dir where "
-            "this user can create files (nothing was written)"
-        )
+    writable(work_dir, "work dir", "a --work-dir where this user can create files")
 
 
 def check_time_budget_pair(cfg: Config, duration: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import FolderBusyError
 
-__all__ = ["FolderBusyError", "FolderLock", "unwritable"]
+__all__ = ["FolderBusyError", "FolderLock", "check_writable", "unwritable"]
 
 
 def unwritable(folder: str | os.PathLike[str]) -> str | None:
@@ -40,7 +40,7 @@ def unwritable(folder: str | os.PathLike[str]) -> str | None:
     while not path.exists() and path != path.parent:
         path = path.parent
     if not path.is_dir():
-        return None  # a file in the way: the caller's own checks name it
+        return f"{path}: {os.strerror(errno.ENOTDIR)}"  # a file in the way
     effective = os.access in os.supports_effective_ids
     if os.access(path, os.W_OK | os.X_OK, effective_ids=effective):
         return None
@@ -50,6 +50,35 @@ def unwritable(folder: str | os.PathLike[str]) -> str | None:
         read_only = False
     return f"{path}: {os.strerror(errno.EROFS if read_only else errno.EACCES)}"
 
+
+
+def check_writable(
+    folder: str | os.PathLike[str], what: str, allowed: str, error: type[Exception] = ValueError
+) -> None:
+    """Refuse, before anything is written, a folder in which nothing can be created: one line
+    ``"<what> <folder> cannot be written (<why>); allowed: <allowed> (nothing was written)"``.
+
+    The one check of every tool's output folder (Detectron2's ``OUTPUT_DIR``, MMEngine's work
+    dir, the sweep's ``--out``); a URL (``s3://...``) is the framework's to check.
+
+    Raises:
+        error: the line above, ``why`` from :func:`unwritable`.
+
+    Example:
+        >>> import tempfile
+        >>> check_writable(tempfile.mkdtemp() + "/new/run", "--out", "a new folder")  # fine
+        >>> with tempfile.NamedTemporaryFile() as file:
+        ...     check_writable(file.name + "/run", "--out", "a folder path")
+        Traceback (most recent call last):
+        ...
+        ValueError: --out ... cannot be written (...: Not a directory); allowed: a folder path (nothing was written)
+    """  # noqa: E501
+    if not folder or "://" in str(folder):
+        return
+    why = unwritable(folder)
+    if why is not None:
+        raise error(f"{what} {folder} cannot be written ({why}); allowed: {allowed} "
+                    "(nothing was written)")  # fmt: skip
 
 class FolderLock:
     """An exclusive ``flock`` on ``<folder>/<name>`` while this process works in ``folder``.

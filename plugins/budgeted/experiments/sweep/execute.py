@@ -28,7 +28,8 @@ from typing import IO, Any
 
 from ...errors import ReportError, SweepError
 from ...safety import atomic_write_text
-from ...safety.locks import FolderLock, unwritable
+from ...safety.locks import FolderLock
+from ...safety.locks import check_writable as writable
 from ...safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
@@ -376,12 +377,8 @@ def check_writable(out: Path, toy_root: Path | None) -> None:
     """Refuse (:class:`SweepError`, before anything is written) an ``--out`` folder, or a toy
     set's folder the sweep would write, in which nothing can be created (read-only)."""
     for what, folder in (("--out", out), ("the toy set's folder", toy_root)):
-        problem = None if folder is None else unwritable(folder)
-        if problem is not None:
-            raise SweepError(
-                f"{what} {folder} cannot be written ({problem}); allowed: a folder you can write "
-                "to (nothing was written)"
-            )
+        if folder is not None:
+            writable(folder, what, "a folder you can write to", SweepError)
 
 
 ENDED = (
