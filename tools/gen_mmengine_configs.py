@@ -147,6 +147,9 @@ def schedule_base(family: ConfigFamily, schedule: str) -> str:
         f"{custom_imports(family)}"
         f"full_schedule_iters = {family.full_iters}\n"
         f"param_scheduler = [\n    {scheduler},\n]\n"
+        "# MMEngine's ParamSchedulerHook that binds the budget schedulers to the train loop\n"
+        "# and the config's budget_on_resume before the run (budgeted.mmengine.scheduler_hook).\n"
+        'default_hooks = dict(param_scheduler=dict(type="BudgetParamSchedulerHook"))\n'
     )
 
 

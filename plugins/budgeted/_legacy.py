@@ -39,6 +39,8 @@ MOVED: dict[str, str] = {
     "budgeted.records": "budgeted.runs.records",
     "budgeted.detectron2.launch": "budgeted.detectron2.launcher",
     "budgeted.detectron2.runs": "budgeted.runs.detectron2",
+    "budgeted.detectron2.budget_keys": "budgeted.detectron2.config",
+    "budgeted.detectron2.output_dir": "budgeted.detectron2.preflight",
     "budgeted.mmengine.runs": "budgeted.runs.mmengine",
     "budgeted.families": "budgeted.experiments.families",
     "budgeted.sweep": "budgeted.experiments.sweep",
@@ -57,6 +59,7 @@ MOVED: dict[str, str] = {
     "budgeted.mmengine.toy_mmdet": "budgeted.toys.mmdet",
     "budgeted.mmengine.toy_mmpretrain": "budgeted.toys.mmpretrain",
     "budgeted.mmengine.toy_mmaction": "budgeted.toys.kinetics",
+    "budgeted.mmengine.config_checks": "budgeted.mmengine.preflight",
 }
 """Old module name -> the module that holds its contents now."""
 

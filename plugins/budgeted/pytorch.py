@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 from torch.optim import Optimizer
-from torch.optim.lr_scheduler import _LRScheduler
 
+from .compat import CheckpointedLRScheduler, set_last_lr
 from .errors import BudgetConfigError
 from .schedules import (
     BudgetMismatchError,
@@ -26,11 +26,11 @@ from .schedules.units import whole_number
 __all__ = ["BudgetLR", "BudgetMismatchError", "BudgetReplanError", "BudgetTimeLR"]
 
 
-class BudgetLR(_LRScheduler):
+class BudgetLR(CheckpointedLRScheduler):
     """``lr = base_lr * m(t)`` with ``m`` a :class:`~budgeted.schedules.BudgetSchedule`.
 
-    A ``torch.optim.lr_scheduler.LRScheduler`` (through ``_LRScheduler``, the class that
-    Detectron2's ``hooks.LRScheduler`` checkpoints).
+    A ``torch.optim.lr_scheduler.LRScheduler`` (through the class Detectron2's
+    ``hooks.LRScheduler`` checkpoints: :data:`budgeted.compat.CheckpointedLRScheduler`).
 
     Call ``step()`` once per iteration, after ``optimizer.step()``. ``t`` is the number of
     ``step()`` calls so far (``last_epoch`` in torch's terms), so the first iteration trains at
@@ -106,33 +106,18 @@ class BudgetLR(_LRScheduler):
         return scheduler
 
     def get_lr(self) -> list[float]:
+        """The LR of each param group at step ``last_epoch`` (torch's ``step()`` sets them)."""
+        check_group_count(self)
         factor = self.budget(self.last_epoch)
         return [base_lr * factor for base_lr in self.base_lrs]
 
     def step(self, epoch: None = None) -> None:
-        """Advance one iteration; a lean version of ``LRScheduler.step`` (no epoch argument)."""
+        """Advance one iteration (torch's ``step()``, without its deprecated epoch argument)."""
         if epoch is not None:
             raise ValueError(
                 f"BudgetLR.step() takes no epoch (got {epoch!r}); it counts steps itself"
             )
-        if self.last_epoch < 0:  # the call from __init__: let torch set up its bookkeeping
-            super().step()
-            return
-        self._step_count += 1
-        self.last_epoch += 1
-        factor = self.budget(self.last_epoch)
-        groups, base_lrs = self.optimizer.param_groups, self.base_lrs
-        if len(groups) != len(base_lrs):
-            raise _group_count_error(len(groups), len(base_lrs))
-        lrs = []
-        for group, base_lr in zip(groups, base_lrs):  # set_lrs, inlined: it runs every step
-            lr = base_lr * factor
-            if type(group["lr"]) is float:
-                group["lr"] = lr
-            else:
-                set_group_lr(group, lr)
-            lrs.append(lr)
-        self._last_lr = lrs
+        super().step()
 
     RESUME_NAMES: ClassVar[dict[str, str]] = {"total": "total_iters", "warmup": "warmup_iters"}
     """How the budget's state keys are named in this adapter's messages."""
@@ -170,8 +155,9 @@ class BudgetLR(_LRScheduler):
             logging.getLogger(self.LOGGER).warning(line)
         self.__dict__.update(state)
         if line is not None:  # the LR of the next iteration, from the re-planned budget
-            self._last_lr = [base * self.budget(self.last_epoch) for base in self.base_lrs]
-            set_lrs(self.optimizer, self._last_lr)
+            lrs = [base * self.budget(self.last_epoch) for base in self.base_lrs]
+            set_lrs(self.optimizer, lrs)
+            set_last_lr(self, lrs)
 
 
 def set_lrs(optimizer: Optimizer, lrs: list[Any]) -> None:
@@ -191,6 +177,13 @@ def set_group_lr(group: dict[str, Any], lr: Any) -> None:
         group["lr"].fill_(float(lr))
     else:
         group["lr"] = lr
+
+
+def check_group_count(scheduler: Any) -> None:
+    """The optimizer still has the param groups ``scheduler`` was built for (one line if not)."""
+    groups, built_for = len(scheduler.optimizer.param_groups), len(scheduler.base_lrs)
+    if groups != built_for:
+        raise _group_count_error(groups, built_for)
 
 
 def _group_count_error(groups: int, built_for: int) -> ValueError:
@@ -233,7 +226,7 @@ def _budget_state(budget: BudgetSchedule) -> dict[str, Any]:
     return budget.state()
 
 
-class BudgetTimeLR(_LRScheduler):
+class BudgetTimeLR(CheckpointedLRScheduler):
     """``lr = base_lr * m(i, e)`` over a wall-clock budget
     (:class:`budgeted.schedules.clock.TimeBudget`).
 
@@ -287,6 +280,7 @@ class BudgetTimeLR(_LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        check_group_count(self)
         self._elapsed = self.clock.elapsed
         self._factor = self.budget.multiplier(max(self.last_epoch, 0), self._elapsed)
         return [base_lr * self._factor for base_lr in self.base_lrs]
@@ -295,16 +289,11 @@ class BudgetTimeLR(_LRScheduler):
         """Advance one iteration: read the agreed clock, set the next iteration's LR."""
         if epoch is not None:
             raise ValueError(f"BudgetTimeLR.step() takes no epoch (got {epoch!r})")
-        if self.last_epoch < 0:
-            super().step()
-            return
-        self._step_count += 1
-        self.last_trained_factor = self._factor
-        self.last_trained_elapsed = self._elapsed
-        self.last_epoch += 1
-        self.clock.tick(self.last_epoch)
-        self._last_lr = self.get_lr()
-        set_lrs(self.optimizer, self._last_lr)
+        if self.last_epoch >= 0:  # not the call from __init__
+            self.last_trained_factor = self._factor
+            self.last_trained_elapsed = self._elapsed
+            self.clock.tick(self.last_epoch + 1)
+        super().step()
 
     def done(self) -> bool:
         """Whether the time budget is spent (the next iteration should not start)."""
@@ -332,5 +321,6 @@ class BudgetTimeLR(_LRScheduler):
             logging.getLogger(self.LOGGER).warning(line)
         self.clock.restore(elapsed)
         self.__dict__.update(state)
-        self._last_lr = self.get_lr()
-        set_lrs(self.optimizer, self._last_lr)
+        lrs = self.get_lr()
+        set_lrs(self.optimizer, lrs)
+        set_last_lr(self, lrs)

@@ -147,7 +147,8 @@ def test_lazyconfig_train_net_trains_the_toy_budget(toy_root, tmp_path: Path, ca
         ({"total_iters": 0}, "lr_multiplier.total_iters=0 is invalid; allowed: a number > 0"),
         (
             {"total_iters": 40, "warmup_iters": 40},
-            "lr_multiplier.warmup_iters=40 is not shorter than the lr_multiplier.total_iters=40",
+            "lr_multiplier.warmup_iters=40 is not shorter than the budget "
+            "lr_multiplier.total_iters=40",
         ),
     ],
 )

@@ -157,7 +157,7 @@ def test_a_user_registers_a_scheduler_by_decorator() -> None:
             r"^SOLVER.LR_SCHEDULER_NAME=BudgetLinear: SOLVER.WARMUP_FACTOR=0.0 is invalid; "
             r"allowed: a number in \(0, 1\]$",
         ),
-        ({"WARMUP_METHOD": "cubic"}, "unknown SOLVER.WARMUP_METHOD 'cubic'"),
+        ({"WARMUP_METHOD": "cubic"}, "SOLVER.WARMUP_METHOD='cubic' is invalid; allowed: linear"),
     ],
 )
 def test_bad_budget_fails_in_one_line(kwargs, message) -> None:

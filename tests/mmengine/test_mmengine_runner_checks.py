@@ -1,5 +1,7 @@
 """What only the runner shows a budget scheduler, checked with MMEngine's real ``Runner`` on a tiny
-model (the scheduler learns it through the runner's ``ParamSchedulerHook``, never the call stack):
+model (the scheduler learns it through ``BudgetParamSchedulerHook``, as our tools and configs name
+it, or at its first step from the runner's ``MessageHub`` under MMEngine's own hook; never the
+call stack):
 an ``end`` other than the train loop's ``max_iters``, the config's ``budget_on_resume``, another
 scheduler of the same parameter in an overlapping range, a resume that gave the scheduler no state
 (MMEngine pairs schedulers with the checkpoint's by position), and an epoch-based entry whose
@@ -92,9 +94,11 @@ def train(
         optim_wrapper=dict(optimizer=dict(type="SGD", lr=0.1, momentum=0.9)),
         param_scheduler=copy.deepcopy(schedulers),
         train_cfg=train_cfg or dict(type="IterBasedTrainLoop", max_iters=12),
-        default_hooks=dict(
-            checkpoint=dict(type="CheckpointHook", interval=4, by_epoch=False), **(hooks or {})
-        ),
+        default_hooks={
+            "checkpoint": dict(type="CheckpointHook", interval=4, by_epoch=False),
+            "param_scheduler": dict(type="BudgetParamSchedulerHook"),  # as our tools write it
+            **(hooks or {}),
+        },
         custom_hooks=[RecordLR(lrs, stop_at)],
         resume=resume,
         default_scope="mmengine",
@@ -111,14 +115,18 @@ LINEAR = dict(type="BudgetLinearLR", warmup_iters=2, by_epoch=False)
 
 @pytest.mark.integration
 def test_an_end_other_than_the_train_loops_max_iters_is_refused_before_training(tmp_path):
-    """The stock runner, a config with only ``custom_imports`` and our scheduler: an ``end`` of
-    100 in a loop of 50 iterations is one line before the first iteration, nothing saved."""
+    """The stock runner, a config with only ``custom_imports`` and our scheduler (MMEngine's own
+    ``ParamSchedulerHook``): an ``end`` of 100 in a loop of 50 iterations is one line at the
+    scheduler's first step, nothing saved; with ``BudgetParamSchedulerHook``, the same line
+    before the first iteration."""
     lrs = {}
+    stock = dict(param_scheduler=dict(type="ParamSchedulerHook"))
     with pytest.raises(BudgetConfigError) as err:
         lrs = train(
             tmp_path / "run",
             [{**LINEAR, "end": 100}],
             train_cfg=dict(type="IterBasedTrainLoop", max_iters=50),
+            hooks=stock,
         )
     assert str(err.value) == (
         "BudgetLinearLR: end=100 differs from the train loop's max_iters=50: the budget would be "
@@ -127,8 +135,12 @@ def test_an_end_other_than_the_train_loops_max_iters_is_refused_before_training(
     )
     assert lrs == {} and not list((tmp_path / "run").glob("*.pth"))
     with pytest.raises(BudgetConfigError, match=r"^BudgetLinearLR: end=30 .* end before training"):
-        train(tmp_path / "short", [{**LINEAR, "end": 30}],
+        train(tmp_path / "short", [{**LINEAR, "end": 30}], hooks=stock,
               train_cfg=dict(type="IterBasedTrainLoop", max_iters=50))  # fmt: skip
+    with pytest.raises(BudgetConfigError) as ours:
+        train(tmp_path / "ours", [{**LINEAR, "end": 100}],
+              train_cfg=dict(type="IterBasedTrainLoop", max_iters=50))  # fmt: skip
+    assert str(ours.value) == str(err.value)
 
 
 @pytest.mark.integration
@@ -176,8 +188,8 @@ class {name}(ParamSchedulerHook):
 def test_a_users_own_param_scheduler_hook_keeps_the_end_check(tmp_path, monkeypatch):
     """Issue 40/23: ``default_hooks.param_scheduler`` names the user's subclass of MMEngine's
     ``ParamSchedulerHook``, registered by the config's ``custom_imports``: an ``end`` of 30 in a
-    loop of 60 is refused before the first iteration (it trained 31-60 at a flat LR), and a
-    budget that fits trains the core's LR, stepped by the user's hook."""
+    loop of 60 is refused at the scheduler's first step, before any checkpoint (it trained 31-60
+    at a flat LR), and a budget that fits trains the core's LR, stepped by the user's hook."""
     number = next(RUNS)
     name, module = f"UserSchedulerHook{number}", f"user_scheduler_hooks_{number}"
     (tmp_path / f"{module}.py").write_text(USER_HOOK.format(name=name))
@@ -198,9 +210,12 @@ def test_a_users_own_param_scheduler_hook_keeps_the_end_check(tmp_path, monkeypa
         "train_cfg.max_iters, or set train_cfg.max_iters=30"
     )
     assert lrs == {} and not list((tmp_path / "short").glob("*.pth"))
+    # refused at the scheduler's first step (MMEngine's hook, so the user's, calls no budget code
+    # before): one iteration, no checkpoint
+    assert getattr(sys.modules[module], name).steps == 1
     lrs = train(tmp_path / "run", [LINEAR], hooks=hooks)
     assert lrs == pytest.approx({t: 0.1 * BudgetSchedule("linear", 12, 2)(t) for t in range(12)})
-    assert getattr(sys.modules[module], name).steps == 12
+    assert getattr(sys.modules[module], name).steps == 1 + 12
 
 
 @pytest.mark.integration

@@ -283,16 +283,30 @@ def test_an_end_other_than_the_train_loop_is_refused_in_one_line():
     bm.BudgetLinearLR(make_optimizer(), end=20, warmup_iters=2, by_epoch=False)
 
 
-def test_every_runners_param_scheduler_hook_binds_the_budget_schedulers():
-    """MMEngine builds its default ``ParamSchedulerHook`` by name from ``HOOKS``: once
-    ``budgeted.mmengine`` is imported that is ours, which binds each budget scheduler to
-    ``runner.train_loop`` in ``before_run`` (no call stack involved)."""
+def test_importing_the_package_leaves_mmengines_param_scheduler_hook_alone():
+    """Issue 42: ``import budgeted.mmengine`` replaces no hook of MMEngine's for other runners:
+    ``ParamSchedulerHook`` is MMEngine's own class in ``HOOKS``, its hook points its own."""
+    import mmengine.hooks
+    from mmengine.hooks import Hook
+    from mmengine.registry import HOOKS
+
+    stock = mmengine.hooks.ParamSchedulerHook
+    assert HOOKS.get("ParamSchedulerHook") is stock
+    assert type(HOOKS.build(dict(type="ParamSchedulerHook"))) is stock
+    assert stock.before_run is Hook.before_run and stock.before_train is Hook.before_train
+    assert "before_run" not in vars(stock) and "before_train" not in vars(stock)
+
+
+def test_the_budget_param_scheduler_hook_binds_the_budget_schedulers():
+    """``BudgetParamSchedulerHook``, built by its own name from ``HOOKS`` (as our tools and
+    configs name it), binds each budget scheduler to ``runner.train_loop`` in ``before_run`` (no
+    call stack involved)."""
     from types import SimpleNamespace
 
     from mmengine.config import Config
     from mmengine.registry import HOOKS
 
-    hook = HOOKS.build(dict(type="ParamSchedulerHook"))
+    hook = HOOKS.build(dict(type="BudgetParamSchedulerHook"))
     assert type(hook) is bm.BudgetParamSchedulerHook
     sched = bm.BudgetLinearLR(make_optimizer(), end=20, warmup_iters=2, by_epoch=False)
     stock = PARAM_SCHEDULERS.build(
@@ -321,6 +335,7 @@ def test_docstring_examples_of_the_package_run():
         annotation_checks,
         checkpoint,
         cli,
+        compat,
         config_checks,
         config_edits,
         dist_run,
@@ -336,7 +351,7 @@ def test_docstring_examples_of_the_package_run():
 
     modules = (schedulers, checkpoint, cli, dist_run, launch, resume, runs)
     modules += (config_checks, config_edits, input_checks, scheduler_checks, scheduler_hook)
-    for module in (*modules, annotation_checks, time_budget, toy):
+    for module in (*modules, annotation_checks, compat, time_budget, toy):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0, module.__name__

@@ -156,7 +156,7 @@ def test_a_new_schedule_is_one_function_and_one_registration():
         ({"warmup_iters": 2000}, r"warmup=2000 is not shorter than the budget total=1000"),
         ({"warmup_factor": 0}, r"warmup_factor=0 is invalid; allowed: a number in \(0, 1\]"),
         ({"warmup_factor": 1.5}, r"warmup_factor=1.5 is invalid"),
-        ({"warmup_method": "cubic"}, r"unknown warmup_method 'cubic'; valid: linear, constant"),
+        ({"warmup_method": "cubic"}, r"warmup_method='cubic' is invalid; allowed: linear, const"),
         (
             {"schedule": "poly", "power": 0},
             r"poly schedule: power=0 is invalid; allowed: a number > 0",

@@ -21,3 +21,6 @@ param_scheduler = [
         by_epoch=False,
     ),
 ]
+# MMEngine's ParamSchedulerHook that binds the budget schedulers to the train loop
+# and the config's budget_on_resume before the run (budgeted.mmengine.scheduler_hook).
+default_hooks = dict(param_scheduler=dict(type="BudgetParamSchedulerHook"))

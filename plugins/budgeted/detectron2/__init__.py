@@ -8,11 +8,12 @@ One-line adoption in a user's ``DefaultTrainer`` subclass (after
 
 Modules: :mod:`.config` (``SOLVER.BUDGET`` keys, :func:`load_config`), :mod:`.solver` (the
 scheduler registry), :mod:`.trainer` (:class:`BudgetTrainer`), :mod:`.cli` (``tools/train_net.py``),
-:mod:`.preflight` (every check before a run writes anything), :mod:`.lazy` / :mod:`.lazy_cli`
-(LazyConfig), :mod:`.runs` (run folders), :mod:`.data` /
-:mod:`.toy` (datasets, the toy set), :mod:`.launcher` (CPU multi-process), :mod:`.checkpoint`
-(:class:`SafeCheckpointer`: untrusted files loaded safely, atomic saves), :mod:`.preemption`
-(:class:`PreemptionHook`: SIGTERM / SIGUSR1 stop after the iteration, exit status 75).
+:mod:`.preflight` (both tools' one pre-flight and evaluation, the output folder), :mod:`.lazy` /
+:mod:`.lazy_cli` (LazyConfig), :mod:`.data` (datasets, the toy set), :mod:`.launcher` (workers
+through torch's ``start_processes``), :mod:`.checkpoint` (:class:`SafeCheckpointer`: untrusted
+files loaded safely, atomic saves), :mod:`.preemption` (:class:`PreemptionHook`: SIGTERM /
+SIGUSR1 stop after the iteration, exit status 75), :mod:`.stops` (runs that end in one line),
+:mod:`.compat` (the only reads of Detectron2's private names).
 Importing registers the schedulers and nothing else (no datasets: :func:`register_toy_coco` is
 an explicit call); :func:`launch`, :func:`register_toy_coco`, :func:`check_datasets` and
 :class:`FullGradNormHook` load their modules when first used.
@@ -79,29 +80,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "BUDGET_SCHEDULERS",
-    "LR_SCHEDULER_REGISTRY",
-    "BudgetConfigError",
-    "BudgetLRScheduler",
-    "BudgetResumeError",
-    "BudgetTrainer",
-    "FullGradNormHook",
-    "PreemptionHook",
-    "SafeCheckpointer",
-    "TimeBudgetHook",
-    "add_budget_config",
-    "budget_schedule_from_cfg",
-    "budget_scheduler_names",
-    "build_lr_scheduler",
-    "check_budget",
-    "check_datasets",
-    "check_max_iter",
-    "has_compiled_ops",
-    "launch",
-    "load_config",
-    "register_budget_scheduler",
-    "register_toy_coco",
-    "resolve_budget",
-    "split_overrides",
-    "use_safe_checkpointer",
-]
+    "BUDGET_SCHEDULERS", "LR_SCHEDULER_REGISTRY", "BudgetConfigError", "BudgetLRScheduler",
+    "BudgetResumeError", "BudgetTrainer", "FullGradNormHook", "PreemptionHook", "SafeCheckpointer",
+    "TimeBudgetHook", "add_budget_config", "budget_schedule_from_cfg", "budget_scheduler_names",
+    "build_lr_scheduler", "check_budget", "check_datasets", "check_max_iter", "has_compiled_ops",
+    "launch", "load_config", "register_budget_scheduler", "register_toy_coco", "resolve_budget",
+    "split_overrides", "use_safe_checkpointer"
+]  # fmt: skip

@@ -1,25 +1,14 @@
 """``SafeCheckpointer``: Detectron2's ``DetectionCheckpointer`` that never runs code from a file
 and never leaves a torn checkpoint behind.
 
-Detectron2 v0.6 ``pickle.load`` s any ``.pkl`` given as ``MODEL.WEIGHTS`` (a pickle runs the
-callables it names: a weights file can run any code), and writes checkpoints in place (a kill
-during the write leaves a torn file that ``last_checkpoint`` names). :class:`SafeCheckpointer`:
-
-- loads every file through :func:`budgeted.safety.load_checkpoint` (``weights_only``
- torch loading or a restricted unpickler, exact allow-lists): a file naming anything else is refused
- in one line naming the file and the global
- (:class:`~budgeted.safety.UnsafeCheckpointError`), an unreadable one in one line naming
- the file (:class:`~budgeted.safety.DamagedCheckpointError`; on a resume, with the
- newest intact checkpoint of the folder offered). Detectron2's own handling of the model-zoo
- ``.pkl`` format (``"model"``, ``"__author__"``, ``"matching_heuristics"``, Caffe2 ``"blobs"``) and
- of pycls ``.pyth`` files is kept;
-- saves checkpoints and ``last_checkpoint`` atomically
- (:func:`budgeted.safety.atomic_save`); a write that finds no space left ends the run
- with one line naming the file system, the file and the last intact checkpoint
- (:class:`~budgeted.detectron2.stops.DiskFull`), the partial temporary file removed.
-
-``BudgetTrainer`` and ``tools/train_net.py`` use it; a trainer of your own (a ``DefaultTrainer``
-or anything with a ``checkpointer``) adopts it, and preemption, in one line after it is built::
+Every file is loaded through :func:`budgeted.safety.load_checkpoint` (no pickle runs code: a file
+naming anything outside the allow-lists is refused in one line,
+:class:`~budgeted.safety.UnsafeCheckpointError`; an unreadable one too,
+:class:`~budgeted.safety.DamagedCheckpointError`, on a resume with the newest intact checkpoint
+offered); Detectron2's handling of model-zoo ``.pkl``, Caffe2 and pycls files is kept. Checkpoints
+and ``last_checkpoint`` are saved atomically (:func:`budgeted.safety.atomic_save`); a full disk
+ends the run in one line (:class:`~budgeted.detectron2.stops.DiskFull`). A trainer of your own
+adopts it, and preemption, in one line after it is built::
 
     trainer = Trainer(cfg)
     bd2.use_safe_checkpointer(trainer)  # its hooks save through it too; + PreemptionHook
@@ -45,20 +34,14 @@ from ..safety import (
     load_checkpoint,
     newest_intact_checkpoint,
 )
+from .compat import reads_files_with, replace_checkpointer, trainer_hooks
 from .stops import disk_full, is_disk_full
 
 __all__ = [
-    "CHECKPOINT_PATTERN",
-    "MMENGINE_CHECKPOINT_NAME",
-    "CheckpointAtHook",
-    "SafeCheckpointer",
-    "check_weights_layout",
-    "last_checkpoint_file",
-    "load_weights_file",
-    "offer_intact",
-    "resumed_checkpoint_file",
-    "use_safe_checkpointer",
-]
+    "CHECKPOINT_PATTERN", "MMENGINE_CHECKPOINT_NAME", "CheckpointAtHook", "SafeCheckpointer",
+    "check_weights_layout", "last_checkpoint_file", "load_weights_file", "offer_intact",
+    "resumed_checkpoint_file", "use_safe_checkpointer"
+]  # fmt: skip
 
 CHECKPOINT_PATTERN = "model_*.pth"
 """The checkpoints Detectron2's trainers write: ``model_0000999.pth``, ``model_final.pth``."""
@@ -145,11 +128,6 @@ def resumed_checkpoint_file(
     ``folder/last_checkpoint`` names (None without one), which must be a checkpoint of the run
     in ``folder``. Checked before anything loads it.
 
-    Args:
-        folder (str): the run folder.
-        folder_key (str): its config key, for messages (``train.output_dir``).
-        weights_hint (str): how a new run starts from weights ``{path}``, for messages.
-
     Raises:
         DamagedCheckpointError: one line, nothing loaded, when ``folder`` is an MMEngine run
             folder (its checkpoint is MMEngine's: not a Detectron2 state to resume), or when
@@ -188,12 +166,6 @@ def offer_intact(
 ) -> ValueError:
     """``err`` (about checkpoint ``bad``, which cannot be loaded) with the newest intact
     checkpoint of ``folder`` offered: the same class, one line.
-
-    Args:
-        err (ValueError): a :class:`DamagedCheckpointError` or :class:`UnsafeCheckpointError`.
-        folder (str): the run folder.
-        bad (str): the checkpoint that failed (never offered).
-        how (str): how to take the offered checkpoint; ``{path}`` is replaced by its path.
     """
     found = newest_intact_checkpoint(folder, CHECKPOINT_PATTERN, exclude=[bad])
     if found is None:
@@ -209,10 +181,6 @@ def offer_intact(
 
 def load_weights_file(path: str, *, what: str = "MODEL.WEIGHTS") -> dict[str, Any]:
     """Load ``path`` (a local file, or a URL Detectron2's ``PathManager`` fetches) safely.
-
-    Args:
-        path (str): the file.
-        what (str): what names the file, for messages.
 
     Raises:
         UnsafeCheckpointError, DamagedCheckpointError: one line, naming ``what`` and the file.
@@ -269,6 +237,7 @@ def check_weights_layout(data: Any, path: str, *, what: str = "checkpoint") -> N
     )
 
 
+@reads_files_with("read_file")
 class SafeCheckpointer(DetectionCheckpointer):
     """``DetectionCheckpointer`` that loads files safely and saves them atomically.
 
@@ -312,7 +281,8 @@ class SafeCheckpointer(DetectionCheckpointer):
                 raise offer_intact(err, self.save_dir, path, how=how) from None
         return self.load(path, checkpointables=[])
 
-    def _load_file(self, filename: str) -> dict[str, Any]:
+    def read_file(self, filename: str) -> dict[str, Any]:
+        """The checkpoint in ``filename``, loaded safely, in Detectron2's checkpoint layout."""
         data = load_checkpoint(filename)
         check_weights_layout(data, filename)
         if filename.endswith(".pkl"):
@@ -376,13 +346,6 @@ def use_safe_checkpointer(trainer: Any, *, preemption: bool = True) -> SafeCheck
     with ``preemption``, register a :class:`~budgeted.detectron2.PreemptionHook` last.
 
     Call it after the trainer is built, before ``resume_or_load``.
-
-    Args:
-        trainer: the trainer.
-        preemption (bool): also stop on SIGTERM / SIGUSR1 with a checkpoint (exit status 75).
-
-    Returns:
-        SafeCheckpointer: the trainer's new checkpointer (same model, folder, checkpointables).
     """
     from .preemption import PreemptionHook
 
@@ -395,11 +358,9 @@ def use_safe_checkpointer(trainer: Any, *, preemption: bool = True) -> SafeCheck
         )
     )
     trainer.checkpointer = new
-    for hook in getattr(trainer, "_hooks", []):
-        for attr in ("checkpointer", "_checkpointer"):
-            if getattr(hook, attr, None) is old:
-                setattr(hook, attr, new)
-    if preemption and not any(isinstance(h, PreemptionHook) for h in trainer._hooks):
+    for hook in trainer_hooks(trainer):
+        replace_checkpointer(hook, old, new)
+    if preemption and not any(isinstance(h, PreemptionHook) for h in trainer_hooks(trainer)):
         trainer.register_hooks([PreemptionHook(new)])
     return new
 
@@ -408,9 +369,6 @@ class CheckpointAtHook(HookBase):
     """Save ``model_{N-1:07d}.pth`` once ``N`` iterations are trained, for each ``N`` of
     ``iterations`` (``SOLVER.BUDGET.SAVE_AT``): the points a run is branched from (the
     cooldowns of ``tools/branch.py``), beside the periodic checkpoints.
-
-    Args:
-        iterations (iterable of int): the iteration counts to save after.
     """
 
     def __init__(self, iterations: Any) -> None:

@@ -1,30 +1,15 @@
 """``tools/train_net.py`` (``budgeted-train-net``): Detectron2's train_net CLI with
 :class:`BudgetTrainer`.
 
-Same arguments as Detectron2's ``default_argument_parser`` (``--config-file``, ``--num-gpus``,
-``--num-machines``, ``--machine-rank``, ``--dist-url``, ``--resume``, ``--eval-only``, trailing
-overrides), plus: ``--config`` beside ``--config-file``; a shipped config by its bare name
-(``mask_rcnn_budget10.yaml``, looked up under ``configs/detectron2`` and its ``toy/`` and
-``lazy/`` folders); overrides as ``KEY VALUE`` pairs or ``KEY=VALUE``, mixed; ``--resume-from
-PATH`` (resume exactly from that checkpoint). Everything that can be wrong with the config, the
-datasets, the output folder, the checkpoint or weights file to load (unsafe, damaged) or a
-resumed budget is checked once, in the launching process, before anything is written or any
-worker starts, and reported in one line (:func:`budgeted.detectron2.preflight.preflight`).
-
-The path of a run, top to bottom: :func:`run` parses the command line; :func:`launch_checked`
-runs the pre-flight once, locks the output folder, then :func:`main` on each worker (here, or
-through :func:`~budgeted.detectron2.launch`); :func:`main` builds :class:`BudgetTrainer`, resumes
-or loads, and trains.
-
-SIGTERM or SIGUSR1 (a cluster's preemption) end training after the current iteration with a
-checkpoint, one line and exit status 75 (:data:`~budgeted.safety.preemption.PREEMPTED_EXIT_CODE`);
-``--resume`` continues it.
-
-``--eval-only`` also appends its results to ``OUTPUT_DIR/metrics.json`` as one line at the
-iteration the weights were saved at, as training logs an evaluation, unless that file is a
-training run's log, which stays as it was
-(:func:`~budgeted.runs.detectron2.write_evaluation`): a sweep of evaluations reads like one of
-runs (``budgeted-sweep --evaluate-from``).
+Detectron2's ``default_argument_parser`` plus ``--config`` (a path or a shipped config's bare
+name), ``--budget-time`` and ``--resume-from``; overrides as ``KEY VALUE`` or ``KEY=VALUE``. A run:
+:func:`run` parses; :func:`launch_checked` runs the one pre-flight
+(:func:`budgeted.detectron2.preflight.preflight`: everything checked, in one line, before
+anything is written), locks the output folder, then :func:`main` on each worker
+(:func:`~budgeted.detectron2.launch`), which trains (:func:`train`) or evaluates
+(:func:`evaluate`, ``--eval-only``: results appended to ``OUTPUT_DIR/metrics.json`` unless it is
+a training run's log). SIGTERM / SIGUSR1 stop training after the iteration with a checkpoint and
+exit status 75. See docs/detectron2.md.
 """
 
 from __future__ import annotations
@@ -38,35 +23,25 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from detectron2.config import CfgNode
-from detectron2.engine import default_argument_parser, default_setup
-from detectron2.evaluation import verify_results
+from detectron2.engine import default_argument_parser
 from detectron2.utils import comm
 
-from ..runs.detectron2 import run_config_kept, write_evaluation
 from ..safety import DamagedCheckpointError, UnsafeCheckpointError
 from ..safety.preemption import Preempted, PreemptionGuard, active_guard
 from ..schedules.clock import TimeBudgetReached
-from .checkpoint import SafeCheckpointer
+from .compat import last_eval_results
 from .launcher import launch
-from .output_dir import claim, log_removed
-from .preflight import check_checkpoint_files, preflight, setup
+from .preflight import ToolConfig, check_checkpoint_files, claim, preflight, setup, start_worker
+from .preflight import evaluate as evaluate_with
 from .solver import BudgetConfigError
 from .stops import RunStopped, as_stop, stop_line
 from .time_budget import undecayed_stop
 from .trainer import BudgetTrainer
 
 __all__ = [
-    "argument_parser",
-    "check_checkpoint_files",
-    "evaluate",
-    "launch_checked",
-    "main",
-    "parse_args",
-    "preflight",
-    "run",
-    "setup",
-    "train",
-]
+    "argument_parser", "check_checkpoint_files", "evaluate", "launch_checked", "main",
+    "parse_args", "preflight", "run", "setup", "train"
+]  # fmt: skip
 
 EPILOG = """
 Examples:
@@ -83,9 +58,6 @@ See docs/detectron2.md.
 
 def argument_parser(epilog: str | None = EPILOG) -> argparse.ArgumentParser:
     """Detectron2's ``default_argument_parser`` plus ``--config`` (same as ``--config-file``).
-
-    Args:
-        epilog (str, optional): the help text's epilog.
 
     Example:
         >>> argument_parser().parse_args(["--config", "mask_rcnn_budget10.yaml"]).config_file
@@ -128,9 +100,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     """The command line: parse ``argv``, check everything, then :func:`launch` :func:`main` on
     every worker. Returns the exit status (0); bad input exits with one line.
 
-    Args:
-        argv (Sequence[str], optional): the arguments; default ``sys.argv[1:]``.
-
     Example:
         >>> run(["--config", "mask_rcnn_toy_budget1.yaml", "OUTPUT_DIR=./output/toy1"])
         ... # doctest: +SKIP
@@ -148,15 +117,6 @@ def launch_checked(
 ) -> Any:
     """Run ``preflight(args)`` here, then ``main(args)`` in this process (one worker) or on every
     worker; a bad config, dataset or budget exits with one line ``prog: <what is wrong>``.
-
-    Args:
-        prog (str): the tool's name, for messages.
-        args (argparse.Namespace): the parsed command line.
-        preflight (callable): the checks, run once here.
-        main (callable): one worker's work.
-
-    Returns:
-        ``main(args)`` with one worker, else None.
     """
     with contextlib.ExitStack() as stack:
         # from here on SIGTERM / SIGUSR1 only set a flag: a preemption before training stops
@@ -208,6 +168,10 @@ def _claim_output_dir(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
     stack.callback(lock.release)
 
 
+TRAIN_NET = ToolConfig(BudgetTrainer)
+"""``tools/train_net.py``'s way of reading its config (and :class:`BudgetTrainer`'s evaluation)."""
+
+
 def main(args: argparse.Namespace) -> Any:
     """One worker: train (or evaluate) and return the evaluation results.
 
@@ -215,11 +179,7 @@ def main(args: argparse.Namespace) -> Any:
         args (argparse.Namespace): from :func:`parse_args` (after
             :func:`~budgeted.detectron2.preflight.preflight`).
     """
-    cfg = setup(args)
-    with run_config_kept(cfg.OUTPUT_DIR, args.eval_only and comm.is_main_process()):
-        default_setup(cfg, args)
-    log_removed(cfg.OUTPUT_DIR, getattr(args, "removed_temporaries", ()))
-    args.resume_from = getattr(args, "resume_from", None)
+    cfg = start_worker(args, TRAIN_NET)
     return evaluate(cfg, args) if args.eval_only else train(cfg, args)
 
 
@@ -235,7 +195,7 @@ def train(cfg: CfgNode, args: argparse.Namespace) -> Any:
     try:
         res = trainer.train()
     except TimeBudgetReached:  # the deadline: saved and evaluated, a finished run
-        res = getattr(trainer, "_last_eval_results", None)
+        res = last_eval_results(trainer)
     except Exception as err:  # a full disk outside the checkpoints: one line too
         stop = as_stop(err, cfg.OUTPUT_DIR)
         if stop is None:
@@ -256,19 +216,6 @@ def train(cfg: CfgNode, args: argparse.Namespace) -> Any:
 
 def evaluate(cfg: CfgNode, args: argparse.Namespace) -> Any:
     """``--eval-only``: load the weights (or the resumed checkpoint's) safely, evaluate, and
-    append the results to ``OUTPUT_DIR/metrics.json`` unless it is a training run's log."""
-    model = BudgetTrainer.build_model(cfg)
-    checkpointer = SafeCheckpointer(model, save_dir=cfg.OUTPUT_DIR)
-    if args.resume_from:
-        loaded = checkpointer.load(args.resume_from, checkpointables=[])
-    else:
-        loaded = checkpointer.resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
-    res = BudgetTrainer.test(cfg, model)
-    if comm.is_main_process():
-        verify_results(cfg, res)
-        if write_evaluation(cfg.OUTPUT_DIR, res, (loaded or {}).get("iteration")) is None:
-            logging.getLogger("detectron2").info(
-                "--eval-only: results not added to %s (a training run's log, or none)",
-                os.path.join(cfg.OUTPUT_DIR, "metrics.json"),
-            )
-    return res
+    append the results to ``OUTPUT_DIR/metrics.json`` unless it is a training run's log
+    (:func:`~budgeted.detectron2.preflight.evaluate`)."""
+    return evaluate_with(cfg, args, TRAIN_NET)

@@ -1,12 +1,19 @@
-"""Our yaml configs for Detectron2: :func:`load_config` (``_BASE_`` chains, the model zoo,
-overrides, the budget stated once) and :func:`split_overrides`.
+"""Detectron2's yacs config with the budget: the ``SOLVER.BUDGET`` keys (defaults, the budget they
+state, their checks), :func:`load_config` (``_BASE_`` chains, the model zoo, overrides, the budget
+stated once) and :func:`split_overrides` (``budgeted.detectron2.budget_keys`` is this module).
 
-The ``SOLVER.BUDGET`` keys themselves (defaults, arithmetic, checks) are
-:mod:`budgeted.detectron2.budget_keys`; their names are re-exported here.
+``SOLVER.MAX_ITER`` is the budget, ``SOLVER.WARMUP_*``, ``BASE_LR`` and ``GAMMA`` (``BudgetStep``'s
+factor) keep their Detectron2 meaning; ``SOLVER.BUDGET`` adds the rest (:data:`KEYS`, the
+schedules' parameters, :func:`param_key`): ``FULL_ITERS`` (the full schedule; 0: ``MAX_ITER`` is
+trained as it is), ``FRACTION`` of it, ``IMS_PER_BATCH`` (the batch ``FULL_ITERS`` is counted
+at; :func:`budget_max_iter`), :class:`BudgetTrainer`'s own keys
+(:data:`~budgeted.detectron2.solver.BUDGET_TRAINER_KEYS`),
+the time budget's (:mod:`.time_budget`). See docs/detectron2.md.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -16,57 +23,263 @@ import yaml
 from detectron2.config import CfgNode, get_cfg
 
 from ..config_files import find_config
-from .budget_keys import (
-    NATIVE_KEYS,
-    add_budget_config,
-    budget_max_iter,
-    check_budget_keys,
-    check_grad_norm_config,
-    max_iter_agrees,
-    on_resume,
-    param_key,
-    resolve_budget,
-    stated_max_iter,
-)
+from ..safety import checkpoint_iterations
+from ..schedules import budget_iters, check_on_resume, schedule_info, schedule_names
 
 __all__ = [
-    "MODEL_ZOO_PREFIX",
-    "NATIVE_KEYS",
-    "add_budget_config",
-    "budget_max_iter",
-    "check_budget_keys",
-    "check_grad_norm_config",
-    "load_config",
-    "max_iter_agrees",
-    "on_resume",
-    "param_key",
-    "resolve_budget",
-    "split_overrides",
-    "stated_max_iter",
-]
+    "MODEL_ZOO_PREFIX", "NATIVE_KEYS", "add_budget_config", "budget_max_iter", "cfg_value",
+    "check_budget_keys", "check_grad_norm_config", "load_config", "lookup", "max_iter_agrees",
+    "on_resume", "param_key", "resolve_budget", "split_overrides", "stated_max_iter"
+]  # fmt: skip
+
+NATIVE_KEYS: dict[tuple[str, str], str] = {("step", "gamma"): "SOLVER.GAMMA"}
+"""(core schedule, parameter) -> the Detectron2 key that already holds it."""
 
 MODEL_ZOO_PREFIX = "model-zoo://"
 """A ``_BASE_`` starting with this names a config of the installed Detectron2 model zoo."""
 
+logger = logging.getLogger("budgeted.detectron2.config")
+
+
+def param_key(schedule: str, param: str) -> str:
+    """The config key of parameter ``param`` of core schedule ``schedule``:
+    ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>``, except where Detectron2 already has one
+    (:data:`NATIVE_KEYS`).
+
+    Example:
+        >>> param_key("poly", "power"), param_key("step", "gamma")
+        ('SOLVER.BUDGET.POLY_POWER', 'SOLVER.GAMMA')
+    """
+    return NATIVE_KEYS.get((schedule, param)) or (
+        f"SOLVER.BUDGET.{schedule.upper()}_{param.upper()}"
+    )
+
+
+def cfg_value(value: Any) -> Any:
+    """A yaml list as the tuple yacs keeps."""
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+KEYS: dict[str, Any] = {
+    "FULL_ITERS": 0,
+    "FRACTION": 1.0,
+    "IMS_PER_BATCH": 0,
+    "WRITER_PERIOD": 20,
+    "GRAD_NORM_PERIOD": 0,
+    "GRAD_NORM_BATCHES": 2,
+    "ON_RESUME": "refuse",  # or "replan": resume a checkpoint of another MAX_ITER
+    "SAVE_AT": (),  # extra checkpoints after these iteration counts (branch points)
+    "SECONDS": 0.0,  # > 0: a wall-clock budget of training seconds (MAX_ITER: a cap)
+    "CLOCK_SYNC_PERIOD": 1,  # share rank 0's clock every N iterations
+}
+"""The ``SOLVER.BUDGET`` keys besides the schedules' parameters, with their defaults."""
+
+
+def add_budget_config(cfg: CfgNode) -> CfgNode:
+    """Add the ``SOLVER.BUDGET`` node (Detectron2's ``add_xxx_config`` convention), in place: the
+    keys of every schedule registered now, with the core's defaults; keys already there keep
+    their values (calling it again adds the keys of schedules registered since).
+
+    Example:
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.POLY_POWER
+        (0, 0.9)
+    """
+    if "BUDGET" not in cfg.SOLVER:
+        cfg.SOLVER.BUDGET = CfgNode()
+    keys = dict(list(KEYS.items())[:3])
+    for name in schedule_names():
+        for param, default in schedule_info(name).defaults.items():
+            key = param_key(name, param)
+            if key.startswith("SOLVER.BUDGET."):
+                keys[key[len("SOLVER.BUDGET.") :]] = cfg_value(default)
+    for key, value in {**keys, **KEYS}.items():
+        if key not in cfg.SOLVER.BUDGET:
+            cfg.SOLVER.BUDGET[key] = value
+    return cfg
+
+
+def budget_max_iter(cfg: CfgNode) -> float | None:
+    """The ``SOLVER.MAX_ITER`` that ``SOLVER.BUDGET`` states, unrounded (None: it states none,
+    ``FULL_ITERS`` 0): ``FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH``
+    (``round(FRACTION * FULL_ITERS)`` at the same batch; not rounded at another, so that a
+    ``FRACTION`` restated from an explicit ``SOLVER.MAX_ITER`` states that ``MAX_ITER`` again).
+
+    Example:
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 90000, 0.1
+        >>> cfg.SOLVER.BUDGET.IMS_PER_BATCH, cfg.SOLVER.IMS_PER_BATCH = 16, 32
+        >>> budget_max_iter(cfg)
+        4500.0
+    """
+    b = cfg.SOLVER.get("BUDGET")
+    if b is None or not b.get("FULL_ITERS", 0):
+        return None
+    iters = budget_iters(fraction=b.FRACTION, full_iters=b.FULL_ITERS)  # also validates them
+    batch = b.get("IMS_PER_BATCH", 0) or cfg.SOLVER.IMS_PER_BATCH
+    if batch == cfg.SOLVER.IMS_PER_BATCH:
+        return float(iters)
+    return b.FRACTION * b.FULL_ITERS * batch / cfg.SOLVER.IMS_PER_BATCH
+
+
+def max_iter_agrees(max_iter: int, stated: float | None) -> bool:
+    """Whether ``max_iter`` trains the budget ``stated`` (:func:`budget_max_iter`): equal to it
+    rounded, or one of the two whole numbers around a fractional one (Detectron2's
+    ``REFERENCE_WORLD_SIZE`` scaling rounds once more). ``stated`` None: always.
+
+    Example:
+        >>> max_iter_agrees(9000, 9000.0), max_iter_agrees(9001, 9000.0), max_iter_agrees(7, 6.5)
+        (True, False, True)
+    """
+    return stated is None or max_iter == round(stated) or abs(max_iter - stated) < 1
+
+
+def stated_max_iter(cfg: CfgNode) -> float | None:
+    """:func:`budget_max_iter`, with a bad budget as a one-line ``ValueError``."""
+    b = cfg.SOLVER.BUDGET
+    try:
+        return budget_max_iter(cfg)
+    except ValueError as err:
+        raise ValueError(
+            f"SOLVER.BUDGET.FRACTION={b.FRACTION!r} x SOLVER.BUDGET.FULL_ITERS={b.FULL_ITERS}: "
+            f"{err}"
+        ) from None
+
+
+def _check_int(key: str, value: Any, low: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{key}={value!r} is invalid; allowed: {what}")
+
+
+GRAD_NORM_RULES = {
+    "GRAD_NORM_PERIOD": (0, "(iterations between full-gradient-norm evaluations; 0: off)"),
+    "GRAD_NORM_BATCHES": (1, "(training batches in the fixed subset)"),
+}
+INT_RULES = {
+    "FULL_ITERS": (0, "(0: SOLVER.MAX_ITER is the budget as it is)"),
+    "IMS_PER_BATCH": (0, "(the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)"),
+}  # SOLVER.BUDGET key -> (its least value, what it counts): whole numbers
+WRITER_RULE = {"WRITER_PERIOD": (1, "(iterations between metric writes)")}
+
+
+def _check_ints(b: Any, rules: dict[str, tuple[int, str]]) -> None:
+    for key, (low, what) in rules.items():
+        value = b.get(key, KEYS[key])
+        _check_int(f"SOLVER.BUDGET.{key}", value, low, f"a whole number >= {low} {what}")
+
+
+def check_grad_norm_config(cfg: CfgNode) -> None:
+    """Validate ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` and ``GRAD_NORM_BATCHES`` (absent keys: their
+    defaults, 0 and 2).
+
+    Raises:
+        ValueError: one line naming the bad key and what is allowed.
+
+    Example:
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.GRAD_NORM_PERIOD = -1
+        >>> try:
+        ...     check_grad_norm_config(cfg)
+        ... except ValueError as err:
+        ...     print(str(err)[:66])
+        SOLVER.BUDGET.GRAD_NORM_PERIOD=-1 is invalid; allowed: a whole num
+    """
+    _check_ints(cfg.SOLVER.get("BUDGET") or {}, GRAD_NORM_RULES)
+
+
+def check_budget_keys(cfg: CfgNode) -> None:
+    """Validate ``SOLVER.BUDGET``'s keys and the solver keys they count in (``MAX_ITER``,
+    ``IMS_PER_BATCH``), changing nothing; a config without ``SOLVER.BUDGET`` passes.
+
+    Raises:
+        ValueError: one line naming the bad key, its value and what is allowed.
+
+    Example:
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FRACTION = 0.1  # of what? FULL_ITERS is 0
+        >>> try:
+        ...     check_budget_keys(cfg)
+        ... except ValueError as err:
+        ...     print(str(err)[:70])
+        SOLVER.BUDGET.FRACTION=0.1 needs SOLVER.BUDGET.FULL_ITERS (the full sc
+    """
+    b = cfg.SOLVER.get("BUDGET")
+    if b is None:
+        return
+    fraction, full = b.get("FRACTION", 1.0), b.get("FULL_ITERS", 0)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not fraction > 0:
+        raise ValueError(
+            f"SOLVER.BUDGET.FRACTION={fraction!r} is invalid; allowed: a number > 0 "
+            "(the budget as a fraction of SOLVER.BUDGET.FULL_ITERS, e.g. 0.1)"
+        )
+    _check_ints(b, INT_RULES)
+    _check_int("SOLVER.IMS_PER_BATCH", cfg.SOLVER.IMS_PER_BATCH, 1, "a whole number >= 1")
+    _check_int("SOLVER.MAX_ITER", cfg.SOLVER.MAX_ITER, 1, "a whole number >= 1")
+    _check_ints(b, WRITER_RULE)
+    checkpoint_iterations("SOLVER.BUDGET.SAVE_AT", b.get("SAVE_AT", ()), example="(3040, 6080)")
+    check_grad_norm_config(cfg)
+    if full == 0 and fraction != 1.0:
+        raise ValueError(
+            f"SOLVER.BUDGET.FRACTION={fraction!r} needs SOLVER.BUDGET.FULL_ITERS (the full "
+            "schedule's length, e.g. 90000); allowed: set FULL_ITERS, or leave FRACTION at 1.0 "
+            "and state the budget as SOLVER.MAX_ITER"
+        )
+
+
+def resolve_budget(cfg: CfgNode, *, max_iter_given: bool = False) -> CfgNode:
+    """Set ``SOLVER.MAX_ITER`` from ``SOLVER.BUDGET`` (in place) and validate the budget keys
+    (:func:`check_budget_keys`). With ``FULL_ITERS > 0``: ``MAX_ITER`` becomes
+    :func:`budget_max_iter` (rounded), unless ``max_iter_given`` (``SOLVER.MAX_ITER`` was
+    overridden explicitly): then ``MAX_ITER`` wins and ``FRACTION`` is restated to match it.
+
+    Example:
+        >>> cfg = add_budget_config(get_cfg())
+        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 400, 0.25
+        >>> resolve_budget(cfg).SOLVER.MAX_ITER
+        100
+    """
+    check_budget_keys(cfg)
+    b = cfg.SOLVER.BUDGET
+    max_iter, full = cfg.SOLVER.MAX_ITER, b.FULL_ITERS
+    was_frozen = cfg.is_frozen()
+    cfg.defrost()
+    if full > 0 and max_iter_given:
+        ratio = cfg.SOLVER.IMS_PER_BATCH / (b.get("IMS_PER_BATCH", 0) or cfg.SOLVER.IMS_PER_BATCH)
+        b.FRACTION = max_iter * ratio / full
+        logger.info("SOLVER.MAX_ITER=%d given explicitly: SOLVER.BUDGET.FRACTION is now %g of "
+                    "%d", max_iter, b.FRACTION, full)  # fmt: skip
+    elif full > 0:
+        stated = stated_max_iter(cfg)
+        if not max_iter_agrees(max_iter, stated):
+            cfg.SOLVER.MAX_ITER = max(1, round(stated))
+    if was_frozen:
+        cfg.freeze()
+    return cfg
+
+
+def on_resume(cfg: CfgNode) -> str:
+    """``SOLVER.BUDGET.ON_RESUME``: ``"refuse"`` (the default), ``"replan"`` or ``"branch"``
+    (:meth:`budgeted.schedules.BudgetSchedule.resume`); any other value: one-line
+    :class:`BudgetConfigError`.
+
+    Example:
+        >>> on_resume(add_budget_config(get_cfg()))
+        'refuse'
+    """
+    value = cfg.SOLVER.get("BUDGET", CfgNode()).get("ON_RESUME", "refuse")
+    return check_on_resume(value, "SOLVER.BUDGET.ON_RESUME")
+
+
+# --- the yaml files -------------------------------------------------------------------------
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
 
 
 def split_overrides(opts: Sequence[str]) -> list[str]:
-    """Command-line overrides as Detectron2's flat ``KEY VALUE`` list.
-
-    Accepts Detectron2's ``KEY VALUE`` pairs and ``KEY=VALUE`` tokens, mixed. A token in a key
-    position that starts with a config key and ``=`` is split at its first ``=`` (so
-    ``OUTPUT_DIR=./out/a=b`` keeps ``./out/a=b``); a token in a value position is never split.
-
-    Args:
-        opts (Sequence[str]): the trailing command-line tokens.
-
-    Returns:
-        list[str]: ``[KEY, VALUE, KEY, VALUE, ...]``.
-
-    Raises:
-        ValueError: one line when a key has no value.
+    """Command-line overrides as Detectron2's flat ``[KEY, VALUE, ...]`` list, from its
+    ``KEY VALUE`` pairs and ``KEY=VALUE`` tokens, mixed: a token in a key position that starts
+    with a config key and ``=`` is split at its first ``=``; a value is never split. A key
+    without a value: one-line ``ValueError``.
 
     Example:
         >>> split_overrides(["SOLVER.LR_SCHEDULER_NAME=BudgetCosine", "SEED", "1"])
@@ -137,26 +350,34 @@ def _chain(path: str) -> tuple[str | None, list[tuple[str, dict[str, Any]]]]:
     return zoo, files[::-1]
 
 
-def _as_float(cfg: CfgNode, key: str, value: str) -> str:
-    """``"0"`` for a float key becomes ``"0.0"`` (yacs refuses int for float)."""
+def lookup(cfg: CfgNode, key: str) -> tuple[bool, Any]:
+    """Whether ``cfg`` has the dotted ``key``, and its value.
+
+    Example:
+        >>> lookup(add_budget_config(get_cfg()), "SOLVER.BUDGET.FRACTION")
+        (True, 1.0)
+    """
     node: Any = cfg
     for part in key.split("."):
         if not isinstance(node, CfgNode) or part not in node:
-            return value
+            return False, None
         node = node[part]
+    return True, node
+
+
+def _as_float(cfg: CfgNode, key: str, value: str) -> str:
+    """``"0"`` for a float key becomes ``"0.0"`` (yacs refuses int for float)."""
+    node = lookup(cfg, key)[1]
     if isinstance(node, float) and isinstance(value, str) and value.lstrip("-").isdigit():
         return f"{value}.0"
     return value
 
 
-# keys whose value changes the MAX_ITER that SOLVER.BUDGET states
-_BUDGET_KEYS = ("FRACTION", "FULL_ITERS", "IMS_PER_BATCH")
-
-
 def _states_budget(data: dict[str, Any]) -> bool:
+    """Whether a yaml file sets a key that changes the ``MAX_ITER`` ``SOLVER.BUDGET`` states."""
     solver = data.get("SOLVER") or {}
     budget = solver.get("BUDGET") or {}
-    return "IMS_PER_BATCH" in solver or any(k in budget for k in _BUDGET_KEYS)
+    return "IMS_PER_BATCH" in solver or any(k in budget for k in list(KEYS)[:3])
 
 
 def _merge_files(cfg: CfgNode, path: str) -> None:
@@ -212,17 +433,8 @@ def load_config(path: str | os.PathLike[str], opts: Sequence[str] = ()) -> CfgNo
     With ``SOLVER.BUDGET.FULL_ITERS > 0`` the budget is stated once: a file that sets
     ``SOLVER.MAX_ITER`` against the budget it states is refused; a budget stated below a
     ``MAX_ITER`` (in a file that inherits it, or an override) restates ``MAX_ITER``; an override
-    ``SOLVER.MAX_ITER N`` restates ``FRACTION``. Plain Detectron2 yaml files load too.
-
-    Args:
-        path (str or PathLike): the yaml file, or a shipped config's bare name.
-        opts (Sequence[str]): command-line overrides.
-
-    Returns:
-        CfgNode: the merged config, not frozen.
-
-    Raises:
-        ValueError: one line naming the bad file, key or value.
+    ``SOLVER.MAX_ITER N`` restates ``FRACTION``. Plain Detectron2 yaml files load too. Returns
+    the merged config, not frozen; a bad file, key or value is a one-line ``ValueError``.
 
     Example:
         >>> cfg = load_config("mask_rcnn_budget10.yaml", ["SOLVER.BUDGET.FRACTION=0.25"])

@@ -22,24 +22,14 @@ from detectron2.data.datasets import register_coco_instances
 from ..toys.coco import TOY_CATEGORIES, TOY_DATASETS, datasets_root
 
 __all__ = [
-    "TOY_CATEGORIES",
-    "TOY_DATASETS",
-    "check_config_train_set",
-    "check_datasets",
-    "check_not_empty",
-    "datasets_root",
-    "register_toy_coco",
-]
+    "TOY_CATEGORIES", "TOY_DATASETS", "check_config_train_set", "check_datasets",
+    "check_not_empty", "datasets_root", "detection_train_set", "register_toy_coco"
+]  # fmt: skip
 
 
 def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None:
     """Register ``toy_coco_train`` and ``toy_coco_val`` (COCO instances, 3 categories) in
     Detectron2's ``DatasetCatalog``, from ``toy_coco/`` under ``root``.
-
-    Args:
-        root (str, optional): the folder holding ``toy_coco/``; default :func:`datasets_root`
-            (``$DETECTRON2_DATASETS``). The files are read when the dataset is loaded.
-        replace (bool): re-register names already registered (default: keep them).
 
     Example:
         >>> from detectron2.data import DatasetCatalog
@@ -60,9 +50,6 @@ def register_toy_coco(root: str | None = None, *, replace: bool = False) -> None
 
 def check_datasets(names: Iterable[str]) -> None:
     """Raise a one-line ``ValueError`` for a dataset that is not registered or lacks its files.
-
-    Args:
-        names (Iterable[str]): registered dataset names (``DATASETS.TRAIN`` + ``DATASETS.TEST``).
 
     Example:
         >>> check_datasets([])  # nothing to check
@@ -90,25 +77,11 @@ def check_datasets(names: Iterable[str]) -> None:
                 )
 
 
-def check_config_datasets(cfg: CfgNode, *, train: bool = True) -> None:
-    """:func:`check_datasets` for ``DATASETS.TEST`` (and ``DATASETS.TRAIN`` when ``train``).
-
-    Args:
-        cfg (CfgNode): the config.
-        train (bool): check the training datasets too. Defaults to True.
-    """
-    check_datasets((list(cfg.DATASETS.TRAIN) if train else []) + list(cfg.DATASETS.TEST))
-
-
 def check_not_empty(names: Iterable[str], load: Callable[[], Any]) -> None:
     """Raise a one-line ``ValueError`` when training set ``names`` is empty: ``load()`` (what
     the trainer will call, e.g. Detectron2's ``get_detection_dataset_dicts``) fails Detectron2's
     "is empty" / "No valid data found" assertion. Run in the launching process, before anything
     is written (it reads the set's annotations once more: seconds for COCO train2017).
-
-    Args:
-        names (Iterable[str]): the training set's dataset names, for the message.
-        load (callable): loads the training set's dicts.
 
     Example:
         >>> check_not_empty(["toy"], lambda: [{"file_name": "a.png"}])  # not empty: fine
@@ -128,16 +101,18 @@ def check_not_empty(names: Iterable[str], load: Callable[[], Any]) -> None:
 
 
 def check_config_train_set(cfg: CfgNode) -> None:
-    """:func:`check_not_empty` for ``DATASETS.TRAIN``, loaded as ``build_detection_train_loader``
-    loads it (the same empty-annotation and keypoint filters)."""
+    """:func:`check_not_empty` for ``DATASETS.TRAIN`` (:func:`detection_train_set`)."""
+    check_not_empty(cfg.DATASETS.TRAIN, lambda: detection_train_set(cfg))
+
+
+def detection_train_set(cfg: CfgNode) -> list[dict[str, Any]]:
+    """``DATASETS.TRAIN``'s dicts, loaded as ``build_detection_train_loader`` loads them (the
+    same empty-annotation and keypoint filters)."""
     from detectron2.data.build import get_detection_dataset_dicts
 
     keypoints = cfg.MODEL.ROI_KEYPOINT_HEAD.MIN_KEYPOINTS_PER_IMAGE if cfg.MODEL.KEYPOINT_ON else 0
-    check_not_empty(
-        cfg.DATASETS.TRAIN,
-        lambda: get_detection_dataset_dicts(
-            list(cfg.DATASETS.TRAIN),
-            filter_empty=cfg.DATALOADER.FILTER_EMPTY_ANNOTATIONS,
-            min_keypoints=keypoints,
-        ),
+    return get_detection_dataset_dicts(
+        list(cfg.DATASETS.TRAIN),
+        filter_empty=cfg.DATALOADER.FILTER_EMPTY_ANNOTATIONS,
+        min_keypoints=keypoints,
     )

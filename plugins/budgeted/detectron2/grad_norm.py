@@ -1,38 +1,18 @@
-"""``FullGradNormHook``: the budgeted-convergence diagnostics (the paper's Figure 3) for
+"""``FullGradNormHook``: the budgeted-convergence diagnostic (the paper's Figure 3) for
 Detectron2: every ``period`` iterations, the full-gradient norm over a fixed subset of training
-batches, logged as ``full_grad_norm`` beside ``lr`` in metrics.json (and TensorBoard).
+batches, logged as ``full_grad_norm`` beside ``lr`` in metrics.json (and TensorBoard):
 
     full_grad_norm = ||(1/B) sum_b grad_w L_b(w)||_2
 
 over the ``B = SOLVER.BUDGET.GRAD_NORM_BATCHES`` batches, ``L_b`` the training loss (the sum of
-the model's loss dict, as ``SimpleTrainer`` sums it), ``w`` the weights after the iteration
-(:func:`budgeted.experiments.grad_norm.full_gradient_norm`).
-
-- The subset: the first ``B`` batches of a second train loader, built once before training
-  with the trainer's own ``build_train_loader(cfg)`` (``DATALOADER.NUM_WORKERS`` 0, as
-  Detectron2's ``PreciseBN`` hook builds its loader) and random generators seeded with 0 (so the
-  subset is the same in every run of the config, whatever its ``SEED``). The training loader is
-  never read. With several workers each reads its own ``B`` batches (the sampler shards by
-  rank; ``SOLVER.IMS_PER_BATCH`` images per batch over all workers) and the gradients are
-  averaged over the workers: the value is the same on every worker.
-- The mode: the model (the module inside DDP, so no gradient is synchronized by DDP) in training
-  mode; buffers (BatchNorm statistics) restored bitwise, ``.grad`` and the optimizer untouched,
-  the random generators restored; the losses the model records (``roi_head/...``) go to an event
-  storage of the hook's own, not to metrics.json. Training continues exactly as without the
-  hook (``tests/detectron2/test_grad_norm_hook.py`` compares the weights bit for bit).
-- The cost: ``B`` extra forward and backward passes every ``period`` iterations (logged in
-  log.txt with each value), plus building the second loader once (it reads the dataset's
-  annotations again).
-
-Switched on from the config: ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` (0: off) and
-``SOLVER.BUDGET.GRAD_NORM_BATCHES`` (default 2); :class:`~budgeted.detectron2.BudgetTrainer`
-then registers the hook before its writers. A value is computed after iterations ``period``,
-``2 period``, ... and after the last, and written to metrics.json in the row of its iteration at
-the writer's next write: with a period that is a multiple of ``SOLVER.BUDGET.WRITER_PERIOD`` it
-is the row that holds the ``lr`` of that iteration; a period shorter than the writer's keeps only
-the latest value of each write (a warning says so). The hook must run before the writers (a
-value put after the writer wrote its iteration is never written; the hook warns when a writer
-comes first). In your own ``DefaultTrainer`` subclass::
+the model's loss dict), ``w`` the weights after the iteration
+(:func:`budgeted.experiments.grad_norm.full_gradient_norm`). The subset: the first ``B`` batches
+of a second train loader (the trainer's ``build_train_loader``, ``DATALOADER.NUM_WORKERS`` 0,
+seeded with 0: the same in every run; with several workers each reads its own and the gradients
+are averaged). Training continues bit for bit as without the hook (buffers, ``.grad``, the
+optimizer and the random generators restored). The cost: ``B`` forward and backward passes per
+value (logged). ``SOLVER.BUDGET.GRAD_NORM_PERIOD > 0`` makes :class:`BudgetTrainer` register it
+before its writers; in your own ``DefaultTrainer`` subclass::
 
     def build_hooks(self):
         ret = super().build_hooks()
@@ -53,6 +33,7 @@ from detectron2.engine import HookBase, hooks
 from detectron2.utils.events import EventStorage
 
 from ..experiments.grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
+from .compat import trainer_hooks, writer_period
 from .config import check_grad_norm_config
 from .solver import BudgetConfigError
 
@@ -93,15 +74,6 @@ class FullGradNormHook(HookBase):
     """Every ``period`` iterations (and after the last), ``full_grad_norm`` over a fixed subset
     of ``num_batches`` training batches, put in the trainer's event storage (see the module
     docstring for the formula, the subset, the mode and the cost).
-
-    Args:
-        period (int): iterations between evaluations (>= 1).
-        num_batches (int): batches in the subset (>= 1).
-        data_loader (Iterable, optional): where to take the subset from; default: a second loader
-            from the trainer's ``build_train_loader(cfg)`` (never the training loader itself).
-        seed (int): the random generators' seed while the subset is drawn and each norm is
-            computed (restored afterwards).
-        name (str): the scalar's name.
 
     Attributes:
         evaluations (int): norms computed so far.
@@ -166,7 +138,7 @@ class FullGradNormHook(HookBase):
         self._warn_about_writers()
 
     def _warn_about_writers(self) -> None:
-        registered = list(getattr(self.trainer, "_hooks", []))
+        registered = list(trainer_hooks(self.trainer))
         mine = next((i for i, h in enumerate(registered) if h is self), len(registered))
         for i, hook in enumerate(registered):
             if not isinstance(hook, hooks.PeriodicWriter):
@@ -177,7 +149,7 @@ class FullGradNormHook(HookBase):
                     "an iteration the writer has just written is never written; register it "
                     "before the writers"
                 )
-            period = getattr(hook, "_period", 1)
+            period = writer_period(hook)
             if self.period < period:
                 logger.warning(
                     "FullGradNormHook: period %d < the writers' period %d: metrics.json keeps "

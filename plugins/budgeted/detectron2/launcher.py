@@ -1,38 +1,26 @@
-"""``launch``: Detectron2's ``launch`` on GPUs; on a CPU-only machine, CPU processes with gloo.
+"""``launch``: Detectron2's ``launch`` on GPUs; on a CPU-only machine, CPU processes with gloo
+(``--num-gpus N`` means N CPU processes). (This module was ``budgeted.detectron2.launch``.)
 
-(This module was ``budgeted.detectron2.launch``, a name now only the function's:
-``from budgeted.detectron2 import launch``.)
-
-Detectron2 v0.6's ``launch`` asserts CUDA for more than one process and hard-codes NCCL. Without
-CUDA, :func:`launch` spawns the processes itself, joins them with the gloo backend and sets up
-Detectron2's local process group the same way, so ``--num-gpus N`` means N CPU processes.
-
-Preemption, with several workers: each worker catches SIGTERM / SIGUSR1 from its start
-(:class:`~budgeted.safety.preemption.PreemptionGuard`), the launching process forwards the ones it
-gets to its workers, and when the workers stop for a preemption (exit status 75, see
-:class:`~budgeted.detectron2.PreemptionHook`) :func:`launch` raises
-:class:`~budgeted.safety.preemption.Preempted` (exit status 75) instead of Detectron2's error.
-
-Failures, with several workers: a worker that stops with one line
-(:class:`~budgeted.detectron2.stops.RunStopped`: diverged, undecayed time budget, disk full)
-leaves the line for the launcher, which prints it once and exits with its status; a worker killed
-by a signal, or one that exits otherwise, is named in one line (after its traceback, for a Python
-exception). The other workers, whose collective operations then fail, get
-:data:`FAILURE_GRACE_S` to end by themselves and are then killed; their errors are not printed.
+The workers are torch's (``torch.multiprocessing.start_processes``), joined with its
+``ProcessContext.join``, whose ``ProcessExitedException`` / ``ProcessRaisedException`` name the
+first worker that failed. Preemption: each worker catches SIGTERM / SIGUSR1 from its start, the
+launching process forwards the ones it gets, and workers that stop for a preemption (exit status
+75) make :func:`launch` raise :class:`~budgeted.safety.preemption.Preempted`. A worker that stops
+with one line (:class:`~budgeted.detectron2.stops.RunStopped`: diverged, undecayed, disk full)
+hands it to the launcher through a queue, which prints it once and exits with its status; a
+worker killed by a signal, or that exits otherwise, is named in one line (after its traceback,
+for a Python exception). The others get :data:`FAILURE_GRACE_S` (:data:`PREEMPTION_GRACE_S`
+after a preemption) to end by themselves, and are then stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing.connection
 import os
-import pickle
-import re
 import signal
+import socket
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -40,8 +28,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from detectron2.engine.launch import DEFAULT_TIMEOUT, _distributed_worker, _find_free_port
+from detectron2.engine.launch import DEFAULT_TIMEOUT
 from detectron2.utils import comm
+from torch.multiprocessing.spawn import ProcessException, ProcessRaisedException
 
 from ..safety.preemption import (
     PREEMPTED_EXIT_CODE,
@@ -50,6 +39,7 @@ from ..safety.preemption import (
     active_guard,
     signal_name,
 )
+from .compat import set_local_process_group
 
 __all__ = ["FAILURE_GRACE_S", "PREEMPTION_GRACE_S", "launch"]
 
@@ -61,7 +51,7 @@ before they are terminated (they passed the same barrier, so they normally need 
 
 FAILURE_GRACE_S = 10.0
 """After a worker failed, how long the others have to end by themselves (their next collective
-operation fails at once) before they are killed."""
+operation fails at once) before they are stopped."""
 
 
 def launch(
@@ -77,17 +67,7 @@ def launch(
     """Run ``main_func(*args)`` on ``num_gpus_per_machine`` workers of this machine.
 
     Same signature as ``detectron2.engine.launch``: one worker runs in this process; several
-    are spawned, joined with NCCL on GPUs (Detectron2's own worker) or with gloo on CPUs.
-
-    Args:
-        main_func (callable): one worker's work (picklable: spawned processes import it).
-        num_gpus_per_machine (int): workers on this machine (CPU processes without CUDA).
-        num_machines (int): machines in all. Defaults to 1.
-        machine_rank (int): this machine's rank. Defaults to 0.
-        dist_url (str, optional): ``tcp://HOST:PORT``; ``"auto"`` or None: a free local port.
-        args (Sequence): the arguments of ``main_func``.
-        timeout (timedelta): the process-group timeout.
-        prog (str): the tool's name, for messages.
+    are spawned, joined with NCCL on GPUs or with gloo on CPUs.
 
     Raises:
         ValueError: one line for a bad worker count.
@@ -109,38 +89,36 @@ def launch(
     if dist_url is None or dist_url == "auto":
         if num_machines != 1:
             raise ValueError("--dist-url auto works on one machine only; give tcp://HOST:PORT")
-        dist_url = f"tcp://127.0.0.1:{_find_free_port()}"
-    worker = _distributed_worker if torch.cuda.is_available() else _cpu_worker
-    with tempfile.TemporaryDirectory(prefix="budgeted-launch-") as lines:
-        context = mp.start_processes(
-            _guarded_worker,
-            nprocs=num_gpus_per_machine,
-            args=(
-                worker,
-                lines,
-                main_func,
-                world_size,
-                num_gpus_per_machine,
-                machine_rank,
-                dist_url,
-                tuple(args),
-                timeout,
-            ),
-            daemon=False,
-            join=False,
-            start_method="spawn",
-        )
-        _join(context, prog, lines)
+        dist_url = f"tcp://127.0.0.1:{free_port()}"
+    lines = mp.get_context("spawn").SimpleQueue()  # (rank, status, line) of one-line stops
+    context = mp.start_processes(
+        _worker,
+        nprocs=num_gpus_per_machine,
+        args=(main_func, machine_rank, num_gpus_per_machine, world_size, dist_url, tuple(args),
+              timeout, lines),
+        daemon=False,
+        join=False,
+        start_method="spawn",
+    )  # fmt: skip
+    _join(context, prog, lines)
 
 
-def _join(context: Any, prog: str, lines: str) -> None:
-    """Wait for the workers; forward SIGTERM / SIGUSR1 to them meanwhile.
+def free_port() -> int:
+    """A TCP port of this machine that is free now.
 
-    All exit 0: return. Any exits 75 (preempted): wait up to :data:`PREEMPTION_GRACE_S` for the
-    others, then raise :class:`Preempted`. Any other failure: :func:`_fail` (one line).
+    Example:
+        >>> 0 < free_port() < 65536
+        True
     """
-    procs = list(context.processes)
-    pids = [p.pid for p in procs]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return int(sock.getsockname()[1])
+
+
+def _join(context: Any, prog: str, lines: Any) -> None:
+    """Wait for the workers (``ProcessContext.join``); forward SIGTERM / SIGUSR1 to them
+    meanwhile. All exit 0: return; else :func:`_after_failure`."""
+    pids = context.pids()
 
     def forward(signum: int) -> None:
         for pid in pids:
@@ -148,48 +126,68 @@ def _join(context: Any, prog: str, lines: str) -> None:
                 os.kill(pid, signum)
 
     outer = active_guard()
-    terminated: set[int] = set()
-
-    def clean(i: int, code: int | None) -> bool:
-        """Worker ``i`` stopped without failing: 0, 75, by the forwarded signal, or by us."""
-        if code in (0, PREEMPTED_EXIT_CODE) or i in terminated:
-            return True
-        return guard.requested and code == -(guard.signum or 0)
-
     with PreemptionGuard(on_signal=forward) as guard:
         if outer is not None and outer.requested:  # arrived before the workers existed
             guard.request(outer.signum or 0)
             forward(outer.signum or 0)
-        deadline = None
-        while True:
-            codes = [p.exitcode for p in procs]
-            if all(c is not None for c in codes):
-                break
-            if any(c is not None and not clean(i, c) for i, c in enumerate(codes)):
-                _fail(context, prog, lines)
-            if PREEMPTED_EXIT_CODE in codes:
-                deadline = deadline or time.monotonic() + PREEMPTION_GRACE_S
-                if time.monotonic() > deadline:
-                    late = [i for i, c in enumerate(codes) if c is None]
-                    print(
-                        f"{prog}: workers {late} did not stop within {PREEMPTION_GRACE_S:.0f} s "
-                        "of the preemption; terminating them",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    for i in late:
-                        terminated.add(i)
-                        procs[i].terminate()
-                        procs[i].join()
-                    break
-            alive = [p.sentinel for p, c in zip(procs, codes) if c is None]
-            multiprocessing.connection.wait(alive, timeout=1.0)
-    codes = [p.exitcode for p in procs]
-    if all(c == 0 for c in codes):
-        context.join()
-        return
-    if not all(clean(i, c) for i, c in enumerate(codes)):
-        _fail(context, prog, lines)
+        try:
+            while not context.join(timeout=1.0, grace_period=_grace(context, guard)):
+                pass
+            return
+        except ProcessException as err:
+            failure = err
+    _after_failure(context, prog, lines, guard, failure)
+
+
+def _grace(context: Any, guard: PreemptionGuard) -> float:
+    """How long the other workers get once one stopped: longer during a preemption."""
+    preempted = guard.requested or PREEMPTED_EXIT_CODE in [p.exitcode for p in context.processes]
+    return PREEMPTION_GRACE_S if preempted else FAILURE_GRACE_S
+
+
+def _after_failure(
+    context: Any, prog: str, lines: Any, guard: PreemptionGuard, err: ProcessException
+) -> None:
+    """A worker stopped with a status other than 0, all are stopped now: its one-line stop
+    (exit with its status), a preemption (:class:`Preempted`), or the failed worker named in one
+    line (exit status 1)."""
+    stops = []
+    while not lines.empty():
+        stops.append(lines.get())
+    if stops:
+        _, status, line = min(stops)
+        print(f"{prog}: {line}", file=sys.stderr, flush=True)
+        raise SystemExit(status)
+    codes = [p.exitcode for p in context.processes]
+    clean = {0, PREEMPTED_EXIT_CODE} | ({-guard.signum} if guard.signum else set())
+    if PREEMPTED_EXIT_CODE in codes:  # workers the join stopped after PREEMPTION_GRACE_S
+        late = [i for i, c in enumerate(codes) if c in (-signal.SIGTERM, -signal.SIGKILL)]
+        clean |= {-signal.SIGTERM, -signal.SIGKILL}
+        if late and all(c in clean for c in codes):
+            print(f"{prog}: workers {late} did not stop within {PREEMPTION_GRACE_S:.0f} s of the "
+                  "preemption; they were terminated", file=sys.stderr, flush=True)  # fmt: skip
+    if (guard.requested or PREEMPTED_EXIT_CODE in codes) and all(c in clean for c in codes):
+        _preempted(prog, guard, codes)
+    failed = next((i for i, c in enumerate(codes) if c not in clean), err.error_index)
+    if codes[err.error_index] not in clean:
+        failed = err.error_index
+    code = codes[failed]
+    what = f"exited with status {code}"
+    if code is not None and code < 0:
+        what = f"was killed by {signal_name(-code)}"
+    elif isinstance(err, ProcessRaisedException) and failed == err.error_index:
+        print(err.msg, file=sys.stderr, end="", flush=True)  # the worker's own traceback
+        what = "failed (its traceback is above)"
+    print(
+        f"{prog}: worker {failed} of {len(codes)} {what}; the other workers were stopped; "
+        "resume from the last checkpoint with --resume",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(1)
+
+
+def _preempted(prog: str, guard: PreemptionGuard, codes: list[int | None]) -> None:
     signum = guard.signum or PREEMPTED_SIGNAL_FALLBACK
     if PREEMPTED_EXIT_CODE in codes:  # rank 0 printed the line
         message = f"{prog}: preempted by {signal_name(signum)}; workers exited with {codes}"
@@ -203,119 +201,39 @@ def _join(context: Any, prog: str, lines: str) -> None:
     raise Preempted(message, signum)
 
 
-def _fail(context: Any, prog: str, lines: str) -> None:
-    """A worker failed: stop the others, print one line, exit (:class:`SystemExit`).
-
-    The line is a worker's own one-line stop if one left it (:func:`_guarded_worker`; the exit
-    status its own), else it names the failed worker: killed by a signal, or exited with a
-    status (after its traceback, for a Python exception); exit status 1.
-    """
-    procs = list(context.processes)
-    failed = _first_failure(context, _stop_others(procs))
-    left = sorted(n for n in os.listdir(lines) if not n.endswith(".part"))
-    if left:
-        with open(os.path.join(lines, left[0]), encoding="utf-8") as f:
-            print(f"{prog}: {f.read()}", file=sys.stderr, flush=True)
-        raise SystemExit(int(left[0].split("-")[1]))
-    code, error = procs[failed].exitcode, _error(context, failed)
-    what = f"exited with status {code}"
-    if code is not None and code < 0:
-        what = f"was killed by {signal_name(-code)}"
-    elif error is not None:
-        print(error, file=sys.stderr, end="", flush=True)  # the worker's own traceback
-        what = "failed (its traceback is above)"
-    print(
-        f"{prog}: worker {failed} of {len(procs)} {what}; the other workers were stopped; "
-        "resume from the last checkpoint with --resume",
-        file=sys.stderr,
-        flush=True,
-    )
-    raise SystemExit(1)
-
-
-COLLATERAL = re.compile(
-    r"Connection (closed|reset) by peer|DistBackendError|ProcessGroup(Gloo|NCCL)|Broken pipe"
-)
-"""A worker's error that only says a peer went away (its collective operation failed)."""
-
-
-def _first_failure(context: Any, stopped: set[int]) -> int:
-    """The worker whose failure caused the others', as far as the exits tell: one killed by a
-    signal (not by us: ``stopped``), else one whose error is its own (not a failed collective
-    operation), else the first one failed."""
-    procs = list(context.processes)
-    failed = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0) and i not in stopped]
-    killed = [i for i in failed if procs[i].exitcode < 0]
-    own = [i for i in failed if not COLLATERAL.search(_error(context, i) or "")]
-    return (killed or own or failed or [0])[0]
-
-
-def _error(context: Any, i: int) -> str | None:
-    """Worker ``i``'s traceback, when it ended with a Python exception."""
-    path = context.error_files[i]
-    if not os.access(path, os.R_OK):
-        return None
-    with open(path, "rb") as f:
-        return str(pickle.load(f))  # written by torch.multiprocessing in our own worker
-
-
-def _stop_others(procs: list[Any]) -> set[int]:
-    """Give the workers still running :data:`FAILURE_GRACE_S` to end, then kill them; the ones
-    killed."""
-    deadline = time.monotonic() + FAILURE_GRACE_S
-    while any(p.exitcode is None for p in procs) and time.monotonic() < deadline:
-        alive = [p.sentinel for p in procs if p.exitcode is None]
-        multiprocessing.connection.wait(alive, timeout=max(0.0, deadline - time.monotonic()))
-    stopped = {i for i, p in enumerate(procs) if p.exitcode is None}
-    for i in stopped:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(procs[i].pid, signal.SIGKILL)
-    for p in procs:
-        p.join()
-    return stopped
-
-
-def _guarded_worker(local_rank: int, worker: Callable[..., Any], lines: str, *args: Any) -> None:
-    """A spawned worker: catch preemption signals from its start to its end (never restored:
-    a signal while it winds down must not turn its exit status 75 into a death by signal); a
-    one-line stop leaves its line in folder ``lines`` (file ``<rank>-<status>``) for the
-    launcher to print."""
-    from .stops import RunStopped
-
-    PreemptionGuard().__enter__()
-    try:
-        worker(local_rank, *args)
-    except RunStopped as stop:
-        path = os.path.join(lines, f"{local_rank:04d}-{stop.code}")
-        with open(f"{path}.part", "w", encoding="utf-8") as f:
-            f.write(stop.message)
-        os.replace(f"{path}.part", path)  # the launcher never reads half a line
-        raise
-
-
-def _cpu_worker(
+def _worker(
     local_rank: int,
     main_func: Callable[..., Any],
-    world_size: int,
-    num_gpus_per_machine: int,
     machine_rank: int,
+    num_gpus_per_machine: int,
+    world_size: int,
     dist_url: str,
     args: tuple[Any, ...],
     timeout: timedelta,
+    lines: Any,
 ) -> None:
-    """One CPU process: Detectron2's ``_distributed_worker`` with gloo and without CUDA."""
+    """One spawned worker, as Detectron2's own (NCCL on a GPU each) or gloo on CPUs: preemption
+    signals caught from its start to its end (never restored: a signal while it winds down must
+    not turn its exit status 75 into a death by signal); a one-line stop put in ``lines``."""
+    from .stops import RunStopped
+
+    PreemptionGuard().__enter__()
+    cuda = torch.cuda.is_available()
     rank = machine_rank * num_gpus_per_machine + local_rank
-    dist.init_process_group(
-        backend="gloo", init_method=dist_url, world_size=world_size, rank=rank, timeout=timeout
-    )
+    dist.init_process_group(backend="nccl" if cuda else "gloo", init_method=dist_url,
+                            world_size=world_size, rank=rank, timeout=timeout)  # fmt: skip
     try:
-        assert comm._LOCAL_PROCESS_GROUP is None
         for i in range(world_size // num_gpus_per_machine):
             ranks = list(range(i * num_gpus_per_machine, (i + 1) * num_gpus_per_machine))
             group = dist.new_group(ranks)
             if i == machine_rank:
-                comm._LOCAL_PROCESS_GROUP = group
+                set_local_process_group(group)
+        if cuda:
+            torch.cuda.set_device(local_rank)
         comm.synchronize()
         main_func(*args)
+    except RunStopped as stop:
+        lines.put((local_rank, stop.code, stop.message))
+        raise
     finally:
         dist.destroy_process_group()

@@ -33,33 +33,21 @@ from detectron2.config import LazyCall, instantiate
 from detectron2.solver import WarmupParamScheduler
 from detectron2.utils.registry import locate
 from fvcore.common.param_scheduler import MultiStepParamScheduler, ParamScheduler
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from ..schedules import BudgetSchedule, budget_iters, name_keys, schedule_names
+from ..schedules import BudgetSchedule, budget_iters, schedule_names
+from ..schedules.contract import BudgetFieldError
 from .solver import BudgetConfigError, BudgetLRScheduler
 
 __all__ = [
-    "BudgetLRMultiplier",
-    "BudgetOptionError",
-    "LazyBudgetLRScheduler",
-    "apply_budget",
-    "build_lazy_lr_scheduler",
-    "lazy_step",
-    "lazy_warmup",
-]
+    "BudgetLRMultiplier", "BudgetOptionError", "LazyBudgetLRScheduler", "apply_budget",
+    "build_lazy_lr_scheduler", "lazy_step", "lazy_warmup"
+]  # fmt: skip
 
 
 class BudgetLRMultiplier(ParamScheduler):
     """fvcore ``ParamScheduler`` for a LazyConfig's ``lr_multiplier``: ``where`` in [0, 1) ->
     ``m(where * total_iters)``, ``m`` the core's budget schedule.
-
-    Args:
-        schedule (str): a registered schedule name. Defaults to ``"linear"``.
-        total_iters (int): the budget in iterations; write ``"${train.max_iter}"``.
-        warmup_iters (int): warmup length in iterations. Defaults to 500.
-        warmup_factor (float): the multiplier at the first warmup iteration. Defaults to 0.001.
-        warmup_method (str): ``"linear"`` or ``"constant"``. Defaults to ``"linear"``.
-        **params: the schedule's parameters (``eta=0.1`` for cosine, ...).
 
     Example:
         >>> mult = BudgetLRMultiplier("linear", total_iters=900, warmup_iters=50)
@@ -80,8 +68,10 @@ class BudgetLRMultiplier(ParamScheduler):
             self.budget = BudgetSchedule(
                 schedule, total_iters, warmup_iters, warmup_factor, warmup_method, params
             )
+        except BudgetFieldError as err:
+            raise BudgetConfigError(err.render(self.KEYS)) from None
         except ValueError as err:
-            raise BudgetConfigError(name_keys(str(err), self.KEYS)) from None
+            raise BudgetConfigError(str(err)) from None
 
     KEYS: ClassVar[dict[str, str]] = {
         "total": "lr_multiplier.total_iters",
@@ -118,11 +108,6 @@ def build_lazy_lr_scheduler(
     optimizer: torch.optim.Optimizer, multiplier: Any, max_iter: int
 ) -> Any:
     """The scheduler for ``hooks.LRScheduler`` of a LazyConfig training loop.
-
-    Args:
-        optimizer (torch.optim.Optimizer): the optimizer.
-        multiplier: the instantiated ``lr_multiplier``.
-        max_iter (int): ``train.max_iter``.
 
     Returns:
         A :class:`LazyBudgetLRScheduler` for a :class:`BudgetLRMultiplier` (its ``total_iters``
@@ -288,7 +273,7 @@ def _follow(node: Any, old: int, total: int) -> bool:
     if not _is(node, BudgetLRMultiplier):
         return False
     given = isinstance(node, DictConfig) and "total_iters" in node
-    raw = node._get_node("total_iters")._value() if given else None
+    raw = OmegaConf.to_container(node, resolve=False).get("total_iters") if given else None
     if raw == _FOLLOWS:
         return True
     if node.get("total_iters", 90000) != old:

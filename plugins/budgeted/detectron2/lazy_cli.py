@@ -1,20 +1,14 @@
-"""``tools/lazyconfig_train_net.py``: Detectron2's LazyConfig training script, budget-aware.
+"""``tools/lazyconfig_train_net.py`` (``budgeted-lazy-train-net``): Detectron2's LazyConfig
+training script, budget-aware.
 
-Same CLI and config layout as Detectron2's (plus ``--config`` and bare names of shipped
-configs, as ``tools/train_net.py``). Differences: ``lr_multiplier`` of type
-:class:`~budgeted.detectron2.lazy.BudgetLRMultiplier` is trained as a checkpointed
-:class:`~budgeted.detectron2.BudgetLRScheduler` (a resume with another budget is refused);
-``--num-gpus N`` without CUDA runs N CPU processes (gloo); the datasets, the output folder and the
-checkpoint to load (``train.init_checkpoint``, ``--resume``, ``--resume-from``: loaded safely,
-see :class:`~budgeted.detectron2.SafeCheckpointer`) are checked before anything is written or
-any worker starts; checkpoints are written atomically; SIGTERM / SIGUSR1 stop training after the
-current iteration with a checkpoint and exit status 75; ``--eval-only`` appends its results to
-``train.output_dir/metrics.json`` (not to a training run's), as ``tools/train_net.py`` does.
-
-A user's own LazyConfig (a stock ``lr_multiplier``, which ``key=value`` overrides cannot
-replace) trains under a budget-aware schedule with ``--budget FRACTION --schedule NAME
---full-iters N``, applied after the overrides (:func:`~budgeted.detectron2.lazy.apply_budget`);
-a bad value, or a config they cannot be applied to, is one line and exit status 2.
+Same CLI and layout as Detectron2's (plus what ``tools/train_net.py`` adds); the one pre-flight
+and evaluation of :mod:`budgeted.detectron2.preflight`, the config read by
+:class:`LazyConfigTool`. An ``lr_multiplier`` of type
+:class:`~budgeted.detectron2.lazy.BudgetLRMultiplier` trains as a checkpointed
+:class:`~budgeted.detectron2.BudgetLRScheduler` (a resume with another budget is refused). A
+user's own LazyConfig trains under a budget schedule with ``--budget FRACTION --schedule NAME
+--full-iters N``, applied after the overrides (:func:`~budgeted.detectron2.lazy.apply_budget`; a
+bad value is one line and exit status 2).
 """
 
 from __future__ import annotations
@@ -30,44 +24,33 @@ from typing import Any
 
 import torch
 from detectron2.config import LazyConfig, instantiate
-from detectron2.engine import (
-    AMPTrainer,
-    SimpleTrainer,
-    default_setup,
-    default_writers,
-    hooks,
-)
+from detectron2.engine import AMPTrainer, SimpleTrainer, default_writers, hooks
 from detectron2.engine.defaults import create_ddp_model
 from detectron2.evaluation import inference_on_dataset, print_csv_format
 from detectron2.utils import comm
 
 from ..config_files import find_config
-from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
 from ..schedules import schedule_names
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from .checkpoint import SafeCheckpointer
 from .cli import argument_parser, launch_checked
-from .data import check_datasets, check_not_empty, register_toy_coco
+from .data import register_toy_coco
 from .lazy import BudgetOptionError, apply_budget, build_lazy_lr_scheduler, lazy_warmup
-from .output_dir import OutputDirLock, check_writable, log_removed
 from .preemption import PreemptionHook
-from .preflight import check_checkpoint_files
-from .solver import stand_in_optimizer
-from .stops import StopsInOneLine, as_stop, check_finished
+from .preflight import (
+    ToolConfig,
+    check_saved_scheduler,
+    evaluate,
+    stand_in_optimizer,
+    start_worker,
+)
+from .preflight import preflight as run_preflight
+from .stops import StopsInOneLine, as_stop
 
 __all__ = [
-    "apply_budget",
-    "check_lazy_resume",
-    "do_test",
-    "do_train",
-    "lazy_argument_parser",
-    "lazy_base_lrs",
-    "lazy_warmup",
-    "load",
-    "main",
-    "preflight",
-    "run",
-]
+    "LAZY", "LazyConfigTool", "apply_budget", "check_lazy_resume", "do_test", "do_train",
+    "lazy_argument_parser", "lazy_base_lrs", "lazy_warmup", "load", "main", "preflight", "run"
+]  # fmt: skip
 
 logger = logging.getLogger("detectron2")
 
@@ -217,10 +200,6 @@ def _load(args: argparse.Namespace) -> tuple[Any, list[str]]:
 def do_test(cfg: Any, model: Any) -> Any:
     """Evaluate ``model`` on ``cfg.dataloader.test`` with ``cfg.dataloader.evaluator`` (None
     without an evaluator), as Detectron2's ``lazyconfig_train_net.py`` does.
-
-    Args:
-        cfg: the LazyConfig.
-        model (torch.nn.Module): the model to evaluate.
     """
     if "evaluator" in cfg.dataloader:
         ret = inference_on_dataset(
@@ -241,10 +220,6 @@ def _ddp(model: Any, cfg: Any) -> Any:
 def do_train(args: argparse.Namespace, cfg: Any) -> None:
     """Train ``cfg`` as Detectron2's ``lazyconfig_train_net.py`` does, with the budget scheduler
     of :func:`~budgeted.detectron2.lazy.build_lazy_lr_scheduler` (checkpointed, resume-checked).
-
-    Args:
-        args (argparse.Namespace): the command line (``--resume``).
-        cfg: the LazyConfig.
     """
     model = instantiate(cfg.model)
     model.to(cfg.train.device)
@@ -284,32 +259,9 @@ def do_train(args: argparse.Namespace, cfg: Any) -> None:
 
 def main(args: argparse.Namespace) -> Any:
     """One worker: train (or with ``--eval-only`` evaluate) the LazyConfig of ``args``."""
-    cfg, budget_lines = _load(args)
-    with run_config_kept(cfg.train.output_dir, args.eval_only and comm.is_main_process()):
-        default_setup(cfg, args)
-    log_removed(cfg.train.output_dir, getattr(args, "removed_temporaries", ()))
-    if comm.is_main_process():
-        for line in budget_lines:
-            logger.info(line)
+    cfg = start_worker(args, LAZY)
     if args.eval_only:
-        model = instantiate(cfg.model)
-        model.to(cfg.train.device)
-        model = _ddp(model, cfg)
-        checkpointer = SafeCheckpointer(model, cfg.train.output_dir)
-        resume_from = getattr(args, "resume_from", None)
-        if resume_from:
-            loaded = checkpointer.load(resume_from, checkpointables=[])
-        else:
-            loaded = checkpointer.resume_or_load(cfg.train.init_checkpoint, resume=args.resume)
-        results = do_test(cfg, model)
-        if comm.is_main_process():
-            iteration = (loaded or {}).get("iteration")
-            if write_evaluation(cfg.train.output_dir, results or {}, iteration) is None:
-                logging.getLogger("detectron2").info(
-                    "--eval-only: results not added to %s (a training run's log, or none)",
-                    os.path.join(cfg.train.output_dir, "metrics.json"),
-                )
-        return results
+        return evaluate(cfg, args, LAZY)
     try:
         do_train(args, cfg)
     except Exception as err:  # a full disk outside the checkpoints: one line too
@@ -325,41 +277,66 @@ def _names(dataset: Any) -> list[str]:
     return [names] if isinstance(names, str) else list(names)
 
 
-def preflight(args: argparse.Namespace) -> None:
-    """All checks, in the launching process (datasets, schedule values, output folder, the
-    checkpoint to load); raises one-line ``ValueError``s."""
-    cfg = load(args)
-    names = _names(cfg.dataloader.test.dataset) if "test" in cfg.dataloader else []
-    if not args.eval_only:
-        names = _names(cfg.dataloader.train.dataset) + names
-    check_datasets(names)
-    folder = cfg.train.output_dir
-    check_writable(folder, key="train.output_dir")
-    if not args.eval_only:
+class LazyConfigTool(ToolConfig):
+    """How ``tools/lazyconfig_train_net.py`` reads its LazyConfig: the answers to the one
+    pre-flight's and evaluation's questions (:class:`~budgeted.detectron2.preflight.ToolConfig`)."""
+
+    output_key = "train.output_dir"
+    weights_key = "train.init_checkpoint"
+
+    def load(self, args: argparse.Namespace) -> tuple[Any, list[str]]:
+        return _load(args)
+
+    def output_dir(self, cfg: Any) -> str:
+        return cfg.train.output_dir
+
+    def weights(self, cfg: Any) -> str:
+        return cfg.train.init_checkpoint
+
+    def datasets(self, cfg: Any, *, train: bool) -> list[str]:
+        if train:
+            return _names(cfg.dataloader.train.dataset)
+        return _names(cfg.dataloader.test.dataset) if "test" in cfg.dataloader else []
+
+    def load_train_set(self, cfg: Any) -> Any:
+        return instantiate(cfg.dataloader.train.dataset)
+
+    def check_budget(self, cfg: Any, world_size: int) -> None:
         # bad schedule values, and a total_iters other than train.max_iter, fail here in one line
         build_lazy_lr_scheduler(
             stand_in_optimizer(None, lr=1.0), instantiate(cfg.lr_multiplier), cfg.train.max_iter
         )
-        resuming = args.resume or bool(getattr(args, "resume_from", None))
-        check_new_run_folder(folder, resuming, key="train.output_dir")
-        OutputDirLock(folder, "train.output_dir").check()
-        check_not_empty(_names(cfg.dataloader.train.dataset),
-                        lambda: instantiate(cfg.dataloader.train.dataset))  # fmt: skip
-    checkpoint = check_checkpoint_files(
-        args,
-        folder,
-        cfg.train.init_checkpoint,
-        weights_key="train.init_checkpoint",
-        check_resumed=lambda checkpoint: check_lazy_resume(cfg, checkpoint),
-        base_lrs=lambda: lazy_base_lrs(cfg),
-    )
-    if args.resume and not args.resume_from and not args.eval_only:
-        longer = "start a new run from its weights: train.init_checkpoint=" + os.path.join(
-            folder, "model_final.pth"
-        )
-        check_finished(checkpoint, max_iter=cfg.train.max_iter, seconds=0.0, folder=folder,
-                       evaluates="evaluator" in cfg.dataloader, longer=longer)  # fmt: skip
-    args.output_dir, args.output_key = folder, "train.output_dir"
+
+    def check_resume(self, cfg: Any, world_size: int, checkpoint: Any) -> None:
+        check_lazy_resume(cfg, checkpoint)
+
+    def base_lrs(self, cfg: Any, world_size: int) -> ConfiguredLRs | None:
+        return lazy_base_lrs(cfg)
+
+    def finished(self, cfg: Any, world_size: int) -> dict[str, Any]:
+        weights = os.path.join(cfg.train.output_dir, "model_final.pth")
+        longer = f"start a new run from its weights: train.init_checkpoint={weights}"
+        return {"max_iter": cfg.train.max_iter, "seconds": 0.0,
+                "evaluates": "evaluator" in cfg.dataloader, "longer": longer}  # fmt: skip
+
+    def eval_model(self, cfg: Any) -> torch.nn.Module:
+        model = instantiate(cfg.model)
+        model.to(cfg.train.device)
+        return _ddp(model, cfg)
+
+    def test(self, cfg: Any, model: torch.nn.Module) -> Any:
+        return do_test(cfg, model)
+
+
+LAZY = LazyConfigTool()
+"""``tools/lazyconfig_train_net.py``'s way of reading its config."""
+
+
+def preflight(args: argparse.Namespace) -> None:
+    """All checks, in the launching process (datasets, schedule values, output folder, the
+    checkpoint to load: :func:`~budgeted.detectron2.preflight.preflight`); raises one-line
+    ``ValueError``s."""
+    run_preflight(args, LAZY)
 
 
 def lazy_base_lrs(cfg: Any) -> ConfiguredLRs | None:
@@ -385,22 +362,17 @@ def lazy_base_lrs(cfg: Any) -> ConfiguredLRs | None:
 
 def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:
     """Refuse to resume ``checkpoint`` with another budget than LazyConfig ``cfg``'s (one line,
-    :class:`~budgeted.detectron2.BudgetResumeError`), before anything is written."""
-    trainer_state = checkpoint.get("trainer", {}) if isinstance(checkpoint, dict) else {}
-    saved = (trainer_state.get("hooks") or {}).get("LRScheduler")
-    scheduler = build_lazy_lr_scheduler(
-        stand_in_optimizer(saved, lr=1.0), instantiate(cfg.lr_multiplier), cfg.train.max_iter
+    :class:`~budgeted.detectron2.BudgetResumeError`), before anything is written
+    (:func:`~budgeted.detectron2.preflight.check_saved_scheduler`)."""
+    multiplier, max_iter = instantiate(cfg.lr_multiplier), cfg.train.max_iter
+    check_saved_scheduler(
+        checkpoint, lambda opt: build_lazy_lr_scheduler(opt, multiplier, max_iter), 1.0
     )
-    if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
-        scheduler.load_state_dict(saved)
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """The command line: parse ``argv``, check everything, then launch :func:`main` on every
     worker. Returns the exit status (0); bad input exits with one line.
-
-    Args:
-        argv (Sequence[str], optional): the arguments; default ``sys.argv[1:]``.
 
     Example:
         >>> run(["--config", "mask_rcnn_toy_budget10.py", "train.max_iter=4"])  # doctest: +SKIP

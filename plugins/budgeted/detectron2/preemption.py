@@ -1,17 +1,15 @@
 """``PreemptionHook``: SIGTERM / SIGUSR1 end a Detectron2 run after the current iteration, with a
 checkpoint, and exit status :data:`~budgeted.safety.preemption.PREEMPTED_EXIT_CODE` (75).
 
-``BudgetTrainer`` (and so ``tools/train_net.py``) registers it last; your own trainer adds it in
-one line (last, so that the LR scheduler and the writers have done the iteration)::
+``BudgetTrainer`` registers it last; your own trainer adds it in one line, last (after the LR
+scheduler and the writers)::
 
     trainer.register_hooks([bd2.PreemptionHook(trainer.checkpointer)])
 
-After a signal the iteration in progress finishes; then every worker agrees to stop at the same
-iteration (the flag is all-reduced after each iteration when there are several workers), the main
-worker writes ``model_{iter:07d}.pth`` atomically and points ``last_checkpoint`` at it (the name
-and contents of a periodic checkpoint), prints one line and every worker raises
-:class:`~budgeted.safety.preemption.Preempted` (a ``SystemExit`` with code 75). ``--resume`` then
-continues from the next iteration at exactly the LR an uninterrupted run would have.
+The workers agree on the iteration to stop after (an all-reduce of the flag); the main worker
+writes ``model_{iter:07d}.pth`` atomically, one line is printed, every worker raises
+:class:`~budgeted.safety.preemption.Preempted`; ``--resume`` continues at exactly the LR an
+uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from detectron2.utils import comm
 from detectron2.utils.events import CommonMetricPrinter
 
 from ..safety.preemption import Preempted, PreemptionGuard, PreemptionPolicy, signal_name
+from .compat import forget_last_write, trainer_hooks, writers_of
 
 __all__ = ["PreemptionHook"]
 
@@ -32,17 +31,7 @@ logger = logging.getLogger("detectron2.budgeted")  # into log.txt, with Detectro
 
 
 class PreemptionHook(HookBase):
-    """Stop training at the end of the iteration in which a preemption signal arrived.
-
-    Args:
-        checkpointer: the trainer's checkpointer (a :class:`~budgeted.detectron2.SafeCheckpointer`
-            writes atomically; any Detectron2 checkpointer works).
-        guard (PreemptionGuard, optional): the flag to watch; default: the guard a tool entered
-            around the run (:func:`~budgeted.safety.preemption.active_guard`), else one this hook
-            installs for the duration of training.
-        prog (str): the name the printed line starts with.
-        resume_hint (str): how to continue, for the printed line.
-    """
+    """Stop training at the end of the iteration in which a preemption signal arrived."""
 
     def __init__(
         self,
@@ -106,8 +95,8 @@ class PreemptionHook(HookBase):
         iterations since: zero when training stops right after a write, as here. Forgetting the
         previous write makes it skip the estimate instead.
         """
-        for hook in getattr(self.trainer, "_hooks", []):
+        for hook in trainer_hooks(self.trainer):
             if isinstance(hook, hooks.PeriodicWriter):
-                for writer in getattr(hook, "_writers", []):
-                    if isinstance(writer, CommonMetricPrinter) and hasattr(writer, "_last_write"):
-                        writer._last_write = None
+                for writer in writers_of(hook):
+                    if isinstance(writer, CommonMetricPrinter):
+                        forget_last_write(writer)

@@ -1,28 +1,32 @@
-"""Everything a Detectron2 run checks before it writes anything, in the order it is checked.
+"""The one pre-flight and the one evaluation of both Detectron2 tools, and their output folder.
 
-``tools/train_net.py`` (:func:`budgeted.detectron2.cli.run`) calls :func:`preflight` once, in
-the launching process, before any folder is locked, any file written or any worker started;
-every refusal is one line (a ``ValueError``, ``FileNotFoundError`` or ``SystemExit``), and the
-tool exits with it, nothing written:
+``tools/train_net.py`` (yaml) and ``tools/lazyconfig_train_net.py`` (LazyConfig) differ only in
+how they read their config (:class:`ToolConfig`, :class:`~budgeted.detectron2.lazy_cli.LazyConfig
+Tool`). :func:`preflight` runs once, in the launching process, before any folder is locked, any
+file written or any worker started; every refusal is one line (a ``ValueError``,
+``FileNotFoundError`` or ``SystemExit``), nothing written:
 
-1. the config (:func:`setup`): the file (a path, or a shipped config's bare name), the
+1. the config (:meth:`ToolConfig.load`): the file (a path, or a shipped config's bare name), the
    overrides, ``--budget-time``, the budget keys (:func:`~budgeted.detectron2.load_config`);
 2. the workers: ``--num-gpus`` and ``--num-machines`` at least 1;
-3. the datasets: registered, their files there (``DATASETS.TEST``, and ``DATASETS.TRAIN`` when
+3. the datasets: registered, their files there (the test sets, and the training sets when
    training);
-4. the output folder: writable;
+4. the output folder: writable (:func:`check_writable`);
 5. when training: the budget as the workers will train it (after ``REFERENCE_WORLD_SIZE``
    scaling; the time-budget keys too), a new run never over an existing one, the folder not in
-   use by another run, a training set that is not empty;
+   use by another run (:class:`OutputDirLock`), a training set that is not empty;
 6. the file the workers will load (:func:`check_checkpoint_files`): with ``--resume``, one of
    the run in the output folder (not another run's, not an MMEngine run folder's:
    :func:`~budgeted.detectron2.checkpoint.resumed_checkpoint_file`); loaded safely and intact;
    a resumed checkpoint must be a resumable state whose LR scheduler agrees with its iteration,
    whose base LRs are the ones the config gives each param group (the model and optimizer built
-   without weights, :func:`configured_base_lrs`) and whose budget is
-   the config's (:func:`check_resume`), and the checkpoints after a
-   ``--resume-from`` are kept;
+   without weights, :func:`configured_base_lrs`) and whose budget is the config's
+   (:func:`check_resume`), and the checkpoints after a ``--resume-from`` are kept;
 7. ``--resume`` of a finished run: nothing to do (exit status 0, nothing written).
+
+The launching process then locks the output folder (:func:`claim`: an exclusive ``flock`` on
+``<folder>/.train_net.lock``, :class:`budgeted.safety.locks.FolderLock`, and the temporary files a
+killed checkpoint write left removed; each worker logs them, :func:`log_removed`).
 """
 
 from __future__ import annotations
@@ -30,129 +34,207 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from detectron2.config import CfgNode
-from detectron2.engine import DefaultTrainer
+from detectron2.engine import DefaultTrainer, default_setup
 from detectron2.utils import comm
 
 from ..config_files import find_config
-from ..runs.detectron2 import check_new_run_folder
+from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
 from ..safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     check_later_checkpoints_kept,
     load_checkpoint,
+    remove_stale_temporaries,
 )
+from ..safety.locks import FolderLock
+from ..safety.locks import check_writable as writable
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from ..schedules.clock import parse_duration
 from .checkpoint import (
     CHECKPOINT_PATTERN,
+    SafeCheckpointer,
     last_checkpoint_file,
     load_weights_file,
     offer_intact,
     resumed_checkpoint_file,
 )
 from .config import load_config, split_overrides
-from .data import check_config_datasets, check_config_train_set, register_toy_coco
-from .output_dir import OutputDirLock, check_writable
-from .solver import acting_on_trainer_keys, build_lr_scheduler, check_budget, stand_in_optimizer
+from .data import check_datasets, check_not_empty, detection_train_set, register_toy_coco
+from .solver import acting_on_trainer_keys, build_lr_scheduler, check_budget
 from .stops import check_finished, check_position, check_resumed_base_lrs
 from .time_budget import time_budget_seconds
 
 __all__ = [
-    "check_checkpoint_files",
-    "check_resume",
-    "check_workers",
-    "configured_base_lrs",
-    "preflight",
-    "setup",
-]
+    "LOCK_NAME", "OutputDirLock", "ToolConfig", "check_checkpoint_files", "check_resume",
+    "check_saved_scheduler", "check_workers", "check_writable", "claim", "configured_base_lrs",
+    "evaluate", "log_removed", "preflight", "setup", "stand_in_optimizer", "start_worker"
+]  # fmt: skip
+
+logger = logging.getLogger("detectron2")
 
 
-def preflight(args: argparse.Namespace) -> CfgNode:
-    """All checks of a ``tools/train_net.py`` run, in the launching process (see the module);
-    raises one-line ``ValueError``s. Nothing is written before these pass.
+class ToolConfig:
+    """How ``tools/train_net.py`` reads its (yaml) config: all that :func:`preflight`,
+    :func:`start_worker` and :func:`evaluate` ask of a tool's config. A LazyConfig tool answers
+    the same questions (:class:`~budgeted.detectron2.lazy_cli.LazyConfigTool`).
 
     Args:
-        args (argparse.Namespace): from :func:`budgeted.detectron2.cli.parse_args`.
-
-    Returns:
-        CfgNode: the config, as :func:`setup` gives it.
+        trainer (type): the trainer class that builds and tests the model (``--eval-only``).
     """
-    cfg = setup(args)
+
+    output_key = "OUTPUT_DIR"
+    weights_key = "MODEL.WEIGHTS"
+
+    def __init__(self, trainer: type = DefaultTrainer) -> None:
+        self.trainer = trainer
+
+    def load(self, args: argparse.Namespace) -> tuple[Any, list[str]]:
+        """The config of ``args``, and lines for the log of what the options changed."""
+        return setup(args), []
+
+    def output_dir(self, cfg: Any) -> str:
+        return cfg.OUTPUT_DIR
+
+    def weights(self, cfg: Any) -> str:
+        return cfg.MODEL.WEIGHTS
+
+    def datasets(self, cfg: Any, *, train: bool) -> list[str]:
+        """The test sets' names, or the training sets' (``train``)."""
+        return list(cfg.DATASETS.TRAIN if train else cfg.DATASETS.TEST)
+
+    def load_train_set(self, cfg: Any) -> Any:
+        """The training set, loaded as the trainer will load it."""
+        return detection_train_set(cfg)
+
+    def check_budget(self, cfg: Any, world_size: int) -> None:
+        check_budget(cfg, world_size)
+
+    def check_resume(self, cfg: Any, world_size: int, checkpoint: Any) -> None:
+        check_resume(cfg, world_size, checkpoint=checkpoint)
+
+    def base_lrs(self, cfg: Any, world_size: int) -> ConfiguredLRs | None:
+        return configured_base_lrs(cfg, world_size)
+
+    def finished(self, cfg: Any, world_size: int) -> dict[str, Any]:
+        """:func:`~budgeted.detectron2.stops.check_finished`'s arguments but the checkpoint and
+        the folder."""
+        scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
+        return {"max_iter": scaled.SOLVER.MAX_ITER, "seconds": time_budget_seconds(cfg),
+                "evaluates": bool(cfg.DATASETS.TEST)}  # fmt: skip
+
+    def eval_model(self, cfg: Any) -> torch.nn.Module:
+        return self.trainer.build_model(cfg)
+
+    def test(self, cfg: Any, model: torch.nn.Module) -> Any:
+        from detectron2.evaluation import verify_results
+
+        res = self.trainer.test(cfg, model)
+        if comm.is_main_process():
+            verify_results(cfg, res)
+        return res
+
+
+def preflight(args: argparse.Namespace, tool: ToolConfig | None = None) -> Any:
+    """All checks of a run of ``tool`` (default: ``tools/train_net.py``'s yaml), in the launching
+    process (see the module); raises one-line ``ValueError``s. Nothing is written before these
+    pass. Returns the config, as :meth:`ToolConfig.load` gives it."""
+    tool = tool or ToolConfig()
+    cfg = tool.load(args)[0]
     world_size = check_workers(args)
     training = not args.eval_only
-    check_config_datasets(cfg, train=training)
-    check_writable(cfg.OUTPUT_DIR)
+    folder, key = tool.output_dir(cfg), tool.output_key
+    train_sets = tool.datasets(cfg, train=True) if training else []
+    check_datasets(train_sets + tool.datasets(cfg, train=False))
+    check_writable(folder, key=key)
     if training:
-        check_budget(cfg, world_size)
-        check_new_run_folder(cfg.OUTPUT_DIR, args.resume or bool(args.resume_from))
-        OutputDirLock(cfg.OUTPUT_DIR).check()
-        check_config_train_set(cfg)
+        tool.check_budget(cfg, world_size)
+        check_new_run_folder(folder, args.resume or bool(args.resume_from), key=key)
+        OutputDirLock(folder, key).check()
+        check_not_empty(train_sets, lambda: tool.load_train_set(cfg))
     checkpoint = check_checkpoint_files(
         args,
-        cfg.OUTPUT_DIR,
-        cfg.MODEL.WEIGHTS,
-        check_resumed=lambda checkpoint: check_resume(cfg, world_size, checkpoint=checkpoint),
-        base_lrs=lambda: configured_base_lrs(cfg, world_size),
+        folder,
+        tool.weights(cfg),
+        weights_key=tool.weights_key,
+        check_resumed=lambda checkpoint: tool.check_resume(cfg, world_size, checkpoint),
+        base_lrs=lambda: tool.base_lrs(cfg, world_size),
     )
     if args.resume and not args.resume_from and training:
-        scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
-        check_finished(checkpoint, max_iter=scaled.SOLVER.MAX_ITER,
-                       seconds=time_budget_seconds(cfg), folder=cfg.OUTPUT_DIR,
-                       evaluates=bool(cfg.DATASETS.TEST))  # fmt: skip
-    args.output_dir, args.output_key = cfg.OUTPUT_DIR, "OUTPUT_DIR"
+        check_finished(checkpoint, folder=folder, **tool.finished(cfg, world_size))
+    args.output_dir, args.output_key = folder, key
     return cfg
 
 
+def start_worker(args: argparse.Namespace, tool: ToolConfig) -> Any:
+    """One worker's start: the config of ``args``, Detectron2's ``default_setup`` (logs, the
+    config kept, an ``--eval-only`` keeping a training run's config), the temporaries
+    :func:`claim` removed and the options' lines logged. Returns the config."""
+    cfg, lines = tool.load(args)
+    folder = tool.output_dir(cfg)
+    with run_config_kept(folder, args.eval_only and comm.is_main_process()):
+        default_setup(cfg, args)
+    log_removed(folder, getattr(args, "removed_temporaries", ()))
+    if comm.is_main_process():
+        for line in lines:
+            logger.info(line)
+    args.resume_from = getattr(args, "resume_from", None)
+    return cfg
+
+
+def evaluate(cfg: Any, args: argparse.Namespace, tool: ToolConfig | None = None) -> Any:
+    """``--eval-only``: load the weights (or the resumed checkpoint's) safely, evaluate, and
+    append the results to ``<output dir>/metrics.json`` unless it is a training run's log
+    (:func:`~budgeted.runs.detectron2.write_evaluation`). Returns the results."""
+    tool = tool or ToolConfig()
+    folder = tool.output_dir(cfg)
+    model = tool.eval_model(cfg)
+    checkpointer = SafeCheckpointer(model, save_dir=folder)
+    if getattr(args, "resume_from", None):
+        loaded = checkpointer.load(args.resume_from, checkpointables=[])
+    else:
+        loaded = checkpointer.resume_or_load(tool.weights(cfg), resume=args.resume)
+    res = tool.test(cfg, model)
+    iteration = (loaded or {}).get("iteration")
+    if comm.is_main_process() and write_evaluation(folder, res or {}, iteration) is None:
+        logger.info(
+            "--eval-only: results not added to %s (a training run's log, or none)",
+            os.path.join(folder, "metrics.json"),
+        )
+    return res
+
+
 def setup(args: argparse.Namespace) -> CfgNode:
-    """The frozen config of ``args``: the toy datasets registered, the config file found, budget
-    keys, bases and overrides resolved; the CPU picked when CUDA is absent. Every worker reads
-    its config with it too.
-
-    Args:
-        args (argparse.Namespace): from :func:`budgeted.detectron2.cli.parse_args`.
-
-    Returns:
-        CfgNode: the frozen config.
+    """The frozen yaml config of ``args``: the toy datasets registered, the config file found,
+    budget keys, bases and overrides resolved; the CPU picked when CUDA is absent. Every worker
+    reads its config with it too.
 
     Raises:
         ValueError, FileNotFoundError: one line naming the bad name, file, key or value.
     """
     register_toy_coco()  # in every worker: spawned processes start with empty catalogs
-    _resolve_config(args)
-    cfg = load_config(args.config_file, args.opts)
-    if cfg.MODEL.DEVICE.startswith("cuda") and not torch.cuda.is_available():
-        logging.getLogger("detectron2").warning("CUDA is not available: training on the CPU")
-        cfg.MODEL.DEVICE = "cpu"
-    cfg.freeze()
-    return cfg
-
-
-def _resolve_config(args: argparse.Namespace) -> None:
-    """``args.config_file`` as a path (a bare name looked up), ``args.opts`` as KEY VALUE pairs,
-    ``--budget-time`` as ``SOLVER.BUDGET.SECONDS``."""
     if not args.config_file:
         raise ValueError(
             "--config-file is required (e.g. --config mask_rcnn_budget10.yaml, or a path)"
         )
-    path = os.fspath(find_config(args.config_file, "detectron2", kinds=(".yaml",)))
-    if path.endswith(".py"):
-        raise ValueError(
-            f"config {path!r} is a LazyConfig (python) file; allowed here: a yaml config "
-            "(train LazyConfigs with tools/lazyconfig_train_net.py)"
-        )
-    args.config_file = path
+    args.config_file = os.fspath(find_config(args.config_file, "detectron2", kinds=(".yaml",)))
     args.opts = split_overrides(args.opts or [])
     args.resume_from = getattr(args, "resume_from", None)
     if getattr(args, "budget_time", None) is not None:
         seconds = parse_duration(args.budget_time)  # one-line ValueError for a bad value
         args.opts += ["SOLVER.BUDGET.SECONDS", repr(seconds)]
         args.budget_time = None  # applied once (preflight and the workers both resolve)
+    cfg = load_config(args.config_file, args.opts)  # refuses a LazyConfig in one line
+    if cfg.MODEL.DEVICE.startswith("cuda") and not torch.cuda.is_available():
+        logger.warning("CUDA is not available: training on the CPU")
+        cfg.MODEL.DEVICE = "cpu"
+    cfg.freeze()
+    return cfg
 
 
 def check_workers(args: argparse.Namespace) -> int:
@@ -176,60 +258,40 @@ def check_checkpoint_files(
     """Load the file the workers will load, the way they will (safely), and check its budget.
 
     That file is ``--resume-from``'s, else (with ``--resume``) the one ``last_checkpoint``
-    names, else the weights (``MODEL.WEIGHTS``). A resumed checkpoint is handed to
-    ``check_resumed`` (the budget check), except with ``--eval-only``.
-
-    Args:
-        args (argparse.Namespace): the command line (``resume``, ``resume_from``, ``eval_only``).
-        output_dir (str): the run folder.
-        weights (str): the weights file (``MODEL.WEIGHTS``), maybe empty.
-        weights_key (str): the config key of the weights, for messages.
-        check_resumed (callable, optional): ``checkpoint -> None``, raising a one-line
-            ``ValueError`` for a checkpoint that cannot be resumed.
-        base_lrs (callable, optional): ``() -> ConfiguredLRs`` (or None where it cannot be
-            built here): the LR the config gives each param group, which a resumed
-            checkpoint's base LRs must be
-            (:func:`~budgeted.detectron2.stops.check_resumed_base_lrs`).
-
-    Returns:
-        the resumed checkpoint, or None.
+    names, else the weights (``weights``, config key ``weights_key``). A resumed checkpoint
+    (except with ``--eval-only``) must be a resumable state
+    (:func:`~budgeted.detectron2.stops.check_position`) whose base LRs are ``base_lrs()``'s (None:
+    unknown here; :func:`~budgeted.detectron2.stops.check_resumed_base_lrs`), and is handed to
+    ``check_resumed`` (the budget check). Returns the resumed checkpoint, or None.
 
     Raises:
         UnsafeCheckpointError, DamagedCheckpointError: one line naming the file (a damaged
             resume with the newest intact checkpoint of the folder offered).
-        ValueError: one line for a resumed file that holds weights only, whose LR scheduler
-            disagrees with its iteration (:func:`~budgeted.detectron2.stops.check_position`), or
-            whose base LRs are not the config's.
+        ValueError: one line for a resumed file that cannot be resumed.
     """
     args.resume_from = getattr(args, "resume_from", None)
-    checkpoint, path, what = _load_resumed(args, output_dir, weights, weights_key)
-    resuming = checkpoint is not None and not args.eval_only
-    if resuming:
-        hint = (
-            f"{weights_key} {{path}}"
-            if weights_key == "MODEL.WEIGHTS"
-            else f"{weights_key}={{path}}"
-        )
+    yacs = weights_key == "MODEL.WEIGHTS"
+    hint = f"{weights_key} {{path}}" if yacs else f"{weights_key}={{path}}"
+    folder_key = "OUTPUT_DIR" if yacs else "train.output_dir"
+    checkpoint, path, what = _load_resumed(args, output_dir, weights, weights_key, hint)
+    if checkpoint is not None and not args.eval_only:
         check_position(checkpoint, path, what=what, weights_hint=hint)
         planned = base_lrs() if base_lrs is not None else None
         if planned is not None:
             check_resumed_base_lrs(checkpoint, path, what=what, weights_hint=hint,
                                    configured=planned.lrs, key=planned.key,
                                    value=planned.value)  # fmt: skip
-    if resuming and check_resumed is not None:
-        check_resumed(checkpoint)
+        if check_resumed is not None:
+            check_resumed(checkpoint)
     if args.resume_from and not args.eval_only and isinstance(checkpoint, dict):
-        check_later_checkpoints_kept(
-            args.resume_from,
-            checkpoint.get("iteration", -1),
-            Path(output_dir).glob(CHECKPOINT_PATTERN),
-            folder_key="OUTPUT_DIR" if weights_key == "MODEL.WEIGHTS" else "train.output_dir",
-        )
+        check_later_checkpoints_kept(args.resume_from, checkpoint.get("iteration", -1),
+                                     Path(output_dir).glob(CHECKPOINT_PATTERN),
+                                     folder_key=folder_key)  # fmt: skip
     return checkpoint
 
 
 def _load_resumed(
-    args: argparse.Namespace, output_dir: str, weights: str, weights_key: str
+    args: argparse.Namespace, output_dir: str, weights: str, weights_key: str, hint: str
 ) -> tuple[Any, str, str]:
     """The checkpoint a run resumes (None: none, the weights checked only), its file, and how
     the command line named it."""
@@ -237,12 +299,8 @@ def _load_resumed(
         path = args.resume_from = os.path.abspath(args.resume_from)
         return load_weights_file(path, what="--resume-from"), path, "--resume-from"
     if args.resume and last_checkpoint_file(output_dir) is not None:
-        yacs = weights_key == "MODEL.WEIGHTS"
-        path = resumed_checkpoint_file(
-            output_dir,
-            folder_key="OUTPUT_DIR" if yacs else "train.output_dir",
-            weights_hint=f"{weights_key} {{path}}" if yacs else f"{weights_key}={{path}}",
-        ) or ""  # fmt: skip
+        folder_key = "OUTPUT_DIR" if weights_key == "MODEL.WEIGHTS" else "train.output_dir"
+        path = resumed_checkpoint_file(output_dir, folder_key=folder_key, weights_hint=hint) or ""
         try:
             checkpoint = load_checkpoint(path)
         except (DamagedCheckpointError, UnsafeCheckpointError) as err:
@@ -254,22 +312,54 @@ def _load_resumed(
     return None, "", "--resume-from"
 
 
+def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
+    """An SGD over stand-in parameters with one param group per base LR of the saved scheduler
+    state ``saved`` (one group if it has none), at that base LR (``lr`` where it is not a
+    number >= 0): what a resume check of the budget loads that state into, before the model
+    exists (the base LRs are checked against the config's on their own,
+    :func:`configured_base_lrs`).
+
+    Example:
+        >>> [g["lr"] for g in stand_in_optimizer({"base_lrs": [0.02, 0.04]}, lr=0.02).param_groups]
+        [0.02, 0.04]
+    """
+    base_lrs = saved.get("base_lrs") if isinstance(saved, Mapping) else None
+    if not isinstance(base_lrs, (list, tuple)) or not base_lrs:
+        base_lrs = [lr]
+    groups = [
+        {
+            "params": [torch.nn.Parameter(torch.zeros(1))],
+            "lr": float(v) if isinstance(v, (int, float)) and 0 <= v < float("inf") else lr,
+        }
+        for v in base_lrs
+    ]
+    return torch.optim.SGD(groups, lr=lr)
+
+
+def check_saved_scheduler(
+    checkpoint: Any, build: Callable[[torch.optim.Optimizer], Any], lr: float
+) -> None:
+    """The one resume check of a checkpoint's budget, for either tool: its saved LR scheduler
+    state is loaded into the scheduler ``build(optimizer)`` makes on a stand-in optimizer
+    (:func:`stand_in_optimizer`, base LR ``lr`` where the state has
+    none), as the trainer will load it; a refusal is the scheduler's one-line
+    :class:`~budgeted.detectron2.BudgetResumeError`."""
+    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
+    hooks_state = trainer.get("hooks") if isinstance(trainer, dict) else None
+    saved = hooks_state.get("LRScheduler") if isinstance(hooks_state, dict) else None
+    scheduler = build(stand_in_optimizer(saved, lr))
+    if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler):
+        scheduler.load_state_dict(saved)
+
+
 def check_resume(
     cfg: CfgNode, world_size: int | None = None, *, checkpoint: Any = None, path: str | None = None
 ) -> None:
     """Refuse to resume a checkpoint whose budget differs from the one ``cfg`` trains on
-    ``world_size`` workers: its saved LR scheduler state is loaded into the scheduler the
-    config builds (on a stand-in optimizer), as the trainer will load it.
-
-    The checkpoint is ``checkpoint`` (already loaded), else the file ``path``, else the one
-    ``cfg.OUTPUT_DIR/last_checkpoint`` names (none: nothing to check); files are loaded with
+    ``world_size`` workers (default: the current world size), as the trainer would
+    (:func:`check_saved_scheduler`). The checkpoint is ``checkpoint``, else the file ``path``,
+    else the one ``cfg.OUTPUT_DIR/last_checkpoint`` names (none: nothing to check), loaded with
     :func:`budgeted.safety.load_checkpoint`.
-
-    Args:
-        cfg (CfgNode): the config to resume with.
-        world_size (int, optional): the number of workers; default: the current world size.
-        checkpoint (dict, optional): the loaded checkpoint.
-        path (str, optional): the checkpoint file.
 
     Raises:
         BudgetResumeError: one line naming both budgets and the fix.
@@ -280,15 +370,12 @@ def check_resume(
         if path is None:
             return
         checkpoint = load_checkpoint(path)
-    trainer_state = checkpoint.get("trainer", {}) if isinstance(checkpoint, dict) else {}
-    saved = (trainer_state.get("hooks") or {}).get("LRScheduler")
-    scaled = DefaultTrainer.auto_scale_workers(
-        cfg.clone(), comm.get_world_size() if world_size is None else world_size
-    )
+    world_size = comm.get_world_size() if world_size is None else world_size
+    scaled = DefaultTrainer.auto_scale_workers(cfg.clone(), world_size)
     with acting_on_trainer_keys():  # the budget only
-        scheduler = build_lr_scheduler(scaled, stand_in_optimizer(saved, scaled.SOLVER.BASE_LR))
-    if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler._LRScheduler):
-        scheduler.load_state_dict(saved)
+        check_saved_scheduler(
+            checkpoint, lambda opt: build_lr_scheduler(scaled, opt), scaled.SOLVER.BASE_LR
+        )
 
 
 def configured_base_lrs(cfg: CfgNode, world_size: int) -> ConfiguredLRs | None:
@@ -317,3 +404,66 @@ def configured_base_lrs(cfg: CfgNode, world_size: int) -> ConfiguredLRs | None:
         return None
     lrs = [float(group["lr"]) for group in optimizer.param_groups]
     return ConfiguredLRs(lrs, "SOLVER.BASE_LR", float(cfg.SOLVER.BASE_LR))
+
+
+# --- the output folder ----------------------------------------------------------------------
+
+LOCK_NAME = ".train_net.lock"
+"""The lock file the Detectron2 tools hold in their output folder while they train."""
+
+
+def check_writable(folder: str, *, key: str = "OUTPUT_DIR") -> None:
+    """Refuse in one line (``ValueError``) a run folder ``folder`` (or, for one still to be made,
+    its nearest existing parent) in which nothing can be created
+    (:func:`budgeted.safety.locks.check_writable`, with the config key ``key``).
+
+    Example:
+        >>> import tempfile
+        >>> check_writable(tempfile.mkdtemp() + "/new/run")  # a writable parent: fine
+    """
+    writable(
+        folder, key, f"a folder this run can write (set another {key}, e.g. {key} ./output/run)"
+    )
+
+
+class OutputDirLock(FolderLock):
+    """An exclusive ``flock`` on ``<folder>/.train_net.lock`` while a run trains there: a second
+    run into the same folder is refused in one line naming the first one's PID.
+
+    Example:
+        >>> import tempfile
+        >>> lock = OutputDirLock(tempfile.mkdtemp())
+        >>> lock.check(); lock.acquire(); lock.release()
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], key: str = "OUTPUT_DIR") -> None:
+        super().__init__(
+            folder,
+            LOCK_NAME,
+            f"{key} {{folder}} is in use: {{holder}} is training there (it holds {{lock}}); "
+            f"wait for it to end, stop it, or set another {key} (nothing was written)",
+        )
+
+
+def claim(folder: str, key: str = "OUTPUT_DIR") -> tuple[OutputDirLock, list[str]]:
+    """Lock run folder ``folder`` (made if missing) and remove the temporary files a killed
+    checkpoint write left there (:func:`budgeted.safety.remove_stale_temporaries`). Returns the
+    held lock and the names removed.
+
+    Raises:
+        FolderBusyError: another live process trains there (one line).
+    """
+    lock = OutputDirLock(folder, key)
+    lock.acquire()
+    return lock, remove_stale_temporaries(folder)
+
+
+def log_removed(folder: str, removed: Sequence[str]) -> None:
+    """Log (in the run's log.txt) the temporary files :func:`claim` removed, if any."""
+    if removed:
+        logging.getLogger("detectron2.budgeted").warning(
+            "removed %d temporary file(s) a killed checkpoint write left in %s: %s",
+            len(removed),
+            folder,
+            ", ".join(removed),
+        )

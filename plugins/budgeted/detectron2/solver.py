@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import torch
@@ -29,6 +29,7 @@ from detectron2.utils import comm
 from detectron2.utils.registry import Registry
 
 from .. import SCHEDULES
+from ..compat import set_last_lr
 from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
 from ..schedules import (
@@ -36,14 +37,15 @@ from ..schedules import (
     BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
-    name_keys,
     on_schedule_registered,
     schedule_info,
 )
-from .budget_keys import (
+from ..schedules.contract import BudgetFieldError
+from .config import (
     budget_max_iter,
+    cfg_value,
     check_budget_keys,
-    check_trainer_keys,
+    lookup,
     max_iter_agrees,
     on_resume,
     param_key,
@@ -53,6 +55,7 @@ from .time_budget import time_budget_from_cfg, time_budget_seconds
 
 __all__ = [
     "BUDGET_SCHEDULERS",
+    "BUDGET_TRAINER_KEYS",
     "LR_SCHEDULER_REGISTRY",
     "STOCK_SCHEDULERS",
     "BudgetConfigError",
@@ -64,15 +67,16 @@ __all__ = [
     "build_lr_scheduler",
     "check_budget",
     "check_max_iter",
+    "check_trainer_keys",
     "on_resume",
-    "register_budget_scheduler",
-]
+    "register_budget_scheduler"
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
 LR_SCHEDULER_REGISTRY = Registry("LR_SCHEDULER")
 LR_SCHEDULER_REGISTRY.__doc__ = """
-Registry for LR schedulers: ``fn(cfg, optimizer) -> torch.optim.lr_scheduler._LRScheduler``
+Registry for LR schedulers: ``fn(cfg, optimizer) -> torch.optim.lr_scheduler.LRScheduler``
 (a subclass of ``_LRScheduler`` is what Detectron2's ``hooks.LRScheduler`` checkpoints).
 Register with ``@LR_SCHEDULER_REGISTRY.register()``; the function's name is the config name.
 """
@@ -95,26 +99,12 @@ def budget_scheduler_names() -> tuple[str, ...]:
     return tuple(_SCHEDULERS)
 
 
-def _lookup(cfg: CfgNode, key: str) -> tuple[bool, Any]:
-    node: Any = cfg
-    for part in key.split("."):
-        if not isinstance(node, CfgNode) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
 def schedule_params_from_cfg(cfg: CfgNode, schedule: str, name: str | None = None) -> dict:
     """The parameters of core schedule ``schedule`` as ``cfg`` states them.
 
-    Each parameter is read from its key (:func:`~budgeted.detectron2.config.param_key`); a key
-    the config lacks (a schedule registered after :func:`add_budget_config`) gives the core's
-    default. A bad value raises :class:`BudgetConfigError` naming the key.
-
-    Args:
-        cfg (CfgNode): the config.
-        schedule (str): a core schedule name.
-        name (str, optional): the Detectron2 scheduler name, for messages.
+    Each is read from its key (:func:`~budgeted.detectron2.config.param_key`); a key the config
+    lacks (a schedule registered after :func:`add_budget_config`) gives the core's default. A bad
+    value raises :class:`BudgetConfigError` naming the key (and scheduler ``name``).
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -126,7 +116,7 @@ def schedule_params_from_cfg(cfg: CfgNode, schedule: str, name: str | None = Non
     params = {}
     for param, default in info.defaults.items():
         key = param_key(schedule, param)
-        found, value = _lookup(cfg, key)
+        found, value = lookup(cfg, key)
         value = value if found else default
         test, what = info.rules[param]
         try:
@@ -151,11 +141,8 @@ def check_max_iter(cfg: CfgNode) -> None:
     (:func:`~budgeted.detectron2.config.budget_max_iter`): what ``load_config`` sets, and what
     Detectron2's ``REFERENCE_WORLD_SIZE`` scaling turns it into. No budget stated: no check.
 
-    Args:
-        cfg (CfgNode): the config the scheduler is built from (after any auto-scaling).
-
-    Raises:
-        BudgetConfigError: one line naming both values and the fix.
+    ``cfg`` is the config the scheduler is built from (after any auto-scaling); a refusal is one
+    line naming both values and the fix (:class:`BudgetConfigError`).
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -201,13 +188,9 @@ def check_max_iter(cfg: CfgNode) -> None:
 def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSchedule:
     """The core :class:`~budgeted.schedules.BudgetSchedule` that config ``cfg`` states.
 
-    Args:
-        cfg (CfgNode): the config (``SOLVER.MAX_ITER`` the budget, ``SOLVER.WARMUP_*``, the
-            schedule's parameter keys).
-        name (str, optional): the budget scheduler; defaults to ``SOLVER.LR_SCHEDULER_NAME``.
-
-    Raises:
-        BudgetConfigError: one line naming the bad key.
+    ``SOLVER.MAX_ITER`` is the budget, ``SOLVER.WARMUP_*`` its warmup, the schedule's parameter
+    keys its parameters; ``name`` the budget scheduler (default ``SOLVER.LR_SCHEDULER_NAME``). A
+    bad key: one line (:class:`BudgetConfigError`).
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -223,23 +206,19 @@ def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSch
             f"{name!r} is not a budget scheduler; budget schedulers: {', '.join(_SCHEDULERS)}"
         )
     s = cfg.SOLVER
-    if s.WARMUP_ITERS >= s.MAX_ITER:
-        rws = s.get("REFERENCE_WORLD_SIZE", 0)
-        scaled = f" (after REFERENCE_WORLD_SIZE scaling to {rws} workers)" if rws else ""
-        raise BudgetConfigError(
-            f"SOLVER.WARMUP_ITERS={s.WARMUP_ITERS} is not shorter than the budget "
-            f"SOLVER.MAX_ITER={s.MAX_ITER}{scaled}: the decay would be empty; allowed: "
-            "WARMUP_ITERS < MAX_ITER (shorten the warmup or raise the budget)"
-        )
     schedule, reader = _SCHEDULERS[name]
     params = reader(cfg) if reader is not None else schedule_params_from_cfg(cfg, schedule, name)
     try:
         return BudgetSchedule(
             schedule, s.MAX_ITER, s.WARMUP_ITERS, s.WARMUP_FACTOR, s.WARMUP_METHOD, params
         )
-    except ValueError as err:
-        message = name_keys(str(err), BudgetLRScheduler.RESUME_NAMES)
+    except BudgetFieldError as err:
+        rws = s.get("REFERENCE_WORLD_SIZE", 0) if err.field == "warmup" else 0
+        scaled = f" (after REFERENCE_WORLD_SIZE scaling to {rws} workers)" if rws else ""
+        message = err.render(BudgetLRScheduler.RESUME_NAMES) + scaled
         raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {message}") from None
+    except ValueError as err:
+        raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {err}") from None
 
 
 class BudgetLRScheduler(BudgetLR):
@@ -291,32 +270,9 @@ class BudgetLRScheduler(BudgetLR):
             raise BudgetResumeError(str(err)) from None
         # the LR of the next iteration, now: a resumed run's first iteration trains at the LR an
         # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
-        self._last_lr = self.get_lr()
-        set_lrs(self.optimizer, self._last_lr)
-
-
-def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
-    """An SGD over stand-in parameters with one param group per base LR of the saved scheduler
-    state ``saved`` (one group if it has none), at that base LR (``lr`` where it is not a
-    number >= 0): what a resume check of the budget loads that state into, before the model
-    exists (the base LRs are checked against the config's on their own,
-    :func:`~budgeted.detectron2.preflight.configured_base_lrs`).
-
-    Example:
-        >>> [g["lr"] for g in stand_in_optimizer({"base_lrs": [0.02, 0.04]}, lr=0.02).param_groups]
-        [0.02, 0.04]
-    """
-    base_lrs = saved.get("base_lrs") if isinstance(saved, Mapping) else None
-    if not isinstance(base_lrs, (list, tuple)) or not base_lrs:
-        base_lrs = [lr]
-    groups = [
-        {
-            "params": [torch.nn.Parameter(torch.zeros(1))],
-            "lr": float(v) if isinstance(v, (int, float)) and 0 <= v < float("inf") else lr,
-        }
-        for v in base_lrs
-    ]
-    return torch.optim.SGD(groups, lr=lr)
+        lrs = self.get_lr()
+        set_lrs(self.optimizer, lrs)
+        set_last_lr(self, lrs)
 
 
 def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:
@@ -325,14 +281,9 @@ def register_budget_scheduler(name: str, schedule: str, params: ParamReader | No
     Every core schedule is registered as ``Budget<Label>`` by itself; this adds another name,
     e.g. with parameters of your own choosing.
 
-    Args:
-        name (str): the ``SOLVER.LR_SCHEDULER_NAME`` to register.
-        schedule (str): a schedule registered in :mod:`budgeted.schedules`.
-        params (callable, optional): ``cfg -> {param: value}``; default: read the schedule's
-            ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys.
-
-    Raises:
-        ValueError: an unknown schedule or a name already registered.
+    ``params``: ``cfg -> {param: value}`` (default: the schedule's
+    ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys). An unknown schedule or a name already registered:
+    one-line ``ValueError``.
 
     Example:
         >>> register_budget_scheduler("BudgetGentlePoly", "poly", lambda cfg: {"power": 0.5})
@@ -377,6 +328,64 @@ def valid_names() -> list[str]:
     return names + [n for n in STOCK_SCHEDULERS if n not in names]
 
 
+BUDGET_TRAINER_KEYS: dict[str, tuple[Any, str, str]] = {
+    "WRITER_PERIOD": (
+        20,
+        "it writes metrics.json every {value} iterations; DefaultTrainer's writer keeps its "
+        "period of 20",
+        "give the PeriodicWriter of your build_hooks that period",
+    ),
+    "GRAD_NORM_PERIOD": (
+        0,
+        "it registers the FullGradNormHook",
+        "insert bd2.FullGradNormHook(period={value}) in your build_hooks",
+    ),
+    "SAVE_AT": (
+        (),
+        "it registers the CheckpointAtHook",
+        "register budgeted.detectron2.checkpoint.CheckpointAtHook({value})",
+    ),
+}
+"""The ``SOLVER.BUDGET`` keys only :class:`BudgetTrainer` acts on (its ``build_hooks``): key ->
+(the value that asks nothing of a trainer, what ``BudgetTrainer`` does with another, how a
+trainer of one's own does it).
+
+Example:
+    >>> sorted(BUDGET_TRAINER_KEYS)
+    ['GRAD_NORM_PERIOD', 'SAVE_AT', 'WRITER_PERIOD']
+"""
+
+
+def check_trainer_keys(cfg: CfgNode) -> None:
+    """Refuse, in one line, a :data:`BUDGET_TRAINER_KEYS` key that asks for something, for a
+    trainer that is not a :class:`BudgetTrainer`, where it would do nothing, silently.
+
+    Raises:
+        BudgetConfigError: naming the key, its value, what is allowed and the ways to have it.
+
+    Example:
+        >>> from detectron2.config import get_cfg
+        >>> from budgeted.detectron2 import add_budget_config
+        >>> cfg = add_budget_config(get_cfg())
+        >>> check_trainer_keys(cfg)  # the defaults ask nothing of a trainer
+        >>> cfg.SOLVER.BUDGET.WRITER_PERIOD = 5
+        >>> check_trainer_keys(cfg)
+        Traceback (most recent call last):
+        budgeted.errors.BudgetConfigError: SOLVER.BUDGET.WRITER_PERIOD=5 does nothing in this \
+trainer: ...
+    """
+    b = cfg.SOLVER.get("BUDGET", CfgNode())
+    for key, (default, what, fix) in BUDGET_TRAINER_KEYS.items():
+        value = cfg_value(b.get(key, default))
+        if value == default:
+            continue
+        raise BudgetConfigError(
+            f"SOLVER.BUDGET.{key}={value!r} does nothing in this trainer: only bd2.BudgetTrainer "
+            f"acts on it ({what.format(value=value)}); allowed here: {default!r}, or train with "
+            f"bd2.BudgetTrainer, or {fix.format(value=repr(value))}"
+        )
+
+
 _ACTING_ON_TRAINER_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "budgeted_detectron2_acting_on_trainer_keys", default=False
 )
@@ -386,7 +395,7 @@ _ACTING_ON_TRAINER_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def acting_on_trainer_keys() -> Iterator[None]:
     """While it is open, :func:`build_lr_scheduler` builds for a trainer that acts on
     ``SOLVER.BUDGET.WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` and ``SAVE_AT``
-    (:data:`~budgeted.detectron2.budget_keys.BUDGET_TRAINER_KEYS`): ``BudgetTrainer`` builds in
+    (:data:`BUDGET_TRAINER_KEYS`): ``BudgetTrainer`` builds in
     it (also a subclass whose ``build_lr_scheduler`` is the documented line), and so do the
     budget checks of our tools; elsewhere those keys are refused when they ask for anything.
 
@@ -403,7 +412,7 @@ def acting_on_trainer_keys() -> Iterator[None]:
 
 def build_lr_scheduler(
     cfg: CfgNode, optimizer: torch.optim.Optimizer
-) -> torch.optim.lr_scheduler._LRScheduler:
+) -> torch.optim.lr_scheduler.LRScheduler:
     """Build ``cfg.SOLVER.LR_SCHEDULER_NAME`` for ``optimizer``.
 
     From :data:`LR_SCHEDULER_REGISTRY` if registered (``BudgetLinear``, ...), otherwise with
@@ -412,17 +421,10 @@ def build_lr_scheduler(
     and, in a trainer that is not a ``BudgetTrainer`` (outside :func:`acting_on_trainer_keys`),
     so is a ``SOLVER.BUDGET.WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` or ``SAVE_AT`` that asks for
     anything: only ``BudgetTrainer`` acts on them
-    (:func:`~budgeted.detectron2.budget_keys.check_trainer_keys`).
+    (:func:`check_trainer_keys`).
 
-    Args:
-        cfg (CfgNode): the config (as the trainer has it: after ``auto_scale_workers``).
-        optimizer (torch.optim.Optimizer): the optimizer to schedule.
-
-    Returns:
-        torch.optim.lr_scheduler._LRScheduler: the scheduler, stepped once per iteration.
-
-    Raises:
-        BudgetConfigError: one line for an unknown name or a bad budget.
+    ``cfg`` as the trainer has it (after ``auto_scale_workers``); returns the scheduler, stepped
+    once per iteration; an unknown name or a bad budget is one line (:class:`BudgetConfigError`).
 
     Example:
         >>> import torch
@@ -457,16 +459,8 @@ def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
     divided by ``world_size / REFERENCE_WORLD_SIZE``) to a copy of ``cfg``, then builds its
     scheduler on a dummy optimizer, so every bad value fails here, before any training.
 
-    Args:
-        cfg (CfgNode): the config as loaded (before scaling).
-        world_size (int, optional): the number of workers; default: the current world size.
-
-    Returns:
-        CfgNode: the scaled copy.
-
-    Raises:
-        BudgetConfigError: one line naming the bad key (also a ``MAX_ITER`` that is not the
-            budget ``SOLVER.BUDGET`` states).
+    ``cfg`` as loaded (before scaling), ``world_size`` default the current one. Returns the
+    scaled copy; a bad key is one line (:class:`BudgetConfigError`).
 
     Example:
         >>> from budgeted.detectron2 import load_config

@@ -1,23 +1,11 @@
-"""Runs that end with one line and an exit status of their own, never a traceback.
-
-- **Diverged** (exit status :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`, 3): the loss (or
- the model's predictions) became NaN or infinite. Detectron2 raises ``FloatingPointError`` ("Loss
- became infinite or NaN", "Training has diverged") from inside an iteration; :class:`StopsInOneLine`
- turns it into one line naming the iteration and the base LR, and the ``after_train`` hooks that
- would make it look like a result (the final checkpoint of ``PeriodicCheckpointer``, the final
- evaluation of ``EvalHook``) do not run.
-- **Undecayed** (:data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE`, 4): a time budget ended
-  before its schedule decayed (:mod:`budgeted.detectron2.time_budget`); the model is saved and
-  evaluated as usual first.
-- **Disk full** (1): no space left while writing a checkpoint (or any file of the run): one line
-  naming the file system, the file and the last intact checkpoint (:func:`disk_full`).
-- **Finished** (0): ``--resume`` of a run whose budget is spent and whose final evaluation is
-  logged: nothing to train, nothing written.
-
-Each is a :class:`RunStopped`, a ``SystemExit`` carrying the line: Detectron2's training loop
-(``except Exception``) lets it through without logging a traceback, the tools print the line
-once (``<prog>: <line>``; with several workers the launcher prints it,
-:func:`budgeted.detectron2.launcher.launch`), and the process exits with its status.
+"""Runs that end with one line and an exit status of their own, never a traceback: **diverged**
+(3: a non-finite loss; no final checkpoint or evaluation, :class:`StopsInOneLine`),
+**undecayed** (4: a time budget ended before its schedule decayed, after saving and evaluating),
+**disk full** (1: :func:`disk_full` names the file system, the file and the last intact
+checkpoint), **finished** (0: ``--resume`` of a run with nothing left to do,
+:func:`check_finished`). Each is a :class:`RunStopped`, a ``SystemExit`` carrying the line: the
+training loop lets it through, the tool (with several workers the launcher) prints it once and
+exits with its status. The checks of a resumed checkpoint's position and base LRs are here too.
 """
 
 from __future__ import annotations
@@ -34,24 +22,13 @@ from detectron2.engine import hooks
 from ..errors import BudgetResumeError, Diverged, RunStopped, Undecayed
 from ..safety import newest_intact_checkpoint
 from ..schedules.base_lrs import base_lr_in_use, check_base_lrs
+from .compat import trainer_hooks
 
 __all__ = [
-    "DiskFull",
-    "Diverged",
-    "Finished",
-    "RunStopped",
-    "StopsInOneLine",
-    "Undecayed",
-    "as_stop",
-    "check_finished",
-    "check_position",
-    "check_resumed_base_lrs",
-    "check_scheduler_base_lrs",
-    "disk_full",
-    "is_disk_full",
-    "non_finite_kind",
-    "stop_line",
-]
+    "DiskFull", "Diverged", "Finished", "RunStopped", "StopsInOneLine", "Undecayed", "as_stop",
+    "check_finished", "check_position", "check_resumed_base_lrs", "check_scheduler_base_lrs",
+    "disk_full", "is_disk_full", "non_finite_kind", "stop_line"
+]  # fmt: skip
 
 logger = logging.getLogger("detectron2.budgeted")
 
@@ -109,9 +86,9 @@ def _scheduler_of(trainer: Any) -> Any:
     scheduler = getattr(trainer, "scheduler", None)
     if scheduler is not None:
         return scheduler
-    for hook in getattr(trainer, "_hooks", ()):
+    for hook in trainer_hooks(trainer):
         if isinstance(hook, hooks.LRScheduler):
-            return getattr(hook, "_scheduler", None)
+            return getattr(hook, "scheduler", None)
     return None
 
 
@@ -159,7 +136,7 @@ class StopsInOneLine:
             super().after_train()  # type: ignore[misc]
             return
         self.storage.iter = self.iter  # type: ignore[attr-defined]
-        for hook in self._hooks:  # type: ignore[attr-defined]
+        for hook in trainer_hooks(self):
             if not isinstance(hook, RESULT_HOOKS):
                 hook.after_train()
 
@@ -200,11 +177,6 @@ def disk_full(path: str, folder: str, *, resume: str = "--resume") -> DiskFull:
     """The one line for a write of ``path`` that found no space left, with the newest intact
     checkpoint of run ``folder`` named
     (:func:`budgeted.safety.newest_intact_checkpoint`).
-
-    Args:
-        path (str): the file being written (or the run folder when unknown).
-        folder (str): the run folder.
-        resume (str): how to go on once there is space.
     """
     intact = newest_intact_checkpoint(folder, CHECKPOINTS, exclude=[path])
     last = (
@@ -243,12 +215,6 @@ def check_position(checkpoint: Any, path: str, *, what: str, weights_hint: str) 
     ``trainer``) and an LR scheduler stepped ``i + 1`` times (``last_epoch``). A time budget's
     ``model_final.pth`` of an earlier version held ``trainer.iteration == i + 1``; it is
     accepted.
-
-    Args:
-        checkpoint: the loaded checkpoint.
-        path (str): its file, for the message.
-        what (str): how the file was named (``"--resume-from"``, ``"--resume"``).
-        weights_hint (str): how to start a new run from its weights (``"MODEL.WEIGHTS <file>"``).
     """
     trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
     new_run = f"a weights file starts a new run: {weights_hint.format(path=path)}"
@@ -309,17 +275,6 @@ def check_resumed_base_lrs(
     whose base LRs are not the ones the config gives each param group
     (:func:`~budgeted.schedules.base_lrs.check_base_lrs`): resuming it would train at other LRs
     than the run it continues.
-
-    Args:
-        checkpoint: the loaded checkpoint.
-        path (str): its file, for the message.
-        what (str): how the file was named (``"--resume-from"``, ``"cannot resume: checkpoint"``).
-        weights_hint (str): how to start a new run from its weights (``"MODEL.WEIGHTS {path}"``).
-        configured (Sequence[float], optional): the config's LR of each param group, as the
-            trainer builds its optimizer; None: unknown here (the scheduler checks it when the
-            trainer loads the checkpoint).
-        key (str): the config's LR key (``"SOLVER.BASE_LR"``).
-        value (float, optional): its value.
     """
     if configured is None:
         return
@@ -338,12 +293,6 @@ def check_scheduler_base_lrs(scheduler: Any, state_dict: Any, *, fix: str) -> No
     the trainer built from the config, per param group
     (:func:`~budgeted.schedules.base_lrs.check_base_lrs`). Any trainer that builds our
     schedulers checks it (a user's ``DefaultTrainer`` subclass too).
-
-    Args:
-        scheduler: the scheduler the state is loaded into (``base_lrs``; ``BASE_LR_KEY``, the
-            config's key of the base LR, default ``SOLVER.BASE_LR``).
-        state_dict: the saved state (untrusted).
-        fix (str): what else to do, for the message.
     """
     saved = state_dict.get("base_lrs") if isinstance(state_dict, dict) else None
     try:
@@ -398,14 +347,6 @@ def check_finished(
     budget of ``seconds`` (0: none), and its final evaluation is logged (``evaluates``: the
     config has test sets; :func:`budgeted.runs.detectron2.final_metrics`). A finished run whose
     final evaluation is missing is resumed as before: resuming runs that evaluation.
-
-    Args:
-        checkpoint: the checkpoint ``--resume`` loads (None: nothing to check).
-        max_iter (int): the iterations of the budget (the cap, with a time budget), as trained.
-        seconds (float): the time budget, 0 without one.
-        folder (str): the run folder.
-        evaluates (bool): whether the run ends with an evaluation.
-        longer (str): how to train it longer, for the message.
     """
     from ..runs.detectron2 import final_metrics
 

@@ -1,35 +1,16 @@
 """Wall-clock budgets in Detectron2: ``SOLVER.BUDGET.SECONDS`` and :class:`TimeBudgetHook`.
 
-With ``SOLVER.BUDGET.SECONDS > 0`` (``tools/train_net.py --budget-time 6h`` sets it),
-:func:`~budgeted.detectron2.build_lr_scheduler` builds a :class:`budgeted.BudgetTimeLR` (the
-schedule named by ``SOLVER.LR_SCHEDULER_NAME``, its warmup ``SOLVER.WARMUP_ITERS`` iterations,
-its decay over the training seconds left after it; :mod:`budgeted.schedules.clock`), and
-``BudgetTrainer`` registers :class:`TimeBudgetHook` first. ``SOLVER.MAX_ITER`` is then only a cap
-on iterations. The hook:
-
-- starts the clock at the first training iteration and pauses it from the end of each
-  iteration's ``run_step`` to the start of the next (so periodic evaluation, checkpoint writing
-  and metric writing are not training time; an iteration's own data loading is, and so is time
-  the process spends stopped, SIGSTOP to SIGCONT or a Slurm suspend, inside an iteration: the
-  clock is wall time, see :mod:`budgeted.schedules.clock`);
-- logs the agreed training seconds at the start of each iteration (``time_budget/elapsed`` in
-  metrics.json: what that iteration's LR was computed from);
-- before each iteration, ends training if the budget is spent: the main worker saves
-  ``model_final.pth`` (atomically, with the clock), one line is printed, the final evaluation
-  runs (``EvalHook.after_train``) and the process ends with status 0
-  (:class:`~budgeted.schedules.clock.TimeBudgetReached`).
-
-A run that ended before its schedule decayed (the deadline inside the warmup, or with the LR
-still high because the iterations are long for the budget, or ``SOLVER.MAX_ITER`` reached
-first) is saved and evaluated as usual, then ends with one more line and exit status 4
-(:func:`undecayed_stop`, :data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE`).
-
-Every worker uses rank 0's clock (broadcast every ``SOLVER.BUDGET.CLOCK_SYNC_PERIOD``
-iterations, extrapolated in between), so all stop after the same iteration with the same LRs.
-A resumed run goes on with the checkpoint's clock. Your own trainer registers the hook first::
-
-    trainer.register_hooks([bd2.TimeBudgetHook()])  # then move it to the front:
-    trainer._hooks.insert(0, trainer._hooks.pop())
+With ``SOLVER.BUDGET.SECONDS > 0`` (``--budget-time 6h``) the scheduler is a
+:class:`budgeted.BudgetTimeLR` (warmup ``SOLVER.WARMUP_ITERS`` iterations, then the decay over
+the training seconds left; :mod:`budgeted.schedules.clock`) and ``BudgetTrainer`` registers
+:class:`TimeBudgetHook` first; ``SOLVER.MAX_ITER`` only caps the iterations. The hook runs the
+clock during ``run_step`` only (evaluation, checkpoints and writers are not training time), logs
+``time_budget/elapsed`` at each iteration, and at the deadline saves ``model_final.pth``, prints
+one line and ends training (the final evaluation runs, exit status 0). A run that ended before
+its schedule decayed ends with one more line and exit status 4 (:func:`undecayed_stop`). Every
+worker uses rank 0's clock (shared every ``SOLVER.BUDGET.CLOCK_SYNC_PERIOD`` iterations); a
+resumed run goes on with the checkpoint's clock. Your own trainer registers the hook first
+(its ``build_hooks``: ``[bd2.TimeBudgetHook(), *super().build_hooks()]``).
 """
 
 from __future__ import annotations
@@ -56,17 +37,13 @@ from ..schedules import (
     check_on_resume,
     parse_duration,
 )
-from .budget_keys import on_resume
+from .config import on_resume
 from .stops import Undecayed, check_scheduler_base_lrs
 
 __all__ = [
-    "TimeBudgetHook",
-    "TimeBudgetLRScheduler",
-    "broadcast_from_rank0",
-    "time_budget_from_cfg",
-    "time_budget_seconds",
-    "undecayed_stop",
-]
+    "TimeBudgetHook", "TimeBudgetLRScheduler", "broadcast_from_rank0", "time_budget_from_cfg",
+    "time_budget_seconds", "undecayed_stop"
+]  # fmt: skip
 
 logger = logging.getLogger("detectron2.budgeted")
 
@@ -129,10 +106,6 @@ class TimeBudgetLRScheduler(BudgetTimeLR):
 
 class TimeBudgetHook(HookBase):
     """Run the time budget's clock and stop training at its deadline (see the module).
-
-    Args:
-        scheduler (BudgetTimeLR, optional): default: the trainer's ``scheduler``.
-        prog (str): the name the printed line starts with.
 
     Attributes:
         stopped_at (int or None): the iterations trained when the deadline stopped training.
@@ -203,10 +176,6 @@ def undecayed_stop(scheduler: Any, max_iter: int) -> Undecayed | None:
     """The one-line stop of a time-budget run that ended before its schedule decayed
     (:meth:`budgeted.schedules.clock.TimeBudget.shortfall` of its last iteration), with the cause
     and what to change; None when it decayed (or the scheduler is not a time budget's).
-
-    Args:
-        scheduler: the trainer's LR scheduler after training.
-        max_iter (int): the iteration cap, ``SOLVER.MAX_ITER`` (as scaled for the workers).
     """
     if not isinstance(scheduler, BudgetTimeLR) or scheduler.last_trained_elapsed is None:
         return None

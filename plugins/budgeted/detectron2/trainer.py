@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import torch
 from detectron2.config import CfgNode
 from detectron2.data import MetadataCatalog
 from detectron2.engine import DefaultTrainer, hooks
-from detectron2.engine import defaults as d2_defaults
 from detectron2.evaluation import COCOEvaluator, DatasetEvaluator
 from detectron2.utils import comm
 
 from ..pytorch import BudgetTimeLR
 from .checkpoint import CheckpointAtHook, use_safe_checkpointer
+from .compat import ddp_without_device_ids, has_compiled_ops, inner_trainer, writers_of
 from .preemption import PreemptionHook
 from .solver import acting_on_trainer_keys, build_lr_scheduler, check_budget
 from .stops import StopsInOneLine
@@ -26,37 +24,14 @@ from .time_budget import TimeBudgetHook
 __all__ = ["BudgetTrainer", "check_budget", "ddp_on_cpu", "has_compiled_ops"]
 
 
-def has_compiled_ops() -> bool:
-    """Whether the real ``detectron2._C`` is installed (not our lite stand-in).
-
-    Example:
-        >>> isinstance(has_compiled_ops(), bool)
-        True
-    """
-    try:
-        from detectron2 import _C
-    except ImportError:
-        return False
-    return not getattr(_C, "__budgeted_lite__", False)
-
-
-@contextlib.contextmanager
-def ddp_on_cpu(cfg: CfgNode) -> Iterator[None]:
+def ddp_on_cpu(cfg: CfgNode) -> contextlib.AbstractContextManager[None]:
     """While ``DefaultTrainer.__init__`` runs: DDP without ``device_ids`` for a CPU model on
-    several workers (Detectron2 v0.6 passes ``device_ids=[local rank]`` to
-    ``create_ddp_model``, which DDP refuses for a CPU module, and offers no method to build the
-    DDP model); elsewhere nothing changes. The public ``create_ddp_model`` gets that one
-    argument, and is restored after.
-    """
+    several workers (Detectron2 v0.6 passes ``device_ids=[local rank]``, which DDP refuses for a
+    CPU module: :func:`~budgeted.detectron2.compat.ddp_without_device_ids`); elsewhere nothing
+    changes."""
     if comm.get_world_size() == 1 or torch.device(cfg.MODEL.DEVICE).type != "cpu":
-        yield
-        return
-    stock = d2_defaults.create_ddp_model
-    d2_defaults.create_ddp_model = functools.partial(stock, device_ids=None)
-    try:
-        yield
-    finally:
-        d2_defaults.create_ddp_model = stock
+        return contextlib.nullcontext()
+    return ddp_without_device_ids()
 
 
 class BudgetTrainer(StopsInOneLine, DefaultTrainer):
@@ -89,9 +64,6 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
         """Resume exactly from checkpoint ``path`` (model, optimizer, scheduler, iteration),
         whatever ``last_checkpoint`` names: training continues at its next iteration.
 
-        Args:
-            path (str): a checkpoint written by this trainer.
-
         Raises:
             UnsafeCheckpointError, DamagedCheckpointError: the file cannot be loaded (one line).
             BudgetResumeError: the checkpoint's budget differs from the config's (one line).
@@ -102,18 +74,18 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
     def state_dict(self) -> dict[str, Any]:
         """Also the inner trainer's state (the optimizer's momentum), which v0.6 leaves out."""
         ret = super().state_dict()
-        ret["_trainer"] = self._trainer.state_dict()
+        ret["_trainer"] = inner_trainer(self).state_dict()
         return ret
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         super().load_state_dict(state_dict)
         if "_trainer" in state_dict:
-            self._trainer.load_state_dict(state_dict["_trainer"])
+            inner_trainer(self).load_state_dict(state_dict["_trainer"])
 
     @classmethod
     def build_lr_scheduler(
         cls, cfg: CfgNode, optimizer: torch.optim.Optimizer
-    ) -> torch.optim.lr_scheduler._LRScheduler:
+    ) -> torch.optim.lr_scheduler.LRScheduler:
         return build_lr_scheduler(cfg, optimizer)
 
     @classmethod
@@ -139,7 +111,7 @@ class BudgetTrainer(StopsInOneLine, DefaultTrainer):
             if isinstance(hook, hooks.PeriodicWriter):
                 # the stock hook's own writers: building them again would open a second
                 # TensorBoard event file (and JSON/console writers) that nothing closes
-                ret[i] = hooks.PeriodicWriter(hook._writers, period=period)
+                ret[i] = hooks.PeriodicWriter(writers_of(hook), period=period)
                 writer_at = i
         if self.cfg.SOLVER.BUDGET.get("GRAD_NORM_PERIOD", 0):  # a diagnostic, loaded when asked
             from .grad_norm import grad_norm_hook_from_cfg

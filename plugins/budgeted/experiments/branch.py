@@ -31,25 +31,33 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import FolderBusyError, ReportError, SweepError
-from .families import FRAMEWORKS, ConfigFamily, family
-from .own import family_record, own_overrides
-from .sweep.cli import _Parser as SweepParser
-from .sweep.cli import add_own_arguments, own_experiment, own_only_options
+from ..errors import SweepError
+from .families import FRAMEWORKS, ConfigFamily
+from .own import own_overrides
+from .sweep.cli import (
+    GRID_ARGUMENTS,
+    add_options,
+    add_own_arguments,
+    own_experiment,
+    prepare,
+    run_locked,
+    shipped_family,
+    split_argv,
+    tool_parser,
+)
 from .sweep.commands import check_extra, schedule_overrides
-from .sweep.execute import SignalForwarder, check_writable, save_sweep, sweep_lock
+from .sweep.execute import SignalForwarder
 from .sweep.local import run_cells
 from .sweep.plan import (
     Plan,
     family_configs,
-    make_toy_data,
     parse_budget,
     parse_lr,
     parse_seed,
     plan_cell,
     toy_environment,
 )
-from .sweep.records import CellKey, family_label
+from .sweep.records import CellKey
 
 __all__ = ["branch_points", "compute", "main"]
 
@@ -102,49 +110,32 @@ def checkpoint_file(framework: str, run_dir: Path, trained: int) -> Path:
     return run_dir / f"iter_{trained}.pth"
 
 
-class _Parser(SweepParser):
-    label = "branch"
+_TAKEN = ("--toy", "--task", "--lrs", "--seeds", "--data", "--dry-run", "--keep-going")
+"""The sweep's options (:data:`~.sweep.cli.GRID_ARGUMENTS`) the tool takes as they are."""
 
 
 def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    argv = list(argv)
-    cut = argv.index("--") if "--" in argv else len(argv)
-    parser = _Parser(prog="budgeted-branch", description=__doc__.split("\n\n")[0])
+    own, extra = split_argv(argv)
+    parser = tool_parser("branch", "budgeted-branch", __doc__)
     config_frameworks = [f for f in FRAMEWORKS if f != "pytorch"]  # branching needs configs
     parser.add_argument("framework", nargs="?", choices=config_frameworks)
-    parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
-    parser.add_argument("--task", help="mmpretrain: cifar10 or imagenet")
     parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")
     parser.add_argument("--cooldown", type=float, default=0.2, help="WSD's cooldown fraction c")
-    parser.add_argument("--lrs", nargs="+", metavar="LR")
-    parser.add_argument("--seeds", nargs="+", metavar="SEED")
     parser.add_argument("--compare", action="store_true", help="also separate linear runs")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--data", type=Path, help="with --toy: the toy set's root")
-    parser.add_argument("--dry-run", action="store_true")
-    parser.add_argument("--keep-going", action="store_true")
+    add_options(parser, [o for o in GRID_ARGUMENTS if o[0] in _TAKEN])
     add_own_arguments(parser, script=False)
-    args = parser.parse_args(argv[:cut])
+    args = parser.parse_args(own)
     if args.config is not None:
         own_experiment(parser, args)
         if args.family.tool != args.family.framework:
             parser.error(f"--config {args.config}: branching resumes a checkpoint into another "
                          "budget, which the LazyConfig tool does not; allowed: a Detectron2 "
                          "yaml or an MMEngine config")  # fmt: skip
-        return args, argv[cut + 1 :]
-    if args.framework is None:
-        parser.error("the following arguments are required: framework (or --config)")
-    if own_only_options(args):
-        parser.error(f"{own_only_options(args)[0]} is for your own config; allowed: --config "
-                     "PATH with it, or leave it out")  # fmt: skip
-    if args.data is not None and not args.toy:
-        parser.error("--data is for --toy runs; full datasets come from the configs")
-    try:
-        args.family = family(args.framework, args.toy, args.task)
-    except ValueError as err:
-        parser.error(str(err))
+        return args, extra
+    shipped_family(parser, args, script=False)
     args.out = args.out.resolve()
-    return args, argv[cut + 1 :]
+    return args, extra
 
 
 def plan(args: argparse.Namespace, extra: list[str], data: Path | None) -> list[Plan]:
@@ -205,21 +196,15 @@ def with_branch(framework: str, command: list[str], source: Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``budgeted-branch``: the exit status (2: bad input, one line)."""
     args, extra = _parse(sys.argv[1:] if argv is None else argv)
-    lock = sweep_lock(args.out)
-    try:
-        if not args.dry_run:
-            lock.check()
+
+    def planned() -> tuple[Path | None, bool, tuple]:
         data, present, env = toy_environment(args.family, args.toy, args.data)
-        plans = plan(args, extra, data)
-        if not args.dry_run:
-            check_writable(args.out, None if present else data)
-            lock.acquire()
-    except (SweepError, ReportError, FolderBusyError, ValueError) as err:
-        print(f"branch: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # the lock file: unreadable, say
-        print(f"branch: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
-        return 2
+        return data, present, (data, present, env, plan(args, extra, data))
+
+    prepared = prepare("branch", args, planned)
+    if isinstance(prepared, int):
+        return prepared
+    lock, (data, present, env, plans) = prepared
     fam = args.family
     budgets = sorted({p.budget for p in plans})
     iters = {b: fam.iters(b) for b in budgets}
@@ -233,19 +218,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for p in plans:
             print(f"{p.run_dir.name}: {p.action}: {' '.join(p.command[3:])}")
         return 0
-    with lock, SignalForwarder() as forwarder:
-        try:
-            if args.toy and not present:
-                make_toy_data(fam, data)
-            experiment = family_record(fam) if fam.source else None
-            save_sweep(args.out, fam.framework, family_label(fam), plans, experiment)
-            start = time.monotonic()
-            code = run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
-        except OSError as err:  # checked writable before; a disk that filled up, say
-            print(f"branch: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
-            return 1
+
+    def run(forwarder: SignalForwarder) -> int:
+        start = time.monotonic()
+        code = run_cells(args.out, plans, env, forwarder, keep_going=args.keep_going)
         print(f"{summary}; wall {time.monotonic() - start:.0f} s")
         return code
+
+    return run_locked("branch", args, lock, plans, data, present, run)
 
 
 if __name__ == "__main__":

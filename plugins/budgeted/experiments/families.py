@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..schedules.units import BUDGET_FRACTIONS, budget_iters
 
@@ -174,250 +174,120 @@ class ConfigFamily:
         return None
 
 
-MASK_RCNN = ConfigFamily(
-    name="mask_rcnn",
-    framework="detectron2",
-    folder="detectron2",
-    prefix="mask_rcnn_budget",
-    ext=".yaml",
-    full_iters=90000,
-    warmup=500,
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(2 / 3, 8 / 9),
-    title="Mask R-CNN R50-FPN, COCO (model zoo 1x)",
-    paper="1x schedule, 90k iterations at batch 16; step x0.1 at 2/3 and 8/9 (paper, Sec. 4)",
-)
-MASK_RCNN_TOY = ConfigFamily(
-    name="mask_rcnn_toy",
-    framework="detectron2",
-    folder="detectron2/toy",
-    prefix="mask_rcnn_toy_budget",
-    ext=".yaml",
-    full_iters=400,
-    warmup=max(3, math.ceil(500 * 400 / 90000)),  # 500/90000 of it, at least 3
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(2 / 3, 8 / 9),
-    title="toy Mask R-CNN R18-BN, synthetic toy COCO, 128 px",
-    paper="the Mask R-CNN family scaled to a 400-iteration full schedule",
-)
-PSPNET = ConfigFamily(
-    name="pspnet",
-    framework="mmseg",
-    folder="mmseg",
-    prefix="pspnet_r50-d8_cityscapes_budget",
-    ext=".py",
-    full_iters=80000,
-    warmup=500,
+def _real(
+    name: str, framework: str, prefix: str, full_iters: int, milestones: tuple[float, ...],
+    title: str, paper: str, **more: object,
+) -> ConfigFamily:  # fmt: skip
+    """A full-size family: its files in ``<framework>/``, ``.py``, warmup 500, linear and step."""
+    fields = {"folder": framework, "ext": ".py", "warmup": 500, "schedules": dict(_LINEAR_STEP)}
+    return ConfigFamily(name=name, framework=framework, prefix=prefix, full_iters=full_iters,
+                        step_milestones=milestones, title=title, paper=paper,
+                        **{**fields, **more})  # type: ignore[arg-type]  # fmt: skip
+
+
+def _toy(
+    real: ConfigFamily, prefix: str, title: str, data: ToyData | None, full_iters: int = 400
+) -> ConfigFamily:
+    """The toy of ``real``, in ``<folder>/toy``: the same schedules at ``full_iters``, the warmup
+    the same share of it, at least 3 iterations (``max(3, ceil(warmup * toy / full))``)."""
+    warmup = max(3, math.ceil(real.warmup * full_iters / real.full_iters))
+    scaled = {"mmdet_mask_rcnn": "MMDetection Mask R-CNN", "pspnet": "PSPNet", "i3d": "I3D",
+              "resnet18_cifar10": "CIFAR-10", "resnet18_imagenet": "ImageNet"}  # fmt: skip
+    paper = f"the {scaled.get(real.name, 'Mask R-CNN')} family scaled to a {full_iters}-iteration "
+    return replace(
+        real, name=f"{real.name}_toy", folder=f"{real.folder}/toy", prefix=prefix, title=title,
+        full_iters=full_iters, warmup=warmup, paper=paper + "full schedule", toy_data=data,
+    )  # fmt: skip
+
+
+_LINEAR_STEP = {"linear": "", "step": "_step"}
+_PAPER_1X = "1x schedule, 90k iterations at batch 16; step x0.1 at 2/3 and 8/9 (paper, Sec. 4)"
+MASK_RCNN = _real("mask_rcnn", "detectron2", "mask_rcnn_budget", 90000, (2 / 3, 8 / 9),
+                  "Mask R-CNN R50-FPN, COCO (model zoo 1x)", _PAPER_1X, ext=".yaml")  # fmt: skip
+MASK_RCNN_TOY = _toy(MASK_RCNN, "mask_rcnn_toy_budget",
+                     "toy Mask R-CNN R18-BN, synthetic toy COCO, 128 px", None)  # fmt: skip
+PSPNET = _real(
+    "pspnet", "mmseg", "pspnet_r50-d8_cityscapes_budget", 80000, (1 / 3, 2 / 3),
+    "PSPNet R50-D8, Cityscapes 512x1024",
+    "MMSeg schedule_80k; step x0.1 at 1/3 and 2/3, as the paper's ImageNet setting",
     schedules={"linear": "", "poly": "_poly", "step": "_step"},
-    step_milestones=(1 / 3, 2 / 3),
-    title="PSPNet R50-D8, Cityscapes 512x1024",
-    paper="MMSeg schedule_80k; step x0.1 at 1/3 and 2/3, as the paper's ImageNet setting",
-)
-PSPNET_TOY = ConfigFamily(
-    name="pspnet_toy",
-    framework="mmseg",
-    folder="mmseg/toy",
-    prefix="pspnet_r18-toy_cityscapes_budget",
-    ext=".py",
+)  # fmt: skip
+PSPNET_TOY = _toy(
+    PSPNET, "pspnet_r18-toy_cityscapes_budget",
+    "toy PSPNet R18 (16 channels, BN), toy Cityscapes 128x128 crops",
+    ToyData("datasets/toy_cityscapes", "gtFine", "budgeted.toys.cityscapes:make_toy_cityscapes"),
     full_iters=3200,
-    warmup=500 * 3200 // 80000,  # the same share of the full schedule: 20
-    schedules={"linear": "", "poly": "_poly", "step": "_step"},
-    step_milestones=(1 / 3, 2 / 3),
-    title="toy PSPNet R18 (16 channels, BN), toy Cityscapes 128x128 crops",
-    paper="the PSPNet family scaled to a 3200-iteration full schedule",
-    toy_data=ToyData(
-        "datasets/toy_cityscapes", "gtFine", "budgeted.toys.cityscapes:make_toy_cityscapes"
-    ),
-)
-
-
-def _toy_warmup(warmup: int, full_iters: int, toy_full_iters: int) -> int:
-    """A toy's warmup: the real family's share of its full schedule, at least 3 iterations."""
-    return max(3, math.ceil(warmup * toy_full_iters / full_iters))
-
-
-MMDET_MASK_RCNN = ConfigFamily(
-    name="mmdet_mask_rcnn",
-    framework="mmdet",
-    folder="mmdet",
-    prefix="mask-rcnn_r50_fpn_coco_budget",
-    ext=".py",
-    full_iters=90000,
-    warmup=500,
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(2 / 3, 8 / 9),
-    title="MMDetection Mask R-CNN R50-FPN, COCO (mmdet's 1x as 90k iterations at batch 16)",
-    paper="1x schedule, 90k iterations at batch 16; step x0.1 at 2/3 and 8/9 (paper, Sec. 4)",
-)
-MMDET_MASK_RCNN_TOY = ConfigFamily(
-    name="mmdet_mask_rcnn_toy",
-    framework="mmdet",
-    folder="mmdet/toy",
-    prefix="mask-rcnn_r18-toy_coco_budget",
-    ext=".py",
-    full_iters=400,
-    warmup=_toy_warmup(500, 90000, 400),
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(2 / 3, 8 / 9),
-    title="toy MMDetection Mask R-CNN R18, synthetic toy COCO, 128 px",
-    paper="the MMDetection Mask R-CNN family scaled to a 400-iteration full schedule",
-    toy_data=ToyData(
-        "datasets/toy_coco", "annotations/instances_val.json", "budgeted.toys.mmdet:write"
-    ),
-)
-RESNET18_CIFAR10 = ConfigFamily(
-    name="resnet18_cifar10",
-    framework="mmpretrain",
-    folder="mmpretrain",
-    prefix="resnet18_cifar10_budget",
-    ext=".py",
-    full_iters=70400,  # 200 epochs x ceil(45000 / 128) = 352 iterations (5,000 held out)
-    warmup=50,  # as examples/cifar10_budget.py: 500 would be 71 % of the 1 % budget
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 2, 3 / 4),
-    title="MMPretrain ResNet-18 (CIFAR stem), CIFAR-10, batch 128",
-    paper="200 epochs at batch 128, SGD 0.1 / 0.9 / 5e-4 (paper, Sec. 3); step x0.1 at 1/2 "
-    "and 3/4 (MMPretrain's cifar10_bs128 schedule, epochs 100 and 150)",
-    task="cifar10",
-)
-RESNET18_CIFAR10_TOY = ConfigFamily(
-    name="resnet18_cifar10_toy",
-    framework="mmpretrain",
-    folder="mmpretrain/toy",
-    prefix="resnet18-toy_cifar10_budget",
-    ext=".py",
-    full_iters=400,
-    warmup=_toy_warmup(50, 70400, 400),
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 2, 3 / 4),
-    title="toy MMPretrain ResNet-18 (narrow), toy CIFAR-10 (the real pickle format)",
-    paper="the CIFAR-10 family scaled to a 400-iteration full schedule",
-    toy_data=ToyData(
-        "datasets/toy_cifar10",
-        "cifar-10-batches-py/batches.meta",
-        "budgeted.toys.mmpretrain:write_cifar10",
-    ),
-    task="cifar10",
-)
-RESNET18_IMAGENET = ConfigFamily(
-    name="resnet18_imagenet",
-    framework="mmpretrain",
-    folder="mmpretrain",
-    prefix="resnet18_imagenet_budget",
-    ext=".py",
-    full_iters=500500,  # 100 epochs x ceil(1,281,167 / 256) = 5005 iterations
-    warmup=500,
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 3, 2 / 3),
-    title="MMPretrain ResNet-18, ImageNet-1k, batch 256",
-    paper="100 epochs at batch 256; step x0.1 at 1/3 and 2/3 (paper, Sec. 4, ImageNet)",
+)  # fmt: skip
+MMDET_MASK_RCNN = _real(
+    "mmdet_mask_rcnn", "mmdet", "mask-rcnn_r50_fpn_coco_budget", 90000, (2 / 3, 8 / 9),
+    "MMDetection Mask R-CNN R50-FPN, COCO (mmdet's 1x as 90k iterations at batch 16)", _PAPER_1X,
+)  # fmt: skip
+MMDET_MASK_RCNN_TOY = _toy(
+    MMDET_MASK_RCNN, "mask-rcnn_r18-toy_coco_budget",
+    "toy MMDetection Mask R-CNN R18, synthetic toy COCO, 128 px",
+    ToyData("datasets/toy_coco", "annotations/instances_val.json", "budgeted.toys.mmdet:write"),
+)  # fmt: skip
+RESNET18_CIFAR10 = _real(  # 200 epochs x ceil(45000 / 128) = 352 iterations (5,000 held out)
+    "resnet18_cifar10", "mmpretrain", "resnet18_cifar10_budget", 70400, (1 / 2, 3 / 4),
+    "MMPretrain ResNet-18 (CIFAR stem), CIFAR-10, batch 128",
+    "200 epochs at batch 128, SGD 0.1 / 0.9 / 5e-4 (paper, Sec. 3); step x0.1 at 1/2 and 3/4 "
+    "(MMPretrain's cifar10_bs128 schedule, epochs 100 and 150)",
+    warmup=50, task="cifar10",  # as examples/cifar10_budget.py: 500 would be 71 % of 1 %
+)  # fmt: skip
+RESNET18_CIFAR10_TOY = _toy(
+    RESNET18_CIFAR10, "resnet18-toy_cifar10_budget",
+    "toy MMPretrain ResNet-18 (narrow), toy CIFAR-10 (the real pickle format)",
+    ToyData("datasets/toy_cifar10", "cifar-10-batches-py/batches.meta",
+            "budgeted.toys.mmpretrain:write_cifar10"),
+)  # fmt: skip
+RESNET18_IMAGENET = _real(  # 100 epochs x ceil(1,281,167 / 256) = 5005 iterations
+    "resnet18_imagenet", "mmpretrain", "resnet18_imagenet_budget", 500500, (1 / 3, 2 / 3),
+    "MMPretrain ResNet-18, ImageNet-1k, batch 256",
+    "100 epochs at batch 256; step x0.1 at 1/3 and 2/3 (paper, Sec. 4, ImageNet)",
     task="imagenet",
-)
-RESNET18_IMAGENET_TOY = ConfigFamily(
-    name="resnet18_imagenet_toy",
-    framework="mmpretrain",
-    folder="mmpretrain/toy",
-    prefix="resnet18-toy_imagenet_budget",
-    ext=".py",
-    full_iters=400,
-    warmup=_toy_warmup(500, 500500, 400),
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 3, 2 / 3),
-    title="toy MMPretrain ResNet-18 (narrow), toy ImageNet folder, 64 px",
-    paper="the ImageNet family scaled to a 400-iteration full schedule",
-    toy_data=ToyData(
-        "datasets/toy_imagenet", "meta/val.txt", "budgeted.toys.mmpretrain:write_imagenet"
-    ),
-    task="imagenet",
-)
-I3D = ConfigFamily(
-    name="i3d",
-    framework="mmaction",
-    folder="mmaction",
-    prefix="i3d_r50_kinetics400_budget",
-    ext=".py",
-    full_iters=300000,
-    warmup=500,
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 2, 5 / 6),
-    title="MMAction2 I3D ResNet-50, Kinetics-400 raw frames, 4 GPUs",
-    paper="300k iterations on 4 GPUs; step x0.1 at 1/2 and 5/6 (paper, Sec. 4, Kinetics)",
-)
-I3D_TOY = ConfigFamily(
-    name="i3d_toy",
-    framework="mmaction",
-    folder="mmaction/toy",
-    prefix="i3d-toy_kinetics400_budget",
-    ext=".py",
-    full_iters=400,
-    warmup=_toy_warmup(500, 300000, 400),
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 2, 5 / 6),
-    title="toy MMAction2 I3D (narrow 3D ResNet), toy Kinetics-400 raw frames, 32 px",
-    paper="the I3D family scaled to a 400-iteration full schedule",
-    toy_data=ToyData(
-        "datasets/toy_kinetics400",
-        "kinetics400_val_list_rawframes.txt",
-        "budgeted.toys.kinetics:write",
-    ),
-)
-
-LENET5_DIGITS = ConfigFamily(
-    name="lenet5_digits",
-    framework="mmpretrain",
-    folder="mmpretrain/digits",
-    prefix="lenet5_digits_budget",
-    ext=".py",
-    full_iters=1720,  # 40 epochs x floor(1400 / 32) = 43 iterations (397 images held out)
-    warmup=0,
-    schedules={"linear": "", "step": "_step"},
-    step_milestones=(1 / 2, 3 / 4),
-    title="MMPretrain LeNet-5, UCI digits (scikit-learn) at 32x32, batch 32",
-    paper="40 epochs at batch 32, SGD 0.9 / 1e-4 (MMPretrain's lenet5_mnist); step x0.1 at 1/2 "
+)  # fmt: skip
+RESNET18_IMAGENET_TOY = _toy(
+    RESNET18_IMAGENET, "resnet18-toy_imagenet_budget",
+    "toy MMPretrain ResNet-18 (narrow), toy ImageNet folder, 64 px",
+    ToyData("datasets/toy_imagenet", "meta/val.txt", "budgeted.toys.mmpretrain:write_imagenet"),
+)  # fmt: skip
+I3D = _real(
+    "i3d", "mmaction", "i3d_r50_kinetics400_budget", 300000, (1 / 2, 5 / 6),
+    "MMAction2 I3D ResNet-50, Kinetics-400 raw frames, 4 GPUs",
+    "300k iterations on 4 GPUs; step x0.1 at 1/2 and 5/6 (paper, Sec. 4, Kinetics)",
+)  # fmt: skip
+I3D_TOY = _toy(
+    I3D, "i3d-toy_kinetics400_budget",
+    "toy MMAction2 I3D (narrow 3D ResNet), toy Kinetics-400 raw frames, 32 px",
+    ToyData("datasets/toy_kinetics400", "kinetics400_val_list_rawframes.txt",
+            "budgeted.toys.kinetics:write"),
+)  # fmt: skip
+LENET5_DIGITS = _real(  # 40 epochs x floor(1400 / 32) = 43 iterations (397 images held out)
+    "lenet5_digits", "mmpretrain", "lenet5_digits_budget", 1720, (1 / 2, 3 / 4),
+    "MMPretrain LeNet-5, UCI digits (scikit-learn) at 32x32, batch 32",
+    "40 epochs at batch 32, SGD 0.9 / 1e-4 (MMPretrain's lenet5_mnist); step x0.1 at 1/2 "
     "and 3/4 (the paper's CIFAR-10 setting)",
-    fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    folder="mmpretrain/digits", warmup=0, fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
     toy_data=ToyData("datasets/digits", "meta/val.txt", "budgeted.toys.digits:write_digits"),
     task="digits",
-)
+)  # fmt: skip
 """Real data, small: the UCI handwritten digits bundled with scikit-learn (docs/digits.md)."""
-LENET5_DIGITS_PYTORCH = ConfigFamily(
-    name="lenet5_digits_pytorch",
-    framework="pytorch",
-    folder="",
-    prefix="",
-    ext="",
-    full_iters=1720,  # as LENET5_DIGITS: the same model, batch for batch
-    warmup=0,
+LENET5_DIGITS_PYTORCH = replace(
+    LENET5_DIGITS, name="lenet5_digits_pytorch", framework="pytorch", folder="", prefix="", ext="",
     schedules={},  # any registered schedule, as the script's --schedule
-    step_milestones=(1 / 2, 3 / 4),
     title="plain-PyTorch LeNet-5 (examples/digits_budget.py), UCI digits at 32x32, batch 32",
     paper="40 epochs at batch 32, SGD 0.9 / 1e-4; step x0.1 at 1/2 and 3/4 (the MMPretrain "
     "digits family's, trained batch for batch in plain PyTorch)",
-    fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
-    task="digits",
-    script="examples/digits_budget.py",
-)
+    toy_data=None, script="examples/digits_budget.py",
+)  # fmt: skip
 """The digits grid's family (tools/digits_grid.sh): ``budgeted-sweep pytorch --task digits``."""
 
 FAMILIES: dict[str, ConfigFamily] = {
     f.name: f
-    for f in (
-        MASK_RCNN,
-        MASK_RCNN_TOY,
-        PSPNET,
-        PSPNET_TOY,
-        MMDET_MASK_RCNN,
-        MMDET_MASK_RCNN_TOY,
-        RESNET18_CIFAR10,
-        RESNET18_CIFAR10_TOY,
-        RESNET18_IMAGENET,
-        RESNET18_IMAGENET_TOY,
-        I3D,
-        I3D_TOY,
-        LENET5_DIGITS,
-        LENET5_DIGITS_PYTORCH,
-    )
-}
+    for f in (MASK_RCNN, MASK_RCNN_TOY, PSPNET, PSPNET_TOY, MMDET_MASK_RCNN, MMDET_MASK_RCNN_TOY,
+              RESNET18_CIFAR10, RESNET18_CIFAR10_TOY, RESNET18_IMAGENET, RESNET18_IMAGENET_TOY,
+              I3D, I3D_TOY, LENET5_DIGITS, LENET5_DIGITS_PYTORCH)
+}  # fmt: skip
 """Every shipped family, by name."""
 
 FRAMEWORKS: tuple[str, ...] = tuple(dict.fromkeys(f.framework for f in FAMILIES.values()))

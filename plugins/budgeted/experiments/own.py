@@ -226,13 +226,9 @@ def _load(path: Path, framework: str, full_iters: int | None) -> Loaded:
 
 
 def own_family(
-    path: Path,
-    framework: str | None = None,
-    full_iters: int | None = None,
-    metric: str = "",
-    imports: tuple[str, ...] = (),
-    script: bool = False,
-) -> ConfigFamily:
+    path: Path, framework: str | None = None, full_iters: int | None = None, metric: str = "",
+    imports: tuple[str, ...] = (), script: bool = False,
+) -> ConfigFamily:  # fmt: skip
     """The family of the user's own config (``script``: their training script) at ``path``.
 
     Args:
@@ -277,15 +273,9 @@ def own_family(
 
 
 def _family(
-    framework: str,
-    path: Path,
-    full: Any,
-    warmup: Any,
-    metric: str,
-    imports: tuple[str, ...],
-    script: bool = False,
-    milestones: tuple[float, ...] = (),
-) -> ConfigFamily:
+    framework: str, path: Path, full: Any, warmup: Any, metric: str, imports: tuple[str, ...],
+    script: bool = False, milestones: tuple[float, ...] = (),
+) -> ConfigFamily:  # fmt: skip
     """The :class:`ConfigFamily` of an own experiment, its values checked."""
     if isinstance(full, bool) or not isinstance(full, int) or not 0 < full < 2**40:
         raise SweepError(
@@ -298,22 +288,11 @@ def _family(
             f"{full}) (the full schedule)"
         )
     return ConfigFamily(
-        name="own",
-        framework=framework,
-        folder="",
-        prefix="",
-        ext=path.suffix,
-        full_iters=full,
-        warmup=warmup,
-        schedules={},
-        step_milestones=milestones,
-        title=path.name,
-        paper="the user's own experiment",
-        script=str(path) if script else "",
-        source=str(path),
-        metric=metric,
-        imports=tuple(imports),
-    )
+        name="own", framework=framework, folder="", prefix="", ext=path.suffix, full_iters=full,
+        warmup=warmup, schedules={}, step_milestones=milestones, title=path.name,
+        paper="the user's own experiment", script=str(path) if script else "", source=str(path),
+        metric=metric, imports=tuple(imports),
+    )  # fmt: skip
 
 
 def check_own_budgets(fam: ConfigFamily, budgets: list[float]) -> None:
@@ -358,28 +337,20 @@ def own_overrides(fam: ConfigFamily, schedule: str, budget: float) -> list[str]:
         label = schedule_info(schedule).label
         step = schedule == "step" and fam.step_milestones  # the config's own STEPS, as fractions
         return [
-            "SOLVER.BUDGET.FULL_ITERS",
-            str(fam.full_iters),
-            "SOLVER.BUDGET.FRACTION",
-            text,
-            "SOLVER.LR_SCHEDULER_NAME",
-            f"Budget{label}",
+            "SOLVER.BUDGET.FULL_ITERS", str(fam.full_iters), "SOLVER.BUDGET.FRACTION", text,
+            "SOLVER.LR_SCHEDULER_NAME", f"Budget{label}",
             *(["SOLVER.BUDGET.STEP_MILESTONES", str(fam.step_milestones)] if step else []),
-        ]
+        ]  # fmt: skip
     return ["--budget", text, "--schedule", schedule, "--full-iters", str(fam.full_iters)]
 
 
 def family_record(fam: ConfigFamily) -> dict[str, Any]:
     """What ``sweep.json`` keeps of an own experiment (``"experiment"``), to read it back."""
     return {
-        "source": fam.source,
-        "script": bool(fam.script),
-        "sha256": source_digest(Path(fam.source)),
-        "full_iters": fam.full_iters,
-        "warmup": fam.warmup,
-        "metric": fam.metric,
+        "source": fam.source, "script": bool(fam.script), "sha256": source_digest(Path(fam.source)),
+        "full_iters": fam.full_iters, "warmup": fam.warmup, "metric": fam.metric,
         "imports": list(fam.imports),
-    }
+    }  # fmt: skip
 
 
 def family_from_record(framework: str, label: str, record: Any) -> ConfigFamily:
@@ -407,14 +378,7 @@ def family_from_record(framework: str, label: str, record: Any) -> ConfigFamily:
     if script != (framework == "pytorch"):
         raise bad(f"script {shown(record.get('script'))} does not fit framework {framework}")
     try:
-        return _family(
-            framework,
-            Path(source),
-            record.get("full_iters"),
-            record.get("warmup"),
-            metric,
-            tuple(imports),
-            script,
-        )
+        return _family(framework, Path(source), record.get("full_iters"), record.get("warmup"),
+                       metric, tuple(imports), script)  # fmt: skip
     except SweepError as err:
         raise bad(str(err)) from None

@@ -19,6 +19,7 @@ This module imports no framework; reading a sweep imports its framework's run re
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 from ..errors import ReportError
 from .report.model import Group, group_sweeps
 from .stats import Summary, summarize
-from .sweep.cli import _Parser as SweepParser
+from .sweep.cli import tool_parser
 from .sweep.records import load_sweep, number_text
 
 __all__ = ["Architectures", "kendall_tau", "load_architectures", "main", "markdown"]
@@ -205,11 +206,7 @@ def markdown(archs: Architectures, metric: str, full: float) -> str:
     return "\n".join(lines)
 
 
-class _Parser(SweepParser):
-    label = "rank"
-
-
-def _named(items: Sequence[str], parser: _Parser) -> dict[str, Path]:
+def _named(items: Sequence[str], parser: argparse.ArgumentParser) -> dict[str, Path]:
     named: dict[str, Path] = {}
     for item in items:
         name, sep, path = item.partition("=")
@@ -230,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["a=out/a", "b=out/b", "c=out/c", "--full", "0.25"])  # doctest: +SKIP
         0
     """
-    parser = _Parser(prog="budgeted-rank", description=__doc__.split("\n\n")[0])
+    parser = tool_parser("rank", "budgeted-rank", __doc__)
     parser.add_argument(
         "sweeps", nargs="+", metavar="NAME=SWEEP", help="one sweep per architecture"
     )

@@ -14,9 +14,10 @@ The same package serves MMSegmentation, MMDetection, MMPretrain and MMAction2 co
 - :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically),
   ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75) and
   ``DivergenceHook`` (a NaN or infinite loss: stop there, exit 3), in MMEngine's ``HOOKS``;
-- :mod:`.scheduler_hook`: ``BudgetParamSchedulerHook``, MMEngine's ``ParamSchedulerHook`` (and
-  registered under that name) that binds each budget scheduler to the runner's train loop and
-  ``budget_on_resume`` and checks it before training;
+- :mod:`.scheduler_hook`: ``BudgetParamSchedulerHook``, MMEngine's ``ParamSchedulerHook`` that
+  binds each budget scheduler to the runner's train loop and ``budget_on_resume`` and checks it
+  before training (named in a config; importing this package changes none of MMEngine's hooks);
+- :mod:`.compat`: the few MMEngine internals the adapter uses (MMEngine 0.10.7);
 - :mod:`.grad_norm`: ``FullGradNormHook`` (the full-gradient norm over a fixed subset of
   training batches every ``interval`` iterations, beside ``lr`` in scalars.json), in ``HOOKS``;
 - :mod:`.resume`: what a run will load, checked before anything is written; :mod:`.preflight`:

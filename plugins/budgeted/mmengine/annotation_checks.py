@@ -31,7 +31,7 @@ from mmengine.config import Config
 from mmengine.fileio import list_from_file
 from mmengine.registry import DefaultScope
 
-from .config_checks import scope_registry
+from .config_edits import scope_registry
 from .input_checks import _REMOTE, DATA_HINTS
 
 __all__ = ["check_annotation_files"]

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from mmengine.config import Config
 
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights, check_base_lrs
+from .resume import saved_scheduler_states, state_place
 
 __all__ = [
     "PlannedLRs",
@@ -127,14 +128,9 @@ def _saved_optimizers(saved: Any) -> Iterator[tuple[str | None, Mapping]]:
 def _saved_lr_schedulers(saved: Any) -> Iterator[tuple[str | None, str, Mapping]]:
     """``(optimizer name, where, state)`` of each LR scheduler state (``param_name`` "lr")
     holding ``base_values`` in a checkpoint's ``param_schedulers``."""
-    groups = saved.items() if isinstance(saved, Mapping) else [(None, saved)]
-    for group, states in groups:
-        for index, state in enumerate(states if isinstance(states, list) else []):
-            if not isinstance(state, Mapping) or state.get("param_name", "lr") != "lr":
-                continue
-            if "base_values" in state:
-                where = f"[{group!r}][{index}]" if group is not None else f"[{index}]"
-                yield (None if group is None else str(group)), where, state
+    for (group, index), state in saved_scheduler_states(saved).items():
+        if state.get("param_name", "lr") == "lr" and "base_values" in state:
+            yield (None if group is None else str(group)), state_place(group, index), state
 
 
 def check_resume_base_lrs(cfg: Config, checkpoint: Mapping, path: str) -> None:

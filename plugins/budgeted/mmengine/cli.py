@@ -49,13 +49,7 @@ from ..safety import remove_stale_temporaries
 from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
 from ..schedules import BudgetMismatchError, schedule_names
 from .checkpoint import allow_mmengine_checkpoints
-from .config_checks import (  # the pre-flight's checks, importable from here as before
-    build_budget_schedulers,
-    check_budget_hooks,
-    check_budget_schedulers,
-    check_resume_budget,
-    check_scheduler_types,
-)
+from .compat import parse_option_value
 from .config_edits import (  # the config edits, importable from here as before
     PROG,
     add_checkpoint_at,
@@ -74,7 +68,16 @@ from .launch import (
     say_lost_rank,
 )
 from .own_schedule import apply_own_schedule, full_schedule_iters, lr_warmup
-from .preflight import check_data_roots, load_config, preflight
+from .preflight import (  # the pre-flight's checks, importable from here as before
+    build_budget_schedulers,
+    check_budget_hooks,
+    check_budget_schedulers,
+    check_data_roots,
+    check_resume_budget,
+    check_scheduler_types,
+    load_config,
+    preflight,
+)
 from .resume import NothingToResume
 from .schedulers import BudgetConfigError
 from .time_budget import Undecayed
@@ -136,7 +139,7 @@ def _parses(value: str) -> bool:
     if value.replace(" ", "").startswith("dict("):
         return False
     try:
-        DictAction._parse_iterable(value)
+        parse_option_value(value)
     except (RecursionError, ValueError, TypeError):
         return False
     return True

@@ -8,11 +8,14 @@ Each edit works on the config in place and refuses what it cannot apply in one l
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import logging
 import math
 
 from mmengine.config import Config
 from mmengine.logging import print_log
+from mmengine.registry import PARAM_SCHEDULERS, Registry
 
 from ..safety import checkpoint_iterations
 from ..schedules import budget_iters, parse_duration
@@ -21,17 +24,20 @@ from .schedulers import scheduler_types
 
 __all__ = [
     "PROG",
+    "RENAMED",
     "add_checkpoint_at",
     "add_reliability_hooks",
     "apply_amp",
     "apply_budget_fraction",
     "apply_budgets",
     "apply_time_budget",
+    "check_scheduler_types",
     "fill_budget_scheduler_defaults",
     "is_budget_entry",
     "iteration_based",
     "scheduler_entries",
     "scheduler_groups",
+    "scope_registry",
 ]
 
 PROG = "train_seg"
@@ -227,9 +233,11 @@ def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
     the runner builds.
 
     MMEngine's ``CheckpointHook`` becomes :class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`
-    (same arguments and file names); the run gets a :class:`~budgeted.mmengine.hooks.
-    DivergenceHook` and, when iteration-based, a :class:`~budgeted.mmengine.hooks.PreemptionHook`
-    unless the config has them; a ``TimeBudgetTrainLoop`` gets ``prog`` for its line; and
+    (same arguments and file names) and its ``ParamSchedulerHook`` (named or by default)
+    :class:`~budgeted.mmengine.scheduler_hook.BudgetParamSchedulerHook`; the run gets a
+    :class:`~budgeted.mmengine.hooks.DivergenceHook` and, when iteration-based, a
+    :class:`~budgeted.mmengine.hooks.PreemptionHook` unless the config has them; a
+    ``TimeBudgetTrainLoop`` gets ``prog`` for its line; and
     ``custom_imports`` gets ``budgeted.mmengine`` so that the dumped config builds with
     MMSegmentation's own tools too.
 
@@ -241,15 +249,19 @@ def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
         >>> cfg = Config(dict(train_cfg=dict(type="IterBasedTrainLoop", max_iters=8),
         ...                   default_hooks=dict(checkpoint=dict(type="CheckpointHook"))))
         >>> add_reliability_hooks(cfg)
-        >>> cfg.default_hooks.checkpoint.type, [h.type for h in cfg.custom_hooks]
-        ('AtomicCheckpointHook', ['DivergenceHook', 'PreemptionHook'])
+        >>> cfg.default_hooks.checkpoint.type, cfg.default_hooks.param_scheduler.type
+        ('AtomicCheckpointHook', 'BudgetParamSchedulerHook')
+        >>> [h.type for h in cfg.custom_hooks]
+        ['DivergenceHook', 'PreemptionHook']
     """
-    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
-    if isinstance(checkpoint, dict) and checkpoint.get("type") in (
-        "CheckpointHook",
-        "mmengine.CheckpointHook",
-    ):
-        checkpoint["type"] = "AtomicCheckpointHook"
+    hooks = cfg.get("default_hooks") or {}
+    hooks.setdefault("param_scheduler", dict(type="ParamSchedulerHook"))  # MMEngine's default
+    for key, ours in (("checkpoint", "AtomicCheckpointHook"),
+                      ("param_scheduler", "BudgetParamSchedulerHook")):  # fmt: skip
+        hook, stock = hooks.get(key), ours.removeprefix("Atomic").removeprefix("Budget")
+        if isinstance(hook, dict) and hook.get("type") in (stock, f"mmengine.{stock}"):
+            hooks[key] = {**hook, "type": ours}
+    cfg.default_hooks = hooks
     custom = list(cfg.get("custom_hooks") or [])
     have = {h.get("type") for h in custom if isinstance(h, dict)}
     if "DivergenceHook" not in have:
@@ -268,3 +280,46 @@ def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
         imports["imports"] = [*names, "budgeted.mmengine"]
         imports.setdefault("allow_failed_imports", False)
         cfg.custom_imports = imports
+
+
+RENAMED = {"BudgetLR": "BudgetScheduleLR"}
+"""Former scheduler type names -> today's."""
+
+
+def scope_registry(cfg: Config, name: str = "PARAM_SCHEDULERS") -> Registry:
+    """Registry ``name`` of the config's default scope (``mmseg.registry``'s for MMSeg)."""
+    scope = cfg.get("default_scope") or "mmengine"
+    try:
+        module = importlib.import_module(f"{scope}.registry")
+        return getattr(module, name)
+    except (ImportError, AttributeError):
+        return getattr(importlib.import_module("mmengine.registry"), name)
+
+
+def check_scheduler_types(cfg: Config) -> None:
+    """Every ``param_scheduler`` type must be registered; name ours and the closest match if not.
+
+    Args:
+        cfg (Config): the training config.
+
+    Raises:
+        ValueError: one line naming the unknown type, the closest registered one and ours.
+
+    Example:
+        >>> check_scheduler_types(Config(dict(param_scheduler=[dict(type="BudgetLinearLR")])))
+    """
+    registry = scope_registry(cfg)
+    for entry in scheduler_entries(cfg):
+        kind = entry.get("type")
+        if not isinstance(kind, str) or registry.get(kind) is not None:
+            continue
+        known = set(registry.module_dict) | set(PARAM_SCHEDULERS.module_dict)
+        close = difflib.get_close_matches(kind, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        if kind in RENAMED:
+            hint = f"did you mean {RENAMED[kind]!r} (its new name)? "
+        raise ValueError(
+            f"unknown param_scheduler type {kind!r}; {hint}budget-aware types: "
+            f"{', '.join(scheduler_types())} (with custom_imports=dict(imports="
+            "['budgeted.mmengine'])); MMEngine's own: LinearLR, PolyLR, ..."
+        )

@@ -44,7 +44,6 @@ from mmengine.dist import barrier, get_world_size, is_main_process
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.registry import HOOKS
-from mmengine.runner.base_loop import BaseLoop
 from mmengine.runner.loops import IterBasedTrainLoop
 
 from ..errors import Diverged
@@ -59,6 +58,7 @@ from ..safety.preemption import (
 from ..safety.ranks import agree_max
 from ..safety.writing import replace_durably
 from ..schedules.base_lrs import base_lr_in_use
+from .compat import CheckpointSaveHook, built_train_loop, stock_save
 
 __all__ = [
     "AtomicCheckpointHook",
@@ -91,7 +91,8 @@ def save_checkpoint_atomically(
     filename_tmpl: str | None = None,
     by_epoch: bool | None = None,
 ) -> str:
-    """What ``CheckpointHook._save_checkpoint_with_step`` does, with atomic writes; the path.
+    """What MMEngine's ``CheckpointHook`` does for each save (:func:`~budgeted.mmengine.compat.
+    stock_save`), with atomic writes; the path.
 
     The runner's own ``save_checkpoint`` builds the checkpoint (model, optimizer, schedulers,
     message hub, meta, the ``before_save_checkpoint`` hooks) and writes it under a temporary
@@ -114,7 +115,7 @@ def save_checkpoint_atomically(
     tmpl = filename_tmpl or hook.filename_tmpl
     by_epoch = hook.by_epoch if by_epoch is None else by_epoch
     if not isinstance(hook.file_backend, LocalBackend):
-        CheckpointHook._save_checkpoint_with_step(hook, runner, step, meta)
+        stock_save(hook, runner, step, meta)
         return str(hook.last_ckpt)
     retired = None
     if hook.max_keep_ckpts > 0 and not (hook.keep_ckpt_ids and hook.keep_ckpt_ids[-1] == step):
@@ -195,7 +196,7 @@ class CheckpointAtHook(Hook):
 
 
 @HOOKS.register_module()
-class AtomicCheckpointHook(CheckpointHook):
+class AtomicCheckpointHook(CheckpointSaveHook):
     """MMEngine's ``CheckpointHook`` with atomic writes (:func:`save_checkpoint_atomically`).
 
     The same arguments and file names as ``CheckpointHook``; in a config::
@@ -206,7 +207,8 @@ class AtomicCheckpointHook(CheckpointHook):
     (Best-metric checkpoints, ``save_best``, are written by MMEngine as before.)
     """
 
-    def _save_checkpoint_with_step(self, runner: Any, step: int, meta: dict) -> None:
+    def save_with_step(self, runner: Any, step: int, meta: dict) -> None:
+        """Write the checkpoint named after ``step`` atomically."""
         save_checkpoint_atomically(self, runner, step, meta)
 
 
@@ -264,7 +266,7 @@ class PreemptionHook(Hook):
 
     def before_run(self, runner: Any) -> None:
         self._stop = None
-        if not isinstance(getattr(runner, "_train_loop", None), BaseLoop):
+        if built_train_loop(runner) is None:
             return  # runner.val() / runner.test(): SIGTERM keeps its usual meaning
         self._policy = PreemptionPolicy(interval=self.interval)  # from here on, loading the
         self._policy.take_guard()  # checkpoint too, a signal is a flag

@@ -25,8 +25,13 @@ from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.momentum_scheduler import MomentumSchedulerMixin
 
 from ..schedules import schedule_info, whole_number
-from .config_checks import check_scheduler_types, scope_registry
-from .config_edits import is_budget_entry, scheduler_entries, scheduler_groups
+from .config_edits import (
+    check_scheduler_types,
+    is_budget_entry,
+    scheduler_entries,
+    scheduler_groups,
+    scope_registry,
+)
 from .input_checks import check_data_roots
 from .schedulers import BudgetParamScheduler
 

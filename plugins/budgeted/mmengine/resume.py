@@ -24,17 +24,19 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from mmengine.config import Config
+from mmengine.runner import find_latest_checkpoint
 
 from ..safety import DamagedCheckpointError, check_later_checkpoints_kept, newest_intact_checkpoint
 from ..schedules import BudgetMismatchError, BudgetReplanError, TimeBudget, parse_duration
 from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
+from .compat import GLOBAL_STEP
 
 __all__ = [
     "LoadPlan",
@@ -44,6 +46,8 @@ __all__ = [
     "checkpoint_name_pattern",
     "newest_resumable_checkpoint",
     "plan_load",
+    "saved_scheduler_states",
+    "state_place",
 ]
 
 _REMOTE = re.compile(r"^[\w.+-]*:(//)?")
@@ -123,15 +127,14 @@ def _offer(folder: Path, cfg: Config, damaged: str | None) -> str:
 
 
 def _last_checkpoint(work_dir: Path, cfg: Config, *, required: bool = True) -> str | None:
-    """The file ``<work_dir>/last_checkpoint`` names, checked; None when there is nothing (or,
-    with ``required=False``, no ``last_checkpoint`` even beside checkpoints)."""
+    """The file MMEngine's ``--resume`` loads (:func:`mmengine.runner.find_latest_checkpoint`:
+    the one ``<work_dir>/last_checkpoint`` names), checked; None when there is nothing (or, with
+    ``required=False``, no ``last_checkpoint`` even beside checkpoints)."""
     record = work_dir / "last_checkpoint"
-    pattern = checkpoint_name_pattern(cfg)
-    if not record.exists() and not required:
-        return None
     if not record.exists():
+        pattern = checkpoint_name_pattern(cfg)
         held = sorted(p.name for p in work_dir.glob("*.pth") if pattern.fullmatch(p.name))
-        if held:
+        if held and required:
             raise DamagedCheckpointError(
                 f"cannot resume: {work_dir} holds checkpoints ({', '.join(held[:3])}"
                 f"{', ...' if len(held) > 3 else ''}) but no last_checkpoint naming the latest; "
@@ -139,7 +142,7 @@ def _last_checkpoint(work_dir: Path, cfg: Config, *, required: bool = True) -> s
             )
         return None  # nothing to resume: MMEngine starts the run from scratch
     try:
-        named = record.read_text(encoding="utf-8").strip()
+        named = find_latest_checkpoint(str(work_dir)) or ""
     except (OSError, UnicodeDecodeError) as err:
         raise DamagedCheckpointError(
             f"cannot resume: {record} cannot be read ({err}); " + _offer(work_dir, cfg, None)
@@ -358,14 +361,27 @@ def _check_weights(path: str, checkpoint: Any) -> None:
         )
 
 
-def _saved_schedulers(saved: Any) -> Iterator[tuple[str, Mapping]]:
-    """``(where, state)`` of each scheduler state in a checkpoint's ``param_schedulers`` (a
-    list, or a dict of lists per optimizer)."""
+def saved_scheduler_states(saved: Any) -> dict[tuple[str | None, int], Mapping]:
+    """Each scheduler state of a checkpoint's ``param_schedulers`` (a list, or a dict of lists
+    per optimizer) by ``(optimizer name or None, position)``: how MMEngine's ``Runner.resume``
+    pairs them with the config's schedulers (``zip`` of the two lists).
+
+    Example:
+        >>> saved_scheduler_states([{"last_step": 3}, "not a state"])
+        {(None, 0): {'last_step': 3}}
+    """
     groups = saved.items() if isinstance(saved, Mapping) else [(None, saved)]
-    for group, states in groups:
-        for index, state in enumerate(states if isinstance(states, list) else []):
-            if isinstance(state, Mapping):
-                yield (f"[{group!r}][{index}]" if group is not None else f"[{index}]"), state
+    return {
+        (group, index): state
+        for group, states in groups
+        for index, state in enumerate(states if isinstance(states, list) else [])
+        if isinstance(state, Mapping)
+    }
+
+
+def state_place(group: str | None, index: int) -> str:
+    """Where a saved scheduler state is in ``param_schedulers``: ``[0]``, ``['backbone'][1]``."""
+    return f"[{group!r}][{index}]" if group is not None else f"[{index}]"
 
 
 def check_scheduler_steps(path: str, checkpoint: Mapping, cfg: Config) -> None:
@@ -382,12 +398,13 @@ def check_scheduler_steps(path: str, checkpoint: Mapping, cfg: Config) -> None:
         ValueError: one line naming the scheduler, both counts and what to do.
     """
     iteration = checkpoint["meta"]["iter"]
-    for where, state in _saved_schedulers(checkpoint.get("param_schedulers")):
+    for (group, index), state in saved_scheduler_states(checkpoint.get("param_schedulers")).items():
+        where = state_place(group, index)
         begin, end = state.get("begin", 0), state.get("end")
         if "budget" not in state or not isinstance(begin, int) or not isinstance(end, int):
             continue
         expected = (iteration, min(iteration, end - 1) - begin if iteration >= begin else -1)
-        found = (state.get("_global_step"), state.get("last_step"))
+        found = (state.get(GLOBAL_STEP), state.get("last_step"))
         if found == expected:
             continue
         raise ValueError(

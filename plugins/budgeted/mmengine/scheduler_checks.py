@@ -21,10 +21,12 @@ from mmengine.optim.scheduler.param_scheduler import INF
 
 from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
 from ..schedules import BudgetSchedule, schedule_params
+from .compat import GLOBAL_STEP, global_step
 
 __all__ = [
     "RESUME_NAMES",
     "SCHEDULER_ARGUMENTS",
+    "check_at_first_step",
     "check_budget_resume",
     "check_epoch_arguments",
     "check_epoch_entry_end",
@@ -293,7 +295,7 @@ def check_resumed(scheduler: Any, loaded: bool, iteration: int) -> None:
     Raises:
         BudgetMismatchError: one line saying what to keep or do instead.
     """
-    if loaded or scheduler._global_step == iteration:
+    if loaded or global_step(scheduler) == iteration:
         return
     raise BudgetMismatchError(
         f"cannot resume: {type(scheduler).__name__} got no state from the checkpoint (the runner "
@@ -303,6 +305,42 @@ def check_resumed(scheduler: Any, loaded: bool, iteration: int) -> None:
         "param_scheduler list; to train another schedule, start a new run from its "
         "weights with load_from=<checkpoint> and resume=False"
     )
+
+
+def check_at_first_step(scheduler: Any, epochs: tuple[int, int] | None, loaded: bool) -> None:
+    """:func:`check_loop_end` (or :func:`check_epoch_entry_end` for an epoch entry of ``(end,
+    epoch length)``) and :func:`check_resumed` of a budget scheduler at its first step in a
+    runner that did not bind it, from the ``max_iters`` / ``iter`` MMEngine's ``RuntimeInfoHook``
+    published in the runner's ``MessageHub`` (the one the scheduler's ``OptimWrapper`` holds);
+    nothing outside a runner's training (:mod:`~budgeted.mmengine.scheduler_hook`, point 3). The
+    hub must be at this scheduler's own step (or the scheduler resumed): a hub that another
+    runner, stopped by an error, left in the process is not this scheduler's runner. A resume
+    that gave the scheduler no state therefore needs point 1 or 2 to be refused.
+
+    Raises:
+        BudgetConfigError, BudgetMismatchError: one line.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> check_at_first_step(SimpleNamespace(optimizer=opt), None, False)  # no runner's hub
+    """
+    hub = getattr(scheduler.optimizer, "message_hub", None)
+    if hub is None or hub.get_info("loop_stage") != "train":
+        return
+    max_iters, iteration = hub.get_info("max_iters"), hub.get_info("iter")
+    if not isinstance(max_iters, int) or not isinstance(iteration, int):
+        return
+    if iteration != global_step(scheduler) and not loaded:
+        return  # a hub another runner left (one stopped by an error), or a resume without state
+    name, epoch_loop = type(scheduler).__name__, hub.get_info("max_epochs") != 1
+    if epochs is not None:
+        check_epoch_entry_end(
+            name, epochs, max_iters, epoch_loop=epoch_loop, loop_name="the train loop"
+        )
+    else:
+        check_loop_end(name, scheduler.end, max_iters, epoch_loop=epoch_loop)
+    check_resumed(scheduler, loaded, iteration)
 
 
 def check_budget_resume(
@@ -365,7 +403,7 @@ def resume_step(state: Mapping[str, Any]) -> int:
         >>> resume_step({"_global_step": 12, "last_step": 11, "begin": 0})
         12
     """
-    step = state.get("_global_step")
+    step = state.get(GLOBAL_STEP)
     if not isinstance(step, int):
         return int(state.get("last_step") or 0)
     return max(step - int(state.get("begin") or 0), 0)

@@ -1,33 +1,33 @@
-"""How a budget scheduler learns the runner that trains it: through a hook, not the call stack.
+"""How a budget scheduler learns the runner that trains it, without changing MMEngine's hooks.
 
 MMEngine's runner builds a scheduler from its config entry (filling a missing ``end`` with the
-train loop's ``max_iters``) but passes it neither the loop nor the config. The runner's
-documented hook points do: :class:`BudgetParamSchedulerHook` is MMEngine's ``ParamSchedulerHook``
-(it steps every scheduler, as before) that also, for each budget scheduler,
+train loop's ``max_iters``) but passes it neither the loop nor the config. Importing
+``budgeted.mmengine`` changes no MMEngine class and no registry entry of MMEngine's:
+``HOOKS.get("ParamSchedulerHook")`` stays MMEngine's own hook, for every runner. A budget
+scheduler learns its runner at the first of three points:
 
-- in ``before_run`` (the schedulers are built; nothing is resumed or trained yet) calls
-  :meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.bind` with ``runner.train_loop`` and
-  the config's ``budget_on_resume``: ``end`` must be the loop's ``max_iters`` (one line
-  otherwise), the resume policy is the config's where the entry gives none, and a
-  ``TimeBudgetTrainLoop`` makes the decay run over its seconds;
-- in ``before_train`` (resumed, before the first iteration) calls
-  :meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_in_runner` with
-  ``runner.param_schedulers`` and ``runner.iter``: no other scheduler of the same parameter in an
-  overlapping range, and a resume that gave every budget scheduler its state.
-
-Every runner has a ``ParamSchedulerHook`` (one of MMEngine's default hooks, built from
-``HOOKS`` by its type name), so importing this module registers the hook under that name too
-(``force=True``): a config that imports ``budgeted.mmengine`` (``custom_imports``) gets the
-checks with MMSegmentation's, MMDetection's or MMPretrain's own ``tools/train.py`` and no other
-change. ``dict(type="BudgetParamSchedulerHook")`` names it explicitly.
-
-A config may name a hook of its own instead (``default_hooks.param_scheduler=dict(type=
-"MyHook")``, registered by its ``custom_imports``), a subclass of MMEngine's
-``ParamSchedulerHook`` class itself, not of this one. So that the checks do not depend on the
-exact class, importing this module also gives MMEngine's class the same ``before_run`` and
-``before_train`` (:func:`bind_budget_schedulers`, :func:`check_budget_schedulers_in_runner`,
-after any of its own: it has none in MMEngine 0.10), which every subclass inherits; only a
-subclass that overrides them without calling ``super()`` goes without.
+1. :class:`BudgetParamSchedulerHook`, named in the config
+   (``default_hooks.param_scheduler=dict(type="BudgetParamSchedulerHook")``): MMEngine's
+   ``ParamSchedulerHook`` (it steps every scheduler, as before) that in ``before_run`` (built,
+   nothing resumed or trained yet) calls :func:`bind_budget_schedulers` (``end`` must be the
+   loop's ``max_iters``, the config's ``budget_on_resume`` is the policy where the entry gives
+   none) and in ``before_train`` (resumed, before the first iteration)
+   :func:`check_budget_schedulers_in_runner` (no other scheduler of the same parameter in an
+   overlapping range, a resume that gave every budget scheduler its state). Our tools write it
+   into the config they train (:func:`~budgeted.mmengine.config_edits.add_reliability_hooks`,
+   also in the config they dump for MMSegmentation's, MMDetection's or MMPretrain's own
+   ``tools/train.py``), and the shipped configs name it.
+2. :class:`~budgeted.mmengine.time_budget.TimeBudgetTrainLoop` calls the same two functions from
+   the hook it registers itself, whatever the config's ``ParamSchedulerHook``: a time budget needs
+   its clock before the runner resumes the schedulers.
+3. A config that only imports ``budgeted.mmengine`` (``custom_imports``), with MMEngine's own
+   ``ParamSchedulerHook`` or a subclass of it: each budget scheduler checks itself at its first
+   ``step()`` (after the first iteration, before that iteration's checkpoint: the
+   ``ParamSchedulerHook`` has priority ``LOW``, the ``CheckpointHook`` ``VERY_LOW``), against
+   what MMEngine's ``RuntimeInfoHook`` publishes for components without the runner in the
+   runner's ``MessageHub`` (``max_iters``, ``iter``): ``end`` is checked; a resume that gave
+   a scheduler no state, ``budget_on_resume`` and the other schedulers need point 1 or 2 (an
+   entry's own ``on_resume`` works everywhere).
 """
 
 from __future__ import annotations
@@ -91,39 +91,15 @@ def check_budget_schedulers_in_runner(runner: Any) -> None:
         scheduler.check_in_runner(runner.param_schedulers, runner.iter)
 
 
-def _give_mmengines_hook_the_checks() -> None:
-    """MMEngine's ``ParamSchedulerHook`` (so every subclass of it) binds and checks budget
-    schedulers too: ``before_run`` / ``before_train`` call its own first, if it has any."""
-    for name, check in (("before_run", bind_budget_schedulers),
-                        ("before_train", check_budget_schedulers_in_runner)):  # fmt: skip
-        own = ParamSchedulerHook.__dict__.get(name)
-        if getattr(own, "budgeted", False):  # this module imported again: given already
-            continue
-
-        def hook_point(self: Any, runner: Any, _own: Any = own, _check: Any = check) -> None:
-            if _own is not None:
-                _own(self, runner)
-            _check(runner)
-
-        hook_point.budgeted = True  # type: ignore[attr-defined]
-        hook_point.__name__ = hook_point.__qualname__ = name
-        hook_point.__doc__ = f"MMEngine's hook point, with :func:`{check.__name__}` (budgeted)."
-        setattr(ParamSchedulerHook, name, hook_point)
-
-
-_give_mmengines_hook_the_checks()
-
-
-@HOOKS.register_module(name="ParamSchedulerHook", force=True)
 @HOOKS.register_module()
 class BudgetParamSchedulerHook(ParamSchedulerHook):
     """MMEngine's ``ParamSchedulerHook``, which also binds each budget scheduler to the runner
-    and checks it before training (see the module).
+    and checks it before training (see the module). Registered under its own name only.
 
     Example:
         >>> from mmengine.registry import HOOKS
-        >>> HOOKS.get("ParamSchedulerHook") is BudgetParamSchedulerHook
-        True
+        >>> type(HOOKS.build(dict(type="BudgetParamSchedulerHook"))).__name__
+        'BudgetParamSchedulerHook'
     """
 
     def before_run(self, runner: Any) -> None:

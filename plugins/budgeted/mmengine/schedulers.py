@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from mmengine.logging import print_log
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
-from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType, _ParamScheduler
+from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType
 from mmengine.registry import PARAM_SCHEDULERS
 from mmengine.runner.loops import EpochBasedTrainLoop
 
@@ -36,8 +36,10 @@ from ..schedules import (
     on_schedule_registered,
 )
 from .base_lrs import check_scheduler_base_values
+from .compat import ParamScheduler, set_last_value
 from .scheduler_checks import (
     RESUME_NAMES,
+    check_at_first_step,
     check_budget_resume,
     check_epoch_arguments,
     check_epoch_entry_end,
@@ -48,7 +50,6 @@ from .scheduler_checks import (
     check_scheduler_arguments,
     resume_step,
 )
-from .time_budget import TimeBudgetTrainLoop
 
 __all__ = [
     "NAMED_SCHEDULERS",
@@ -64,7 +65,7 @@ __all__ = [
 
 
 @PARAM_SCHEDULERS.register_module()
-class BudgetParamScheduler(_ParamScheduler):
+class BudgetParamScheduler(ParamScheduler):
     """Budget-aware schedule of any optimizer parameter ``param_name`` (``lr``, ``momentum``...).
 
     The value at step ``begin + t`` is ``initial_value * m(t)`` with ``m`` the core's
@@ -89,13 +90,10 @@ class BudgetParamScheduler(_ParamScheduler):
         by_epoch (bool, optional): must be False, or True with ``convert_to_iter_based=True``
             (the budget is planned in iterations). Not given: True, as in MMEngine (refused).
         verbose (bool): as in MMEngine. Defaults to False.
-        on_resume (str, optional): what a resume does with a checkpoint of another
-            ``train_cfg.max_iters``: ``"refuse"`` (one line) or ``"replan"``: the value goes on from
-            where the checkpoint left it to the schedule's end at the new ``max_iters``
-            (:meth:`budgeted.schedules.BudgetSchedule.replan`; one line logged, the re-plan
-            saved in later checkpoints). Default: the config's top-level ``budget_on_resume``, else
-            ``"refuse"``. **params: the schedule's parameters (``power``, ``eta``, ``milestones``,
-            ``gamma``...).
+        on_resume (str, optional): a checkpoint of another ``train_cfg.max_iters`` is refused
+            (``"refuse"``) or re-planned (``"replan"``: :meth:`budgeted.schedules.BudgetSchedule.
+            replan`, one line logged). Default: the config's ``budget_on_resume``, else refuse.
+        **params: the schedule's parameters (``power``, ``eta``, ``milestones``, ``gamma``...).
 
     Example:
         >>> import torch
@@ -148,6 +146,7 @@ class BudgetParamScheduler(_ParamScheduler):
         self._clock: TrainingClock | None = None
         # What defines this budget, saved in checkpoints: the core's state plus ``begin``.
         self.budget = {"begin": begin, **plan.state()}
+        self._checked = True  # MMEngine's __init__ steps once: no runner to check against yet
         super().__init__(
             optimizer,
             param_name=param_name,
@@ -157,10 +156,10 @@ class BudgetParamScheduler(_ParamScheduler):
             by_epoch=True if by_epoch is None else by_epoch,  # MMEngine's default
             verbose=verbose,
         )
+        self._checked = False  # checked by a runner (bind), else at the first step
 
     def _checked_on_resume(self, policy: Any, key: str) -> str:
-        """``policy`` after :func:`~budgeted.schedules.check_on_resume` (one line naming
-        this scheduler and ``key``)."""
+        """``policy``, checked (:func:`~budgeted.schedules.check_on_resume`)."""
         try:
             check_on_resume(policy, key)
         except BudgetConfigError as err:
@@ -168,8 +167,7 @@ class BudgetParamScheduler(_ParamScheduler):
         return policy
 
     def _resolved_schedule(self, schedule: str | None) -> str:
-        """The schedule to plan: a ``Budget<Label>LR`` class's own, else ``schedule`` (default
-        ``"linear"``)."""
+        """A ``Budget<Label>LR`` class's own schedule, else ``schedule`` (default linear)."""
         if self.fixed_schedule is None:
             return "linear" if schedule is None else schedule
         if schedule not in (None, self.fixed_schedule):
@@ -183,8 +181,8 @@ class BudgetParamScheduler(_ParamScheduler):
         """Follow the runner that trains this scheduler, before it resumes or trains: its train
         loop (``runner.train_loop``) and the config's top-level ``budget_on_resume``.
 
-        Called by :class:`~budgeted.mmengine.scheduler_hook.BudgetParamSchedulerHook` in
-        ``before_run``. ``end`` must be the loop's ``max_iters``
+        Called in ``before_run`` (:mod:`~budgeted.mmengine.scheduler_hook`). ``end`` must be the
+        loop's ``max_iters``
         (:func:`~budgeted.mmengine.scheduler_checks.check_loop_end`); ``budget_on_resume`` is the
         policy where the entry gives no ``on_resume``; a ``TimeBudgetTrainLoop`` makes the decay
         run over its seconds, on its clock.
@@ -206,6 +204,7 @@ class BudgetParamScheduler(_ParamScheduler):
             'replan'
         """
         name = type(self).__name__
+        self._checked = True
         if budget_on_resume is not None and not self._on_resume_given:
             self.on_resume = self._checked_on_resume(budget_on_resume, "budget_on_resume")
         max_iters = int(loop.max_iters)
@@ -216,7 +215,7 @@ class BudgetParamScheduler(_ParamScheduler):
             )
         else:
             check_loop_end(name, self.end, max_iters, epoch_loop=epoch_loop)
-        if isinstance(loop, TimeBudgetTrainLoop):  # a wall-clock budget: decay over seconds
+        if isinstance(getattr(loop, "clock", None), TrainingClock):  # a TimeBudgetTrainLoop
             if self.on_resume == "branch":
                 raise BudgetConfigError(
                     f"{name}: on_resume='branch' is for iteration budgets; a time budget "
@@ -241,20 +240,28 @@ class BudgetParamScheduler(_ParamScheduler):
             iteration (int): the iteration the runner starts at.
 
         Raises:
-            BudgetConfigError: an overlapping scheduler (one line).
-            budgeted.schedules.BudgetMismatchError: a resume that skipped this scheduler.
+            BudgetConfigError, BudgetMismatchError: one line.
         """
         if isinstance(schedulers, Mapping):
             schedulers = [s for group in schedulers.values() for s in group]
         check_no_overlap(self, schedulers or [])
         check_resumed(self, self._loaded, iteration)
 
+    def step(self) -> None:
+        """MMEngine's step. The first one, in a runner that did not bind this scheduler (MMEngine's
+        own ``ParamSchedulerHook``), checks ``end`` and the resume
+        (:func:`~budgeted.mmengine.scheduler_checks.check_at_first_step`)."""
+        if not self._checked:
+            self._checked = True
+            check_at_first_step(self, self._epochs, self._loaded)
+        super().step()
+
     def _apply_value(self) -> None:
         """Set the parameter to this scheduler's value for the next iteration (after its plan
         changed: a re-plan, a resumed clock, a time budget)."""
         for group, value in zip(self.optimizer.param_groups, self._get_value()):
             group[self.param_name] = value
-        self._last_value = [group[self.param_name] for group in self.optimizer.param_groups]
+        set_last_value(self, [group[self.param_name] for group in self.optimizer.param_groups])
 
     @property
     def schedule(self) -> str:
@@ -283,8 +290,7 @@ class BudgetParamScheduler(_ParamScheduler):
 
     @property
     def time_budget(self) -> TimeBudget | None:
-        """The wall-clock budget the decay runs over (built by the runner of a
-        ``TimeBudgetTrainLoop``), else None."""
+        """The wall-clock budget of a ``TimeBudgetTrainLoop`` the decay runs over, else None."""
         return self._time
 
     @classmethod
@@ -372,7 +378,7 @@ class BudgetParamScheduler(_ParamScheduler):
 
     _NOT_STATE: ClassVar[tuple[str, ...]] = (
         "optimizer", "_plan", "on_resume", "_on_resume_given", "_time", "_clock", "_loaded",
-        "_epochs",
+        "_epochs", "_checked",
     )  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:

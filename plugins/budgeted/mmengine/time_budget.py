@@ -40,6 +40,12 @@ from mmengine.runner.loops import IterBasedTrainLoop
 from ..errors import UNDECAYED_EXIT_CODE, Undecayed
 from ..safety.ranks import broadcast_from_rank0
 from ..schedules.clock import TimeBudget, TrainingClock, parse_duration
+from .compat import end_loop_at
+from .scheduler_hook import (
+    bind_budget_schedulers,
+    budget_schedulers,
+    check_budget_schedulers_in_runner,
+)
 
 __all__ = [
     "TimeBudgetClockHook",
@@ -109,12 +115,21 @@ class TimeBudgetTrainLoop(IterBasedTrainLoop):
 
 @HOOKS.register_module()
 class TimeBudgetClockHook(Hook):
-    """The clock of a :class:`TimeBudgetTrainLoop` (registered by the loop itself)."""
+    """The clock of a :class:`TimeBudgetTrainLoop` (registered by the loop itself), which also
+    binds the runner's budget schedulers to the loop before the runner resumes them and checks
+    them before the first iteration, whatever the config's ``ParamSchedulerHook``
+    (:mod:`budgeted.mmengine.scheduler_hook`, point 2)."""
 
     priority = "HIGHEST"
 
     def __init__(self, loop: TimeBudgetTrainLoop) -> None:
         self.loop = loop
+
+    def before_run(self, runner: Any) -> None:
+        bind_budget_schedulers(runner)
+
+    def before_train(self, runner: Any) -> None:
+        check_budget_schedulers_in_runner(runner)
 
     def before_train_iter(self, runner: Any, batch_idx: int, data_batch: Any = None) -> None:
         self.loop.clock.resume()
@@ -130,7 +145,7 @@ class TimeBudgetClockHook(Hook):
         if elapsed < loop.seconds or trained >= loop.max_iters:
             return
         loop.stopped_at = trained
-        loop._max_iters = trained  # the last iteration: last checkpoint, final validation
+        end_loop_at(loop, trained)  # the last iteration: last checkpoint, final validation
         line = (
             f"time budget of {loop.seconds:g} s reached after {trained} iterations "
             f"({elapsed:.1f} s of training); last checkpoint and final validation follow"
@@ -146,15 +161,8 @@ class TimeBudgetClockHook(Hook):
 
 def _time_budgets(runner: Any) -> list[tuple[int, TimeBudget]]:
     """``(begin, TimeBudget)`` of each budget scheduler the runner trains over the clock."""
-    schedulers = getattr(runner, "param_schedulers", None) or []
-    if isinstance(schedulers, dict):
-        schedulers = [s for group in schedulers.values() for s in group]
-    found = []
-    for scheduler in schedulers:
-        budget = getattr(scheduler, "time_budget", None)
-        if isinstance(budget, TimeBudget):
-            found.append((int(getattr(scheduler, "begin", 0)), budget))
-    return found
+    schedulers = budget_schedulers(getattr(runner, "param_schedulers", None))
+    return [(int(s.begin), s.time_budget) for s in schedulers if s.time_budget is not None]
 
 
 def undecayed_line(loop: TimeBudgetTrainLoop, runner: Any) -> str | None:

@@ -51,7 +51,6 @@ def unwritable(folder: str | os.PathLike[str]) -> str | None:
     return f"{path}: {os.strerror(errno.EROFS if read_only else errno.EACCES)}"
 
 
-
 def check_writable(
     folder: str | os.PathLike[str], what: str, allowed: str, error: type[Exception] = ValueError
 ) -> None:
@@ -79,6 +78,7 @@ def check_writable(
     if why is not None:
         raise error(f"{what} {folder} cannot be written ({why}); allowed: {allowed} "
                     "(nothing was written)")  # fmt: skip
+
 
 class FolderLock:
     """An exclusive ``flock`` on ``<folder>/<name>`` while this process works in ``folder``.

@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
+from .contract import WARMUP_METHODS, check_fields
 from .registry import (
     check_params,
     full_params,
@@ -87,10 +88,6 @@ refuse, replan
     return value
 
 
-WARMUP_METHODS = ("linear", "constant")
-"""How the warmup rises: linearly from ``warmup_factor`` to 1, or constant at ``warmup_factor``."""
-
-
 def name_keys(message: str, names: Mapping[str, str]) -> str:
     """``message`` (a budget's one-line error) with each of its keys ``k`` written as
     ``names[k]``, the config key an adapter's user wrote (``"budget "`` before ``total`` goes).
@@ -132,23 +129,10 @@ class BudgetSchedule:
 
     def __post_init__(self) -> None:
         fn = get_schedule(self.schedule)
-        if not is_finite_number(self.total) or self.total <= 0:
-            raise ValueError(f"budget total={self.total!r} is invalid; allowed: a number > 0")
-        if not is_finite_number(self.warmup) or self.warmup < 0:
-            raise ValueError(f"warmup={self.warmup!r} is invalid; allowed: a number >= 0")
-        if self.warmup >= self.total:
-            raise ValueError(
-                f"warmup={self.warmup!r} is not shorter than the budget total={self.total!r}: "
-                "the decay phase would be empty; allowed: 0 <= warmup < total"
-            )
-        if not is_finite_number(self.warmup_factor) or not 0.0 < self.warmup_factor <= 1.0:
-            raise ValueError(
-                f"warmup_factor={self.warmup_factor!r} is invalid; allowed: a number in (0, 1]"
-            )
-        if self.warmup_method not in WARMUP_METHODS:
-            raise ValueError(
-                f"unknown warmup_method {self.warmup_method!r}; valid: {', '.join(WARMUP_METHODS)}"
-            )
+        check_fields(
+            total=self.total, warmup=self.warmup, warmup_factor=self.warmup_factor,
+            warmup_method=self.warmup_method,
+        )  # fmt: skip
         if self.replanned_at is not None and not (
             is_finite_number(self.replanned_at)
             and 0 <= self.replanned_at < self.total

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -214,28 +215,11 @@ def write_toy_coco(
     return out
 
 
-def make_toy_coco(
-    root: str,
-    *,
-    num_train: int = 64,
-    num_val: int = 16,
-    size: int = 128,
-    seed: int = 0,
-    objects: tuple[int, int] = (1, 3),
-    radius: tuple[float, float] = (0.12, 0.25),
-) -> dict[str, str]:
-    """Write ``toy_coco/`` under ``root`` (images + ``annotations/instances_{train,val}.json``):
-    :func:`write_toy_coco` of ``root/toy_coco``, named as Detectron2 registers it.
-
-    Args:
-        root (str): the datasets folder (``$DETECTRON2_DATASETS``).
-        num_train (int): training images. Defaults to 64.
-        num_val (int): validation images. Defaults to 16.
-        size (int): image side in pixels, >= 32. Defaults to 128.
-        seed (int): the same seed writes the same bytes. Defaults to 0.
-        objects (tuple[int, int]): shapes per image, min..max inclusive. Defaults to (1, 3).
-        radius (tuple[float, float]): shape radius, fractions of the side. Defaults to
-            (0.12, 0.25).
+def make_toy_coco(root: str, **sizes: Any) -> dict[str, str]:
+    """Write ``toy_coco/`` under ``root`` (the datasets folder, ``$DETECTRON2_DATASETS``):
+    :func:`write_toy_coco` of ``root/toy_coco`` with the same keyword arguments (``num_train``,
+    ``num_val``, ``size``, ``seed``, ``objects``, ``radius``), each split named as Detectron2
+    registers it.
 
     Returns:
         dict[str, str]: dataset name -> annotation json path.
@@ -250,13 +234,5 @@ def make_toy_coco(
         >>> sorted(paths)
         ['toy_coco_train', 'toy_coco_val']
     """
-    paths = write_toy_coco(
-        os.path.join(root, "toy_coco"),
-        num_train=num_train,
-        num_val=num_val,
-        size=size,
-        seed=seed,
-        objects=objects,
-        radius=radius,
-    )
+    paths = write_toy_coco(os.path.join(root, "toy_coco"), **sizes)
     return {f"toy_coco_{split}": path for split, path in paths.items()}

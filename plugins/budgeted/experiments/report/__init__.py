@@ -2,31 +2,15 @@
 
     budgeted-report output/sweep/mmseg_toy [MORE_SWEEPS ...] [--csv FILE.csv] [--plot FILE.png]
 
-For each metric (Detectron2: box AP and mask AP; MMSegmentation: mIoU), read from the training
-tool's own logs by the framework's run-folder reader (:func:`budgeted.runs.reader`; a run counts
-only once its evaluation after the last iteration is logged, else it is ``-``), the report prints
-Markdown tables:
+For each metric, read by the framework's run-folder reader (:func:`budgeted.runs.reader`; a run
+counts once its evaluation after the last iteration is logged), Markdown tables: every cell as
+``mean ± std (n)`` over seeds; with several base LRs or seeds the best-LR, paired-difference and
+normalized tables; with ``--best-progress`` where the best evaluation fell (Table 4). ``--csv``:
+one row per run; ``--plot``: the paper's Figures 1 and 3 (docs/sweeps.md, "Reports").
 
-- every cell: rows budget, columns schedule (and base LR with ``--lrs``), ``mean ± std (n)``
-  over seeds;
-- with several base LRs or seeds: the best-LR table (for each budget and schedule the LR with the
-  best mean, flagged where it lies at the edge of the grid), the paired differences linear - step
-  and linear - poly at those LRs with a 95 % t-interval over seeds and a verdict, and the
-  normalized metric (a fraction of the full budget's best);
-- with ``--best-progress``: where in training the best periodic evaluation fell (the paper's
-  Table 4).
-
-``--csv`` writes one row per run; ``--plot`` the metric against the budget with error bars, one
-line per schedule at its best LR (the paper's Figure 1), plus the LR and the training loss the
-runs logged against the iteration, and the full-gradient norm against the LR where the runs logged
-it (the paper's Figure 3); needs matplotlib. See docs/sweeps.md.
-
-The parts: the sweep folders are read by :mod:`budgeted.experiments.sweep.records` (the sweep's
-own records module); :mod:`.model` merges them into groups and picks the best LRs; :mod:`.tables`
-writes the Markdown and CSV; :mod:`.plots` the figures; :mod:`.cli` is the command line.
-
-This package imports no framework: a framework's run-folder reader is imported only to read a
-sweep of it.
+The parts: :mod:`budgeted.experiments.sweep.records` reads the sweep folders, :mod:`.model`
+groups them and picks the best LRs, :mod:`.tables` and :mod:`.plots` write, :mod:`.cli` is the
+command line. No framework is imported but a sweep's run-folder reader.
 """
 
 from __future__ import annotations

@@ -7,16 +7,15 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from ...errors import ReportError
 from ...safety.locks import unwritable
+from ..sweep.cli import tool_parser
 from ..sweep.records import load_sweep
 from .model import Group, group_sweeps
 from .plots import plot_files, plot_formats, plot_sweeps, written_by_report
@@ -84,11 +83,6 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
                 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"report: error: {message}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``budgeted-report``: print the tables, write ``--csv`` / ``--plot``; the exit status.
 
@@ -99,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["output/sweep/mmseg_toy", "--csv", "mmseg.csv"])  # doctest: +SKIP
         0
     """
-    parser = _Parser(prog="budgeted-report", description=__doc__.split("\n\n")[0])
+    parser = tool_parser("report", "budgeted-report", __doc__)
     parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders (budgeted-sweep --out)")
     parser.add_argument("--csv", type=Path, metavar="FILE.csv", help="write one row per run")
     parser.add_argument(

@@ -83,6 +83,15 @@ class Group:
             return None
         return best_lr(by_lr)
 
+    def best_cells(self, metric: str, schedule: str, budget: float) -> list[Cell]:
+        """The finished runs of ``schedule`` at ``budget`` at its best base LR (:meth:`best`)."""
+        found = self.best(metric, schedule, budget)
+        return [
+            c for k, c in self.cells.items()
+            if found is not None and (k.schedule, k.budget, k.lr) == (schedule, budget, found[0])
+            and c.final is not None
+        ]  # fmt: skip
+
 
 def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
     """Merge the sweeps' cells per (framework, family); a cell finished twice is an error."""

@@ -95,14 +95,7 @@ def _save(fig: Any, path: Path) -> Path:
 
 def _best_cell(group: Group, schedule: str, budget: float) -> Cell | None:
     """The first finished run (lowest seed) of ``schedule`` at ``budget`` at its best LR."""
-    metric = group.metrics[0][0]
-    found = group.best(metric, schedule, budget)
-    if found is None:
-        return None
-    cells = [
-        c for k, c in group.cells.items()
-        if (k.schedule, k.budget, k.lr) == (schedule, budget, found[0]) and c.final is not None
-    ]  # fmt: skip
+    cells = group.best_cells(group.metrics[0][0], schedule, budget)
     return min(cells, key=lambda c: -1 if c.key.seed is None else c.key.seed, default=None)
 
 

@@ -202,15 +202,8 @@ def best_progress(group: Group) -> str:
         for budget in group.budgets:
             row = [f"{budget:g}"]
             for schedule in group.schedules:
-                found = group.best(metric, schedule, budget)
                 fractions = []
-                for cell_key, cell in group.cells.items():
-                    if found is None or cell.final is None:
-                        continue
-                    if (cell_key.schedule, cell_key.budget, cell_key.lr) != (
-                        schedule, budget, found[0],
-                    ):  # fmt: skip
-                        continue
+                for cell in group.best_cells(metric, schedule, budget):
                     evals = [(it, m[key]) for it, m in runs.evaluations(cell.run_dir) if key in m]
                     if evals:
                         at = max(evals, key=lambda e: e[1])[0]

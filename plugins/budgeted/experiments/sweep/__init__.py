@@ -2,35 +2,15 @@
 
     budgeted-sweep mmseg --toy --schedules linear poly step --budgets 0.05 0.1 \
         --lrs 0.03 0.1 0.3 --seeds 0 1 2 --out output/sweep/mmseg_toy
-    budgeted-sweep detectron2 --toy --schedules linear step --budgets 0.1 0.25 \
-        --out output/sweep/d2_toy -- SOLVER.IMS_PER_BATCH 4
     budgeted-report output/sweep/mmseg_toy --plot output/sweep/mmseg_toy.png
 
-Each cell trains the shipped config of its schedule and budget (the config families of
-:mod:`budgeted.experiments.families`; ``--toy``: the toy ones) with the real training tool
-(``budgeted-train-net``, ``budgeted-train-seg``) in a subprocess, into
-``<out>/<schedule>_budget<tag>[_lr<LR>][_seed<SEED>]/``, and prints one line: command, wall
-time, final metric. ``--lrs`` sets the framework's base LR key, ``--seeds`` its seed key.
-Arguments after ``--`` go to the training tool. A finished cell is skipped, never retrained; an
-unfinished one is resumed with the tool's ``--resume``. The first failing run stops the sweep
-(exit 1) unless ``--keep-going``. One sweep at a time per ``--out`` (a lock); SIGINT, SIGTERM
-and SIGUSR1 are forwarded to the running training process, which saves and exits 75, and the
-sweep stops (exit 130 after Ctrl-C, else 75). ``--evaluate-from SWEEP...`` trains nothing: each
-cell's final weights in those sweep folders are evaluated (Detectron2's ``--eval-only``) on
-``--data``'s test set, into ``--out``, a sweep folder the report reads as any other (a larger
-held-out set, say). See docs/sweeps.md.
-
-The parts, in the order a sweep uses them:
-
-- :mod:`.records`: a sweep folder read as data (``sweep.json``, ``sweep_cell.json``, each cell's
-  final metrics and status); the report reads sweeps through it too;
-- :mod:`.commands`: the training tools' command lines;
-- :mod:`.plan`: the cells, their folders and commands, what is new, resumed or skipped;
-- :mod:`.execute`: running the cells (signals, the lock, every try recorded);
-- :mod:`.slurm`: ``--executor slurm``, each cell a Slurm job through submitit (requeued on
-  preemption, resumed; ``--detach``);
-- :mod:`.status`: ``--status``, and cell records changed under a lock (several writers);
-- :mod:`.cli`: the command line (:func:`main`).
+Each cell trains its family's config (:mod:`budgeted.experiments.families`) with the real
+training tool in a subprocess, into ``<out>/<schedule>_budget<tag>[_lr<LR>][_seed<SEED>]/``; a
+finished cell is skipped, an unfinished one resumed (docs/sweeps.md). The parts, in the order a
+sweep uses them: :mod:`.records` (a sweep folder read as data; the report reads it too),
+:mod:`.commands` (the tools' command lines), :mod:`.plan` (the cells, what is new, resumed or
+skipped), :mod:`.execute` and :mod:`.local` (running them), :mod:`.slurm` (``--executor
+slurm``), :mod:`.status` (``--status``; cell records changed under a lock), :mod:`.cli`.
 
 This package imports no framework: a framework's run-folder reader is imported only to read its
 runs.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from ...errors import FolderBusyError, ReportError, SweepError
 from ...safety.locks import FolderLock
@@ -18,22 +18,9 @@ from ..families import FRAMEWORKS, family
 from ..own import OWN_FRAMEWORKS, family_record, own_family
 from .commands import short, show
 from .cost import estimate
-from .execute import (
-    SignalForwarder,
-    check_writable,
-    save_sweep,
-    skip_text,
-    sweep_lock,
-)
+from .execute import SignalForwarder, check_writable, save_sweep, skip_text, sweep_lock
 from .local import jobs_environment, run_cells
-from .plan import (
-    Plan,
-    check_grid,
-    make_toy_data,
-    plan_cells,
-    plan_evaluations,
-    toy_environment,
-)
+from .plan import Plan, check_grid, make_toy_data, plan_cells, plan_evaluations, toy_environment
 from .records import family_label
 from .slurm import (
     SLURM_FLAGS,
@@ -44,6 +31,8 @@ from .slurm import (
     slurm_options,
 )
 from .status import status_main
+
+T = TypeVar("T")
 
 __all__ = [
     "add_own_arguments",
@@ -57,7 +46,8 @@ __all__ = [
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as one line (``<label>: error: ...``), exit status 2."""
+    """argparse with a usage error as one line (``<label>: error: ...``), exit status 2; the
+    parser of every experiments tool (``budgeted-sweep``, ``-branch``, ``-rank``, ``-report``)."""
 
     label = "sweep"
 
@@ -65,52 +55,85 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.label}: error: {message}\n")
 
 
+def tool_parser(label: str, prog: str, doc: str) -> _Parser:
+    """The parser of ``prog``: its description the first paragraph of ``doc``, its usage errors
+    one line ``<label>: error: ...``."""
+    parser = _Parser(prog=prog, description=doc.split("\n\n")[0])
+    parser.label = label
+    return parser
+
+
+Option = tuple[str, dict[str, Any]]
+"""One option as data: its flag and ``add_argument``'s keywords."""
+
+
+def add_options(parser: Any, options: Sequence[Option], skip: Sequence[str] = ()) -> None:
+    """``parser.add_argument(flag, **keywords)`` for each option but those in ``skip``."""
+    for flag, keywords in options:
+        if flag not in skip:
+            parser.add_argument(flag, **keywords)
+
+
+OWN_ARGUMENTS: tuple[Option, ...] = (
+    ("--config", dict(type=Path, metavar="PATH", help="your config: a Detectron2 yaml or "
+     "LazyConfig, or any MMEngine config (MMSeg, MMDet, MMPretrain, MMAction2, or your "
+     "codebase's)")),
+    ("--script", dict(type=Path, metavar="PATH", help="your plain-PyTorch training script, "
+     "following the contract of docs/sweeps.md (--budget, --schedule, --full-iters, --lr, "
+     "--seed, --out; a final metrics file)")),
+    ("--framework", dict(dest="own_framework", choices=OWN_FRAMEWORKS, metavar="NAME",
+     help="with --config, where the file does not tell: detectron2, mmseg, mmdet, mmpretrain, "
+     "mmaction or mmengine")),
+    ("--full-iters", dict(type=int, metavar="N", help="the full schedule in iterations "
+     "(default: the config's own length; required with --script)")),
+    ("--metric", dict(default="", metavar="KEY", help="the logged key the report reads "
+     "(default: the framework's: bbox/AP, mIoU, accuracy/top1, ...)")),
+    ("--import", dict(dest="imports", action="append", default=[], metavar="MODULE",
+     help="a module imported in every cell's process before the config is built (your "
+     "dataset registrations); repeatable")),
+    ("--force-source", dict(action="store_true", help="go on in a sweep folder although the "
+     "config or script changed since its first cells")),
+)  # fmt: skip
+"""The options of the user's own experiment (``budgeted-sweep``'s and ``budgeted-branch``'s)."""
+GRID_ARGUMENTS: tuple[Option, ...] = (
+    ("--toy", dict(action="store_true", help="the toy configs and data (CPU)")),
+    ("--task", dict(help="where a framework ships several families: mmpretrain cifar10 or "
+     "imagenet")),
+    ("--schedules", dict(nargs="+", help="any registered schedule (without shipped configs: the "
+     "linear configs with its scheduler name); default: the family's shipped ones")),
+    ("--budgets", dict(nargs="+", help="budget fractions, of the committed ones (default: all)")),
+    ("--lrs", dict(nargs="+", metavar="LR", help="base LRs, one cell each (SOLVER.BASE_LR / "
+     "optim_wrapper.optimizer.lr; default: the config's)")),
+    ("--seeds", dict(nargs="+", metavar="SEED", help="seeds, one cell each (SEED / "
+     "randomness.seed; default: the config's)")),
+    ("--out", dict(type=Path, help="sweep folder (default: output/sweep/<framework>)")),
+    ("--data", dict(type=Path, help="with --toy: the toy set's root (default: as the demos)")),
+    ("--evaluate-from", dict(type=Path, nargs="+", metavar="SWEEP", help="train nothing: "
+     "evaluate each cell's final weights from these sweep folders (--eval-only; Detectron2) on "
+     "--data's test set, into --out")),
+    ("--dry-run", dict(action="store_true", help="print the commands, run nothing")),
+    ("--keep-going", dict(action="store_true", help="go on after a failed run (a diverged LR of "
+     "a grid, say); exit 1 at the end")),
+    ("--executor", dict(choices=("local", "slurm"), default="local", help="local: the cells on "
+     "this machine (default); slurm: each cell a Slurm job (submitit; docs/sweeps.md)")),
+    ("--jobs", dict(type=int, default=1, metavar="N", help="--executor local: N cells at once "
+     "on this machine, each with cores // N threads (OMP_NUM_THREADS, MKL_NUM_THREADS; "
+     "default: 1, one cell at a time)")),
+)  # fmt: skip
+"""The sweep's grid and run options (``budgeted-branch`` takes some of them)."""
+
+
 def add_own_arguments(parser: argparse.ArgumentParser, script: bool = True) -> None:
-    """The options of the user's own experiment (``--config``, ``--script``, ``--framework``,
-    ``--full-iters``, ``--metric``, ``--import``, ``--force-source``): ``budgeted-sweep``'s and
-    ``budgeted-branch``'s (``script``: whether ``--script`` is offered)."""
+    """The options of the user's own experiment (:data:`OWN_ARGUMENTS`) and ``--status``:
+    ``budgeted-sweep``'s and ``budgeted-branch``'s (``script``: whether ``--script`` is
+    offered)."""
     own = parser.add_argument_group(
         "your own experiment", "every cell trains your config or script at its budget and "
         "schedule (docs/sweeps.md, 'Sweep your own config')",
     )  # fmt: skip
-    own.add_argument(
-        "--config", type=Path, metavar="PATH",
-        help="your config: a Detectron2 yaml or LazyConfig, or any MMEngine config (MMSeg, "
-        "MMDet, MMPretrain, MMAction2, or your codebase's)",
-    )  # fmt: skip
-    if script:
-        own.add_argument(
-            "--script", type=Path, metavar="PATH",
-            help="your plain-PyTorch training script, following the contract of docs/sweeps.md "
-            "(--budget, --schedule, --full-iters, --lr, --seed, --out; a final metrics file)",
-        )  # fmt: skip
-    else:
+    add_options(own, OWN_ARGUMENTS, skip=() if script else ("--script",))
+    if not script:
         parser.set_defaults(script=None)
-    own.add_argument(
-        "--framework", dest="own_framework", choices=OWN_FRAMEWORKS, metavar="NAME",
-        help="with --config, where the file does not tell: detectron2, mmseg, mmdet, "
-        "mmpretrain, mmaction or mmengine",
-    )  # fmt: skip
-    own.add_argument(
-        "--full-iters", type=int, metavar="N",
-        help="the full schedule in iterations (default: the config's own length; required "
-        "with --script)",
-    )  # fmt: skip
-    own.add_argument(
-        "--metric", default="", metavar="KEY",
-        help="the logged key the report reads (default: the framework's: bbox/AP, mIoU, "
-        "accuracy/top1, ...)",
-    )  # fmt: skip
-    own.add_argument(
-        "--import", dest="imports", action="append", default=[], metavar="MODULE",
-        help="a module imported in every cell's process before the config is built (your "
-        "dataset registrations); repeatable",
-    )  # fmt: skip
-    own.add_argument(
-        "--force-source", action="store_true",
-        help="go on in a sweep folder although the config or script changed since its first "
-        "cells",
-    )  # fmt: skip
     parser.add_argument(
         "--status", type=Path, metavar="OUT",
         help="print where each cell of the sweep folder OUT stands (done, running, queued, ...: "
@@ -120,58 +143,14 @@ def add_own_arguments(parser: argparse.ArgumentParser, script: bool = True) -> N
 
 def build_parser() -> _Parser:
     """``budgeted-sweep``'s parser: every option it takes (``--status`` included), with its help."""
-    parser = _Parser(prog="budgeted-sweep", description=__doc__.split("\n\n")[0])
+    parser = tool_parser("sweep", "budgeted-sweep", __doc__)
     parser.add_argument(
         "framework", nargs="?",
         help=f"a shipped family's framework, one of: {', '.join(FRAMEWORKS)} (not with --status, "
         "--config or --script)",
     )  # fmt: skip
     add_own_arguments(parser)
-    parser.add_argument("--toy", action="store_true", help="the toy configs and data (CPU)")
-    parser.add_argument(
-        "--task", help="where a framework ships several families: mmpretrain cifar10 or imagenet"
-    )
-    parser.add_argument(
-        "--schedules", nargs="+",
-        help="any registered schedule (without shipped configs: the linear configs with its "
-        "scheduler name); default: the family's shipped ones",
-    )  # fmt: skip
-    parser.add_argument(
-        "--budgets", nargs="+", help="budget fractions, of the committed ones (default: all)"
-    )
-    parser.add_argument(
-        "--lrs", nargs="+", metavar="LR",
-        help="base LRs, one cell each (SOLVER.BASE_LR / optim_wrapper.optimizer.lr; default: "
-        "the config's)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--seeds", nargs="+", metavar="SEED",
-        help="seeds, one cell each (SEED / randomness.seed; default: the config's)",
-    )  # fmt: skip
-    parser.add_argument("--out", type=Path, help="sweep folder (default: output/sweep/<framework>)")
-    parser.add_argument(
-        "--data", type=Path, help="with --toy: the toy set's root (default: as the demos)"
-    )
-    parser.add_argument(
-        "--evaluate-from", type=Path, nargs="+", metavar="SWEEP",
-        help="train nothing: evaluate each cell's final weights from these sweep folders "
-        "(--eval-only; Detectron2) on --data's test set, into --out",
-    )  # fmt: skip
-    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    parser.add_argument(
-        "--keep-going", action="store_true",
-        help="go on after a failed run (a diverged LR of a grid, say); exit 1 at the end",
-    )  # fmt: skip
-    parser.add_argument(
-        "--executor", choices=("local", "slurm"), default="local",
-        help="local: the cells on this machine (default); slurm: each cell a Slurm job "
-        "(submitit; docs/sweeps.md)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--jobs", type=int, default=1, metavar="N",
-        help="--executor local: N cells at once on this machine, each with cores // N threads "
-        "(OMP_NUM_THREADS, MKL_NUM_THREADS; default: 1, one cell at a time)",
-    )  # fmt: skip
+    add_options(parser, GRID_ARGUMENTS)
     add_slurm_arguments(parser)
     return parser
 
@@ -189,25 +168,26 @@ def _status_only(parser: _Parser, argv: list[str]) -> None:
                      "allowed: budgeted-sweep --status OUT")  # fmt: skip
 
 
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the tool's arguments, the overrides after ``--``)."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return argv[:cut], argv[cut + 1 :]
+
+
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """The sweep's arguments and the overrides after ``--`` (``args.status``: the folder of
     ``--status OUT``, nothing else given; else None)."""
-    argv = list(argv)
-    cut = argv.index("--") if "--" in argv else len(argv)
     parser = build_parser()
-    args = parser.parse_args(argv[:cut])
+    own, extra = split_argv(argv)
+    args = parser.parse_args(own)
     if args.status is not None:
-        _status_only(parser, argv)
+        _status_only(parser, list(argv))
         return args, []
     if args.config is not None or args.script is not None:
         own_experiment(parser, args)
-        return args, argv[cut + 1 :]
-    if args.framework is None:
-        parser.error("the following arguments are required: framework (or --config / --script)")
-    own_only = own_only_options(args)
-    if own_only:
-        parser.error(f"{own_only[0]} is for your own experiment; allowed: --config PATH or "
-                     f"--script PATH with {own_only[0]}, or leave it out")  # fmt: skip
+        return args, extra
+    shipped_family(parser, args, script=True)
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs} is invalid; allowed: a whole number >= 1 (cells at "
                      "once on this machine)")  # fmt: skip
@@ -220,17 +200,31 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         if given:
             parser.error(f"{given[0]} is for --executor slurm; allowed: --executor slurm "
                          f"{given[0]} ..., or leave it out")  # fmt: skip
+    if args.out is None:
+        name = "_".join(filter(None, (args.framework, args.task, "toy" if args.toy else "")))
+        args.out = Path("output/sweep") / name
+    args.out = args.out.resolve()
+    return args, extra
+
+
+def shipped_family(parser: _Parser, args: argparse.Namespace, script: bool) -> None:
+    """A shipped family's arguments checked (a framework, no option of one's own experiment,
+    ``--data`` only with ``--toy``) and its family in ``args.family`` (``script``: whether the
+    tool takes ``--script``)."""
+    own = "--config PATH or --script PATH" if script else "--config PATH"
+    if args.framework is None:
+        flags = "--config / --script" if script else "--config"
+        parser.error(f"the following arguments are required: framework (or {flags})")
+    own_only = own_only_options(args)
+    if own_only:
+        parser.error(f"{own_only[0]} is for your own experiment; allowed: {own} with "
+                     f"{own_only[0]}, or leave it out")  # fmt: skip
     try:
         args.family = family(args.framework, args.toy, args.task)
     except ValueError as err:
         parser.error(str(err))
     if args.data is not None and not args.toy:
         parser.error("--data is for --toy runs; full datasets come from the configs")
-    if args.out is None:
-        name = "_".join(filter(None, (args.framework, args.task, "toy" if args.toy else "")))
-        args.out = Path("output/sweep") / name
-    args.out = args.out.resolve()
-    return args, argv[cut + 1 :]
 
 
 def own_only_options(args: argparse.Namespace) -> list[str]:
@@ -291,33 +285,77 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
+PLANNING_ERRORS = (SweepError, ReportError, FolderBusyError, ImportError, ValueError)
+"""What planning refuses with (one line, exit status 2)."""
+
+
+def prepare(
+    label: str, args: argparse.Namespace, plan: Callable[[], tuple[Path | None, bool, T]]
+) -> tuple[FolderLock, T] | int:
+    """Plan a sweep folder's cells (``plan()``: (the toy set's root, whether it exists, the plan);
+    planning writes nothing), then, unless ``--dry-run``, check that ``--out`` and the toy set's
+    folder can be written and take the sweep's lock: (the lock, the plan), or 2 after one line
+    ``<label>: error: ...``."""
     lock = sweep_lock(args.out)
     try:
         if not args.dry_run:
             lock.check()
-        grid = check_grid(args, extra)
-        data, present, env = toy_environment(args.family, args.toy, args.data)
-        if args.evaluate_from is not None:
-            plans = plan_evaluations(args, grid, extra, data)
-        else:
-            plans = plan_cells(args, grid, extra, data)
-        options = None
-        if args.executor == "slurm":
-            if args.evaluate_from is not None:
-                raise SweepError("--evaluate-from runs on this machine; allowed: --executor "
-                                 "local (the default) with --evaluate-from")  # fmt: skip
-            options = slurm_options(args)
-            check_cluster(options)
+        data, present, planned = plan()
         if not args.dry_run:
             check_writable(args.out, None if present else data)
             lock.acquire()  # the first write; another sweep may have taken it meanwhile
-    except (SweepError, ReportError, FolderBusyError, ImportError) as err:
-        print(f"sweep: error: {err}", file=sys.stderr)
+    except PLANNING_ERRORS as err:
+        print(f"{label}: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # the lock file: unreadable, say
-        print(f"sweep: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        print(f"{label}: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return 2
+    return lock, planned
+
+
+def run_locked(
+    label: str, args: argparse.Namespace, lock: FolderLock, plans: Sequence[Plan],
+    data: Path | None, present: bool, run: Callable[[SignalForwarder], int],
+) -> int:  # fmt: skip
+    """Under the sweep's lock, signals forwarded: write the toy set where it is missing and
+    ``sweep.json``, then ``run(forwarder)``: its exit status, or 1 after one line where a write
+    fails (a disk that filled up since it was checked, say)."""
+    fam = args.family
+    with lock, SignalForwarder() as forwarder:
+        try:
+            if args.toy and not present:
+                print(f"[{label}] writing the toy set in {data}", flush=True)
+                make_toy_data(fam, data)
+            experiment = family_record(fam) if fam.source else None
+            save_sweep(args.out, fam.framework, family_label(fam), plans, experiment)
+            return run(forwarder)
+        except OSError as err:
+            print(f"{label}: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+            return 1
+
+
+def _plan(args: argparse.Namespace, extra: list[str]) -> tuple[Path | None, bool, tuple]:
+    grid = check_grid(args, extra)
+    data, present, env = toy_environment(args.family, args.toy, args.data)
+    if args.evaluate_from is not None:
+        plans = plan_evaluations(args, grid, extra, data)
+    else:
+        plans = plan_cells(args, grid, extra, data)
+    options = None
+    if args.executor == "slurm":
+        if args.evaluate_from is not None:
+            raise SweepError("--evaluate-from runs on this machine; allowed: --executor "
+                             "local (the default) with --evaluate-from")  # fmt: skip
+        options = slurm_options(args)
+        check_cluster(options)
+    return data, present, (data, present, env, plans, options)
+
+
+def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
+    prepared = prepare("sweep", args, lambda: _plan(args, extra))
+    if isinstance(prepared, int):
+        return prepared
+    lock, (data, present, env, plans, options) = prepared
     if args.dry_run:
         print_dry_run(args, plans, lock, data, present)
         if options is not None:
@@ -325,24 +363,16 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"[sweep] --executor slurm: would submit the {todo} cell(s) not finished (and "
                   f"not queued) as a job array: {show_options(options)}")  # fmt: skip
         return 0
-    with lock, SignalForwarder() as forwarder:
-        try:
-            if args.toy and not present:
-                print(f"[sweep] writing the toy set in {data}", flush=True)
-                make_toy_data(args.family, data)
-            experiment = family_record(args.family) if args.family.source else None
-            save_sweep(args.out, args.framework, family_label(args.family), plans, experiment)
-            if options is not None:
-                return run_on_slurm(args.out, plans, data, extra, env, options, args.detach)
-            env, note = jobs_environment(env, args.jobs)
-            if note:
-                print(note, flush=True)
-            return run_cells(
-                args.out, plans, env, forwarder, keep_going=args.keep_going, jobs=args.jobs
-            )
-        except OSError as err:  # checked writable before; a disk that filled up, say
-            print(f"sweep: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
-            return 1
+
+    def run(forwarder: SignalForwarder) -> int:
+        if options is not None:
+            return run_on_slurm(args.out, plans, data, extra, env, options, args.detach)
+        cell_env, note = jobs_environment(env, args.jobs)
+        if note:
+            print(note, flush=True)
+        return run_cells(args.out, plans, cell_env, forwarder, args.keep_going, args.jobs)
+
+    return run_locked("sweep", args, lock, plans, data, present, run)
 
 
 def print_dry_run(

@@ -43,8 +43,9 @@ from .records import (
     CELL_FILE,
     SWEEP_FILE,
     SWEEP_LOCK,
-    Final,
     divergence,
+    metrics_text,
+    read_cell_record,
     read_final,
     read_record,
     run_status,
@@ -67,22 +68,27 @@ __all__ = [
 ]
 
 
-def metrics_text(final: Final) -> str:
-    return ", ".join(f"{k} {v:.2f}" for k, v in final.metrics.items())
+def utc_now() -> str:
+    """Now, as a cell's record keeps when a try started (``2026-12-02T08:30:00+0000``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def _start_child() -> None:
+def start_child(job: bool = False) -> None:
     """In the training process, before it runs (``preexec_fn``): default signal handling
     (whatever the sweep inherited: a background job's ignored SIGINT), its own process group (a
     terminal's Ctrl-C reaches the sweep alone, which forwards it once), and SIGTERM when the
     sweep dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``), so it is never left training
-    alone."""
+    alone. ``job``: in a Slurm job (:mod:`.slurm_job`), SIGUSR2 ignored (Slurm signals every
+    process of the job step: submitit's process handles it and asks this one to save with
+    SIGUSR1)."""
     restore_default_signals()
+    if job:
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     os.setpgid(0, 0)
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() == 1:  # the sweep died before prctl took effect
+    if not job and os.getppid() == 1:  # the sweep died before prctl took effect
         os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -155,7 +161,7 @@ class SignalForwarder:
         cells): nothing is started."""
         if self.signum is not None:
             return None
-        child = subprocess.Popen(command, preexec_fn=_start_child, **popen)
+        child = subprocess.Popen(command, preexec_fn=start_child, **popen)
         self.children.append(child)
         if self.signum is not None:  # arrived while the process was being started
             with contextlib.suppress(ProcessLookupError):
@@ -183,16 +189,30 @@ class Interrupted(Exception):
     """The sweep got a signal while a cell ran; that cell's try is recorded."""
 
 
-def _read_cell_record(plan: Plan) -> dict:
-    """The cell's record if it holds the same settings (its tries carry on), else a new one."""
-    path = plan.run_dir / CELL_FILE
-    old = read_record(path) if path.is_file() else {}
-    if not all(old.get(k) == v for k, v in plan.spec.items()):
-        return {**plan.spec, "tries": []}
-    tries = old.get("tries")
+def new_try(action: str, **more: Any) -> dict[str, Any]:
+    """A try as the cell's record keeps it when it starts (``more``: a Slurm job's id, restart
+    count and node); its end fills in ``wall_s`` and ``exit``."""
+    return {"action": action, "started": utc_now(), "wall_s": None, "exit": None, **more}
+
+
+def carried_record(record: dict[str, Any], plan: Plan, keep: Sequence[str] = ()) -> dict:
+    """The cell's record (``record``, as read) with ``plan``'s settings: its tries carried on
+    where it holds the same settings, else a new one (keeping only the keys ``keep``)."""
+    if not all(record.get(k) == v for k, v in plan.spec.items()):
+        return {**plan.spec, "tries": [], **{k: record[k] for k in keep if k in record}}
+    tries = record.get("tries")
     if tries is None:  # a record from before tries were recorded: its total as one try
-        tries = [{"wall_s": old["wall_s"]}] if old.get("wall_s") else []
-    return {**old, "tries": tries}
+        tries = [{"wall_s": record["wall_s"]}] if record.get("wall_s") else []
+    return {**record, "tries": tries}
+
+
+def end_record(record: dict[str, Any], plan: Plan, code: int, status: str) -> None:
+    """Record a try's end in the cell's record: total wall time, exit status, what it came to
+    (``status``), the final metrics (``plan.final``)."""
+    record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in record["tries"]), 3)
+    record["exit"] = code
+    record["status"] = status
+    record["metrics"] = None if plan.final is None else plan.final.metrics
 
 
 def run_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> float:
@@ -237,14 +257,9 @@ def start_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> R
     as started; :func:`finish_cell` records how it ended."""
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     spec_file = plan.run_dir / CELL_FILE
-    record = _read_cell_record(plan)
+    record = carried_record(read_cell_record(plan.run_dir), plan)
     record["command"] = plan.command
-    attempt = {
-        "action": plan.action,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "wall_s": None,
-        "exit": None,
-    }
+    attempt = new_try(plan.action)
     record["tries"].append(attempt)
     atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
     log = (plan.run_dir / "sweep.log").open("a")
@@ -277,11 +292,8 @@ def finish_cell(cell: RunningCell, code: int, forwarder: SignalForwarder) -> flo
     attempt.update(wall_s=round(wall, 3), exit=code)
     if forwarder.signum is not None:
         attempt["signal"] = signal_name(forwarder.signum)
-    record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in record["tries"]), 3)
-    record["exit"] = code
     plan.status = try_status(plan, code, interrupted=forwarder.signum is not None)
-    record["status"] = plan.status
-    record["metrics"] = None if plan.final is None else plan.final.metrics
+    end_record(record, plan, code, plan.status)
     atomic_write_text(spec_file, json.dumps(record, indent=1) + "\n")
     if plan.status == "interrupted":
         raise Interrupted(f"training stopped with exit status {code}")
@@ -412,4 +424,4 @@ def skip_text(plan: Plan) -> str:
     if plan.status == "diverged":
         return "diverged: a result of that base LR (move its folder away to train it again)"
     undecayed = " undecayed" if plan.status == "undecayed" else ""
-    return f"finished{undecayed}: {metrics_text(plan.final)}"
+    return f"finished{undecayed}: {metrics_text(plan.final.metrics)}"

@@ -25,11 +25,11 @@ from .execute import (
     SignalForwarder,
     ended_status,
     finish_cell,
-    metrics_text,
     skip_text,
     start_cell,
 )
 from .plan import Plan
+from .records import metrics_text
 
 __all__ = ["THREAD_VARIABLES", "jobs_environment", "run_cells", "thread_share"]
 
@@ -95,7 +95,7 @@ def _ended_line(cell: RunningCell, wall: float) -> str:
     if plan.status == "diverged":
         return f"DIVERGED after {wall:.1f} s: {plan.note}"
     undecayed = f" (UNDECAYED: {plan.note})" if plan.status == "undecayed" else ""
-    return f"{wall:.1f} s: {metrics_text(plan.final)}{undecayed}"
+    return f"{wall:.1f} s: {metrics_text(plan.final.metrics)}{undecayed}"
 
 
 def run_cells(

@@ -46,6 +46,7 @@ frameworks' metrics are never missing from a finished run's final evaluation."""
 NAN_LOGGED = frozenset({"detectron2"})
 """Frameworks that log NaN for a model that predicted nothing; any other NaN is not a result."""
 _FINAL_LOGS = {"detectron2": "metrics.json", "pytorch": "metrics.jsonl"}
+"""framework -> its final evaluation's log (else MMEngine's: ``*/vis_data/scalars.json``)."""
 
 
 def metrics_of(fam: ConfigFamily) -> tuple[tuple[str, str], ...]:
@@ -57,9 +58,6 @@ def metrics_of(fam: ConfigFamily) -> tuple[tuple[str, str], ...]:
     (('mIoU', 'mIoU'),)
     """
     return ((fam.metric, fam.metric),) if fam.metric else METRICS.get(fam.framework, ())
-
-
-"""framework -> its final evaluation's log (else MMEngine's: ``*/vis_data/scalars.json``)."""
 
 
 @dataclass

@@ -42,6 +42,7 @@ from .records import (
     check_no_links,
     family_label,
     holds_run,
+    read_cell_record,
     read_final,
     read_record,
     read_sweep,
@@ -379,19 +380,13 @@ def plan_cell(
     run_dir = out / cell_name(*key)
     check_no_links(run_dir)  # never written (nor read) through a link
     spec = {
-        "framework": framework,
-        "schedule": schedule,
-        "budget": budget,
-        "lr": lr,
-        "seed": seed,
+        "framework": framework, "schedule": schedule, "budget": budget, "lr": lr, "seed": seed,
         "config": fam.config_path(budget, config_schedule),
-        "data": None if data is None else str(data),
-        "overrides": extra,
-    }
+        "data": None if data is None else str(data), "overrides": extra,
+    }  # fmt: skip
     if run_dir.exists() and not run_dir.is_dir():
         raise SweepError(f"{run_dir} is a file; allowed: a run folder (move the file away)")
-    spec_file = run_dir / CELL_FILE
-    old = read_record(spec_file) if spec_file.is_file() else None
+    old = read_cell_record(run_dir) or None
     same = old is not None and all(old.get(k) == v for k, v in spec.items())
     final = read_final(fam, budget, run_dir)
     status = run_status(framework, run_dir, final, old.get("status") if same else None)

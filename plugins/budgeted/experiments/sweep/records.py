@@ -63,7 +63,9 @@ __all__ = [
     "holds_run",
     "load_sweep",
     "metrics_of",
+    "metrics_text",
     "number_text",
+    "read_cell_record",
     "read_final",
     "read_record",
     "read_sweep",
@@ -230,6 +232,23 @@ def _not_a_record(path: Path, problem: str) -> ReportError:
         f"{path} is not a sweep record: {problem}; allowed: a JSON object written by "
         "budgeted-sweep (move the file away to start that sweep or cell over)"
     )
+
+
+def read_cell_record(run_dir: Path) -> dict[str, Any]:
+    """A cell folder's ``sweep_cell.json`` (:func:`read_record`); {} where it has none."""
+    path = run_dir / CELL_FILE
+    return read_record(path) if path.is_file() else {}
+
+
+def metrics_text(metrics: Any) -> str:
+    """The numbers of a cell's metrics (a :class:`Final`'s, a record's), as the tools print them.
+
+    >>> metrics_text({"box AP": 40.123, "mask AP": 36.5}), metrics_text(None)
+    ('box AP 40.12, mask AP 36.50', '')
+    """
+    if not isinstance(metrics, dict):
+        return ""
+    return ", ".join(f"{k} {v:.2f}" for k, v in metrics.items() if isinstance(v, (int, float)))
 
 
 def family_of(label: str, framework: str = "", experiment: Any = None) -> ConfigFamily:

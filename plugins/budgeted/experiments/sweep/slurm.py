@@ -38,9 +38,10 @@ from typing import Any
 
 from ...safety.preemption import PREEMPTED_EXIT_CODE, signal_name
 from .commands import MMENGINE_FRAMEWORKS, short
+from .execute import ended_status, skip_text, utc_now
 from .plan import Plan, cell_source, family_configs
-from .records import CELL_FILE, read_final
-from .slurm_job import CellJob, job_threads, utc_now
+from .records import metrics_text, read_cell_record, read_final
+from .slurm_job import CellJob, job_threads
 from .slurm_options import (
     OWN_OPTIONS,
     SLURM_FLAGS,
@@ -53,7 +54,6 @@ from .slurm_options import (
 )
 from .status import (
     LIVE_STATES,
-    _result_text,
     ended_state,
     job_of,
     queue_answer,
@@ -152,10 +152,10 @@ def run_on_slurm(
     to_submit: list[Plan] = []
     for i, plan in enumerate(plans, 1):
         head = f"[{i}/{len(plans)}] {plan.run_dir.name}:"
-        record = _record(plan)
+        record = read_cell_record(plan.run_dir)
         job = job_of(record)
         if plan.action == "skip":
-            print(f"{head} skipped, already {_done_text(plan)}", flush=True)
+            print(f"{head} skipped, already {skip_text(plan)}", flush=True)
             continue
         state = None
         if job is not None:
@@ -237,13 +237,6 @@ def _env_changes(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if os.environ.get(k) != v}
 
 
-def _record(plan: Plan) -> dict[str, Any]:
-    from .records import read_record
-
-    path = plan.run_dir / CELL_FILE
-    return read_record(path) if path.is_file() else {}
-
-
 def _record_job(plan: Plan, job: str, submitted: str, options: SlurmOptions) -> None:
     def change(record: dict[str, Any]) -> dict[str, Any]:
         if not all(record.get(k) == v for k, v in plan.spec.items()):
@@ -260,12 +253,6 @@ def _record_job(plan: Plan, job: str, submitted: str, options: SlurmOptions) -> 
         return record
 
     update_cell_record(plan.run_dir, change)
-
-
-def _done_text(plan: Plan) -> str:
-    from .execute import skip_text
-
-    return skip_text(plan)
 
 
 class _SlurmGone(Exception):
@@ -328,7 +315,7 @@ def _collect(plan: Plan, job: str, head: str) -> None:
     """A cell whose job has ended: what its record says it came to, printed in one line."""
     ended = ended_state(job) or "gone"
     record_job_end(plan.run_dir, job, ended)
-    record = _record(plan)
+    record = read_cell_record(plan.run_dir)
     status = record.get("status")
     plan.status = status if status in ("finished", "undecayed", "diverged", "failed") else None
     if ended == "CANCELLED" and status not in ("finished", "undecayed", "diverged"):
@@ -339,8 +326,8 @@ def _collect(plan: Plan, job: str, head: str) -> None:
     name = plan.run_dir.name
     if plan.status in ("finished", "undecayed"):
         mark = " (UNDECAYED)" if plan.status == "undecayed" else ""
-        print(f"{head} {name}: job {job} done in {wall:.1f} s: {_result_text(record)}{mark}",
-              flush=True)  # fmt: skip
+        shown = metrics_text(record.get("metrics"))
+        print(f"{head} {name}: job {job} done in {wall:.1f} s: {shown}{mark}", flush=True)
     elif plan.status == "diverged":
         print(f"{head} {name}: job {job} DIVERGED after {wall:.1f} s", flush=True)
     elif plan.status == "cancelled":
@@ -353,8 +340,6 @@ def _collect(plan: Plan, job: str, head: str) -> None:
 
 
 def _exit_status(plans: Sequence[Plan]) -> int:
-    from .execute import ended_status
-
     bad = [p.run_dir.name for p in plans if p.action != "skip" and p.status in (
         None, "failed", "cancelled", "interrupted")]  # fmt: skip
     if bad:

@@ -11,7 +11,7 @@ run started and adds ``--resume``. Each job's threads come from ``SLURM_CPUS_PER
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import functools
 import os
 import signal
 import socket
@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...safety.preemption import PREEMPTED_EXIT_CODE, restore_default_signals, signal_name
+from ...safety.preemption import PREEMPTED_EXIT_CODE, signal_name
 from .commands import MMENGINE_FRAMEWORKS, axis_overrides, build_command, show
+from .execute import carried_record, end_record, new_try, start_child, try_status
 from .plan import Plan
 from .records import holds_run
 from .slurm_options import SlurmOptions
@@ -33,21 +34,6 @@ __all__ = ["GRACE_S", "CellJob", "job_threads"]
 GRACE_S = 300.0
 """How long :meth:`CellJob.checkpoint` waits for the training tool to save (Slurm sends SIGTERM
 then SIGKILL after the partition's GraceTime anyway)."""
-
-
-# --- the job -----------------------------------------------------
-
-
-def _job_child() -> None:
-    """In the training process (``preexec_fn``): default handling of SIGINT, SIGTERM, SIGUSR1
-    (SIGTERM, SIGUSR1: save and exit 75), SIGUSR2 ignored (Slurm signals every process of the
-    job step: submitit's process handles it and asks this one to save with SIGUSR1), its own
-    process group, SIGTERM when the job's process dies."""
-    restore_default_signals()
-    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-    os.setpgid(0, 0)
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
 
 
 def job_threads(env: dict[str, str]) -> dict[str, str]:
@@ -64,10 +50,6 @@ def job_threads(env: dict[str, str]) -> dict[str, str]:
     cpus = env.get("SLURM_CPUS_PER_TASK", "1")
     cpus = cpus if cpus.isdigit() and int(cpus) > 0 else "1"
     return {"OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus, **env}
-
-
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 class CellJob:
@@ -132,20 +114,14 @@ class CellJob:
         if job.global_rank != 0:  # another task of a multi-task job: trains, records nothing
             with (run_dir / f"sweep_rank{job.global_rank}.log").open("a") as log:
                 return str(subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=env))
-        self._attempt = {
-            "action": self.plan.action,
-            "started": utc_now(),
-            "wall_s": None,
-            "exit": None,
-            "job_id": job.job_id,
-            "restart": int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0),
-            "node": socket.gethostname(),
-        }
-        attempt = self._attempt
+        restart = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+        attempt = self._attempt = new_try(
+            self.plan.action, job_id=job.job_id, restart=restart, node=socket.gethostname()
+        )
 
         def start_try(record: dict[str, Any]) -> dict[str, Any]:
             slurm = record.get("slurm")
-            fresh = _read_cell_record_from(record, self.plan)
+            fresh = carried_record(record, self.plan, keep=("slurm",))
             fresh["command"] = command
             fresh["tries"].append(attempt)
             if isinstance(slurm, dict):
@@ -160,7 +136,7 @@ class CellJob:
             self._start = time.monotonic()
             self._child = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                preexec_fn=_job_child,
+                preexec_fn=functools.partial(start_child, job=True),
             )  # fmt: skip
             while self._child.poll() is None:  # never a blocking wait: checkpoint() may run
                 time.sleep(0.5)
@@ -172,8 +148,6 @@ class CellJob:
 
     def _finish(self, code: int, signalled: str | None, slurm_state: str | None) -> str:
         """Record the try's end: wall time, exit status, what it came to."""
-        from .execute import try_status
-
         attempt = self._attempt or {}
         attempt.update(wall_s=round(time.monotonic() - self._start, 3), exit=code)
         if signalled is not None:
@@ -188,11 +162,8 @@ class CellJob:
             slurm_state = asked if asked not in (None, "RUNNING") else "COMPLETING"
 
         def end_try(record: dict[str, Any]) -> None:
-            tries = _put_try(record, attempt)
-            record["wall_s"] = round(sum(t.get("wall_s") or 0.0 for t in tries), 3)
-            record["exit"] = code
-            record["status"] = status
-            record["metrics"] = None if plan.final is None else plan.final.metrics
+            _put_try(record, attempt)
+            end_record(record, plan, code, status)
             if isinstance(record.get("slurm"), dict):
                 record["slurm"]["state"] = slurm_state
 
@@ -228,18 +199,6 @@ def _put_try(
     if not replace_only:
         tries.append(attempt)
     return tries
-
-
-def _read_cell_record_from(record: dict[str, Any], plan: Plan) -> dict[str, Any]:
-    """The record with this cell's settings (its tries carried on), as the local executor keeps
-    it (``execute._read_cell_record``), from a record already read under the lock."""
-    if not all(record.get(k) == v for k, v in plan.spec.items()):
-        return {**plan.spec, "tries": [], **({"slurm": record["slurm"]} if "slurm" in record
-                                              else {})}  # fmt: skip
-    tries = record.get("tries")
-    if tries is None:
-        tries = [{"wall_s": record["wall_s"]}] if record.get("wall_s") else []
-    return {**record, "tries": tries}
 
 
 def _wait_exit(pid: int, timeout: float) -> int:

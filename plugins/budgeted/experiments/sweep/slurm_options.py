@@ -13,12 +13,15 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...errors import SweepError
+from .compat import submitit_parameters
 
 __all__ = [
     "OWN_OPTIONS",
     "SET_BY_SWEEP",
+    "SLURM_ARGUMENTS",
     "SLURM_FLAGS",
     "SLURM_FOLDER",
     "SlurmOptions",
@@ -31,10 +34,27 @@ __all__ = [
 
 SLURM_FOLDER = ".slurm"
 """Under ``--out``: submitit's files (the jobs' submissions and their stdout / stderr)."""
+SLURM_ARGUMENTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--partition", dict(help="sbatch --partition (default: the cluster's default)")),
+    ("--nodes", dict(default="1", help="nodes per cell (default 1)")),
+    ("--gpus-per-node", dict(default="0", help="GPUs per node of each cell (default 0: CPU)")),
+    ("--cpus-per-task", dict(help="sbatch --cpus-per-task")),
+    ("--mem", dict(help="memory per node, as sbatch --mem takes it (64G)")),
+    ("--time", dict(default="60", help="time limit per job: minutes, HH:MM:SS or D-HH:MM:SS "
+     "(default 60; a timed-out job saves, is requeued and resumes)")),
+    ("--account", dict(help="sbatch --account")),
+    ("--qos", dict(help="sbatch --qos")),
+    ("--slurm-option", dict(action="append", default=[], metavar="KEY=VALUE",
+     help="any other sbatch option, e.g. constraint=a100 or exclusive= (repeatable)")),
+    ("--detach", dict(action="store_true", help="exit after submitting; rerun the same command "
+     "to collect and resubmit")),
+)  # fmt: skip
+"""``--executor slurm``'s options, with the names sbatch gives them, and their argparse keywords."""
+SLURM_FLAGS = {flag: flag[2:].replace("-", "_") for flag, _ in SLURM_ARGUMENTS}
+"""The flags that only ``--executor slurm`` takes -> their argparse names."""
 OWN_OPTIONS = {
-    "partition": "--partition", "time": "--time", "nodes": "--nodes",
-    "gpus_per_node": "--gpus-per-node", "cpus_per_task": "--cpus-per-task", "mem": "--mem",
-    "account": "--account", "qos": "--qos", "num_gpus": "--gpus-per-node",
+    **{dest: flag for flag, dest in SLURM_FLAGS.items() if flag not in ("--slurm-option",
+       "--detach")}, "num_gpus": "--gpus-per-node",
 }  # fmt: skip
 """sbatch options the sweep has a flag of its own for: refused in ``--slurm-option``."""
 SET_BY_SWEEP = frozenset({
@@ -44,12 +64,6 @@ SET_BY_SWEEP = frozenset({
     "stderr_to_stdout", "array_parallelism", "map_count", "command",
 })  # fmt: skip
 """sbatch / submitit options the sweep sets per job itself (files, signal, array, tasks)."""
-SLURM_FLAGS = {
-    "--partition": "partition", "--nodes": "nodes", "--gpus-per-node": "gpus_per_node",
-    "--cpus-per-task": "cpus_per_task", "--mem": "mem", "--time": "time", "--account": "account",
-    "--qos": "qos", "--slurm-option": "slurm_option", "--detach": "detach",
-}  # fmt: skip
-"""The flags that only ``--executor slurm`` takes -> their argparse names."""
 
 
 @dataclass
@@ -69,29 +83,10 @@ class SlurmOptions:
 
 
 def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--executor``'s Slurm options, with the names sbatch gives them."""
+    """``--executor``'s Slurm options (:data:`SLURM_ARGUMENTS`)."""
     group = parser.add_argument_group("Slurm (--executor slurm; one job per cell, via submitit)")
-    group.add_argument("--partition", help="sbatch --partition (default: the cluster's default)")
-    group.add_argument("--nodes", default="1", help="nodes per cell (default 1)")
-    group.add_argument(
-        "--gpus-per-node", default="0", help="GPUs per node of each cell (default 0: CPU)"
-    )
-    group.add_argument("--cpus-per-task", help="sbatch --cpus-per-task")
-    group.add_argument("--mem", help="memory per node, as sbatch --mem takes it (64G)")
-    group.add_argument(
-        "--time", default="60", help="time limit per job: minutes, HH:MM:SS or D-HH:MM:SS "
-        "(default 60; a timed-out job saves, is requeued and resumes)",
-    )  # fmt: skip
-    group.add_argument("--account", help="sbatch --account")
-    group.add_argument("--qos", help="sbatch --qos")
-    group.add_argument(
-        "--slurm-option", action="append", default=[], metavar="KEY=VALUE",
-        help="any other sbatch option, e.g. constraint=a100 or exclusive= (repeatable)",
-    )  # fmt: skip
-    group.add_argument(
-        "--detach", action="store_true",
-        help="exit after submitting; rerun the same command to collect and resubmit",
-    )  # fmt: skip
+    for flag, keywords in SLURM_ARGUMENTS:
+        group.add_argument(flag, **keywords)
 
 
 def parse_time(text: str) -> int:
@@ -139,12 +134,6 @@ def sbatch_long_options() -> frozenset[str]:
     return frozenset(re.findall(r"(?m)^\s+(?:-\w, )?--([a-z][a-z0-9-]*)", done.stdout))
 
 
-def _submitit_parameters() -> frozenset[str]:
-    from submitit.slurm.slurm import SlurmExecutor
-
-    return frozenset(SlurmExecutor._valid_parameters())
-
-
 def _slurm_option(text: str, known_sbatch: frozenset[str]) -> tuple[str, str, bool]:
     """(key, value, whether submitit names the key) of one ``--slurm-option KEY=VALUE``."""
     key, sep, value = text.partition("=")
@@ -164,7 +153,7 @@ def _slurm_option(text: str, known_sbatch: frozenset[str]) -> tuple[str, str, bo
             f"--slurm-option {text!r}: {key} is set by the sweep per job (its files, signal, "
             "array and tasks); allowed: any other sbatch option"
         )
-    if name in _submitit_parameters():
+    if name in submitit_parameters():
         return name, value, True
     if name.replace("_", "-") in known_sbatch:
         return name.replace("_", "-"), value, False
@@ -178,15 +167,11 @@ def _slurm_option(text: str, known_sbatch: frozenset[str]) -> tuple[str, str, bo
 def slurm_options(args: argparse.Namespace) -> SlurmOptions:
     """The job options from the command line; :class:`SweepError` (one line) for a bad one."""
     options = SlurmOptions(
-        partition=args.partition,
-        nodes=_positive("--nodes", args.nodes) or 1,
+        partition=args.partition, nodes=_positive("--nodes", args.nodes) or 1,
         gpus_per_node=_positive("--gpus-per-node", args.gpus_per_node, zero=True) or 0,
-        cpus_per_task=_positive("--cpus-per-task", args.cpus_per_task),
-        mem=args.mem,
-        time_min=parse_time(args.time),
-        account=args.account,
-        qos=args.qos,
-    )
+        cpus_per_task=_positive("--cpus-per-task", args.cpus_per_task), mem=args.mem,
+        time_min=parse_time(args.time), account=args.account, qos=args.qos,
+    )  # fmt: skip
     if args.mem is not None and not re.fullmatch(r"\d+[KMGT]?", args.mem):
         raise SweepError(f"--mem {args.mem!r} is not a size; allowed: e.g. 64G, 500M, 16000")
     if args.slurm_option:

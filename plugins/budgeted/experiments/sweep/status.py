@@ -41,7 +41,7 @@ from typing import Any
 from ...errors import FolderBusyError, ReportError
 from ...safety import atomic_write_text
 from ...safety.locks import FolderLock
-from .records import CELL_FILE, SWEEP_LOCK, read_record, read_sweep, run_status
+from .records import CELL_FILE, SWEEP_LOCK, metrics_text, read_record, read_sweep, run_status
 
 __all__ = [
     "CELL_LOCK",
@@ -212,13 +212,6 @@ class CellState:
     result: str
 
 
-def _result_text(record: dict[str, Any]) -> str:
-    metrics = record.get("metrics")
-    if isinstance(metrics, dict) and metrics:
-        return ", ".join(f"{k} {v:.2f}" for k, v in metrics.items() if isinstance(v, (int, float)))
-    return ""
-
-
 def started_at(attempt: dict[str, Any]) -> float | None:
     """When a try started (its ``started``, as a time stamp); None where it holds none."""
     try:
@@ -322,7 +315,7 @@ def cell_states(out: Path, env: dict[str, str] | None = None) -> list[CellState]
         state, note = _state(record, seen)
         tries = [t for t in record.get("tries") or [] if isinstance(t, dict)]
         final = None if result == "diverged" else cell.final
-        text = ", ".join(f"{k} {v:.2f}" for k, v in final.metrics.items()) if final else ""
+        text = metrics_text(final.metrics) if final else ""
         rows.append(CellState(cell.run_dir.name, state, job, len(tries), _elapsed(tries, state),
                               text if state in ("done", "undecayed") else note))  # fmt: skip
     return rows
