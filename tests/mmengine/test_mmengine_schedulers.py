@@ -130,6 +130,23 @@ def test_works_with_an_optim_wrapper():
     )
 
 
+def test_a_hub_left_by_a_runner_that_stopped_with_an_error_does_not_check_another_scheduler():
+    """A runner stopped by an error leaves its ``MessageHub`` (the current one) in the middle of
+    training: a scheduler built afterwards with an ``OptimWrapper`` (which takes that hub) is
+    not that runner's, and its first step refuses nothing (full ``make test`` found this)."""
+    from mmengine.logging import MessageHub
+
+    hub = MessageHub.get_instance("a_runner_that_stopped_with_an_error")
+    for key, value in (("loop_stage", "train"), ("max_iters", 6), ("iter", 5)):
+        hub.update_info(key, value)
+    wrapper = OptimWrapper(make_optimizer((0.01,)))
+    assert wrapper.message_hub is hub
+    sched = bm.BudgetLinearLR(wrapper, end=10, warmup_iters=2, by_epoch=False)
+    assert [v[0] for v in run(sched, 10)] == pytest.approx(
+        [0.01 * BudgetSchedule("linear", 10, 2)(t) for t in range(10)]
+    )
+
+
 def test_epoch_based_config_converts_to_iterations():
     sched = PARAM_SCHEDULERS.build(
         dict(type="BudgetCosineLR", begin=1, end=4, warmup_iters=5, convert_to_iter_based=True),
