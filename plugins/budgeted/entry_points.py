@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 
 from ._require import MissingFrameworkError
 from .safety.preemption import PreemptionGuard, ignore_late_signals
@@ -59,36 +60,22 @@ def main(script: str) -> int:
             ignore_late_signals()
 
 
-def train_net() -> int:
-    """``budgeted-train-net``: Detectron2's ``tools/train_net.py`` with budgets."""
-    return main("budgeted-train-net")
+def _script(name: str, what: str) -> Callable[[], int]:
+    """The console-script function of ``name``: ``main(name)``."""
+
+    def script() -> int:
+        return main(name)
+
+    script.__doc__ = f"``{name}``: {what}"
+    return script
 
 
-def lazy_train_net() -> int:
-    """``budgeted-lazy-train-net``: Detectron2's ``tools/lazyconfig_train_net.py`` with budgets."""
-    return main("budgeted-lazy-train-net")
-
-
-def train_seg() -> int:
-    """``budgeted-train-seg``: MMEngine codebases' ``tools/train.py`` with budgets."""
-    return main("budgeted-train-seg")
-
-
-def sweep() -> int:
-    """``budgeted-sweep``: a grid of schedules x budgets x LRs x seeds."""
-    return main("budgeted-sweep")
-
-
-def report() -> int:
-    """``budgeted-report``: the tables and verdicts of finished sweeps."""
-    return main("budgeted-report")
-
-
-def branch() -> int:
-    """``budgeted-branch``: every budget from one run's checkpoints."""
-    return main("budgeted-branch")
-
-
-def rank() -> int:
-    """``budgeted-rank``: do small budgets rank schedules as large ones do."""
-    return main("budgeted-rank")
+train_net = _script("budgeted-train-net", "Detectron2's ``tools/train_net.py`` with budgets.")
+lazy_train_net = _script(
+    "budgeted-lazy-train-net", "Detectron2's ``tools/lazyconfig_train_net.py`` with budgets."
+)
+train_seg = _script("budgeted-train-seg", "MMEngine codebases' ``tools/train.py`` with budgets.")
+sweep = _script("budgeted-sweep", "a grid of schedules x budgets x LRs x seeds.")
+report = _script("budgeted-report", "the tables and verdicts of finished sweeps.")
+branch = _script("budgeted-branch", "every budget from one run's checkpoints.")
+rank = _script("budgeted-rank", "do small budgets rank schedules as large ones do.")

@@ -19,6 +19,7 @@ from .schedules import (
     TrainingClock,
     check_on_resume,
 )
+from .schedules.contract import DEFAULTS
 from .schedules.registry import Rule
 from .schedules.state import ELAPSED, FACTOR, STEPS, base_values, check_state
 from .schedules.units import whole_number
@@ -64,9 +65,9 @@ class BudgetLR(CheckpointedLRScheduler):
         schedule: str,
         total_iters: int,
         *,
-        warmup_iters: int = 500,
-        warmup_factor: float = 0.001,
-        warmup_method: str = "linear",
+        warmup_iters: int = DEFAULTS["warmup"],
+        warmup_factor: float = DEFAULTS["warmup_factor"],
+        warmup_method: str = DEFAULTS["warmup_method"],
         last_epoch: int = -1,
         on_resume: str = "refuse",
         **params: Any,

@@ -184,8 +184,15 @@ def test_any_budget_matches_the_core(begin, warmup, length, factor, schedule):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(end=10, warmup_iters=10), "end=10 <= begin + warmup_iters = 0 + 10"),
-        (dict(begin=5, end=12, warmup_iters=8), "end=12 <= begin + warmup_iters = 5 + 8"),
+        (
+            dict(end=10, warmup_iters=10),
+            "warmup_iters=10 is not shorter than the budget end - begin=10",
+        ),
+        (
+            dict(begin=5, end=12, warmup_iters=8),
+            "warmup_iters=8 is not shorter than the budget end - begin=7: the decay phase would be "
+            "empty; allowed: 0 <= warmup_iters < end - begin",
+        ),
         (dict(end=10, warmup_iters=2, by_epoch=True), "by_epoch=True without convert"),
         (dict(warmup_iters=2), "end is not set"),
         (dict(end=10, warmup_iters=-1), "warmup_iters=-1 is invalid"),

@@ -21,7 +21,10 @@ pytestmark = pytest.mark.unit
             "did you mean 'BudgetLinearLR'",
         ),
         (["--cfg-options", "train_dataloader.dataset.data_root=/no/such/dir"], "/no/such/dir does"),
-        (["--cfg-options", "param_scheduler.0.warmup_iters=12"], "end=12 <= begin + warmup_iters"),
+        (
+            ["--cfg-options", "param_scheduler.0.warmup_iters=12"],
+            "warmup_iters=12 is not shorter than the budget end - begin=12",
+        ),
         (
             ["--cfg-options", "param_scheduler.0.gamma=2"],
             "BudgetLinearLR: unknown argument 'gamma'; allowed: begin, end,",

@@ -14,6 +14,8 @@ from budgeted.runs.detectron2 import (
     final_metrics,
     holds_run,
     max_iter,
+    resume_checkpoint,
+    saved_schedulers,
     write_evaluation,
 )
 
@@ -115,3 +117,29 @@ def test_unfinished_runs_have_no_final_metrics(tmp_path: Path) -> None:
 def test_max_iter_of_a_lazyconfig_run(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("train:\n  max_iter: 40\n  output_dir: x\n")
     assert max_iter(tmp_path) == 40
+
+
+JUNK = [None, 3, "x", [], {"trainer": None}, {"trainer": {"hooks": ["LRScheduler"]}},
+        {"trainer": {"hooks": {"LRScheduler": None}}}, {"trainer": {"hooks": {1: {}}}}]  # fmt: skip
+
+
+@pytest.mark.parametrize("checkpoint", JUNK, ids=repr)
+def test_saved_schedulers_of_junk_is_empty(checkpoint: object) -> None:
+    assert saved_schedulers(checkpoint) == {}
+
+
+def test_saved_schedulers_reads_the_lr_scheduler_hook_and_a_junk_state_as_empty() -> None:
+    state = {"last_epoch": 4, "budget": {"total": 8}}
+    assert saved_schedulers({"trainer": {"hooks": {"LRScheduler": state}}}) == {
+        "LRScheduler": state
+    }
+    assert saved_schedulers({"trainer": {"hooks": {"LRScheduler": [1]}}}) == {"LRScheduler": {}}
+
+
+def test_resume_checkpoint_is_the_file_last_checkpoint_names(tmp_path: Path) -> None:
+    assert resume_checkpoint(tmp_path) is None
+    (tmp_path / "last_checkpoint").write_bytes(b"model_0000003.pth\n")
+    assert resume_checkpoint(tmp_path) == str(tmp_path / "model_0000003.pth")
+    (tmp_path / "last_checkpoint").write_bytes(b"\xff\xfe")  # junk: a path, never an error
+    assert resume_checkpoint(tmp_path) is not None
+    assert resume_checkpoint(tmp_path / "missing") is None

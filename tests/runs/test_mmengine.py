@@ -142,3 +142,49 @@ def test_a_config_dump_is_parsed_never_run(dump, expected, tmp_path):
     assert "\n" not in message and message.endswith(
         "a run folder's files are read as data, never run"
     )
+
+
+def test_saved_schedulers_pairs_states_by_position_and_ignores_junk():
+    from budgeted.runs.mmengine import saved_schedulers, scheduler_place
+
+    assert saved_schedulers({"param_schedulers": [{"last_step": 3}, "junk", {"begin": 0}]}) == {
+        "param_schedulers[0]": {"last_step": 3},
+        "param_schedulers[2]": {"begin": 0},
+    }
+    found = saved_schedulers({"param_schedulers": {"backbone": [{"a": 1}], "head": "junk"}})
+    assert found == {"param_schedulers.backbone[0]": {"a": 1}}
+    assert scheduler_place("param_schedulers.backbone[0]") == ("backbone", 0)
+    for junk in (None, [], "x", {"param_schedulers": 3}, {"param_schedulers": [None]}):
+        assert saved_schedulers(junk) == {}
+
+
+def test_resume_checkpoint_is_the_file_last_checkpoint_names(tmp_path):
+    from budgeted.runs.mmengine import resume_checkpoint
+
+    assert resume_checkpoint(tmp_path) is None
+    for junk in (b"", b"\n", b"a.pth\nb.pth", b"\xff\xfe"):
+        (tmp_path / "last_checkpoint").write_bytes(junk)
+        assert resume_checkpoint(tmp_path) is None
+    (tmp_path / "last_checkpoint").write_text(f"{tmp_path}/iter_8.pth\n")
+    assert resume_checkpoint(tmp_path) == f"{tmp_path}/iter_8.pth"  # even before it exists
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (moved / "iter_8.pth").write_bytes(b"")
+    (moved / "last_checkpoint").write_text("/old/place/iter_8.pth")
+    assert resume_checkpoint(moved) == str(moved / "iter_8.pth")  # the folder was moved
+    (moved / "last_checkpoint").write_text("s3://bucket/iter_8.pth")
+    assert resume_checkpoint(moved) == "s3://bucket/iter_8.pth"
+
+
+def test_a_work_dirs_checkpoint_loads_with_the_message_hub_it_carries(tmp_path):
+    import torch
+    from mmengine.logging import MessageHub
+
+    from budgeted.runs.mmengine import load_checkpoint, saved_schedulers
+
+    hub = MessageHub.get_instance("test_runs_mmengine_hub")
+    hub.update_scalar("train/loss", 1.0)
+    path = tmp_path / "iter_1.pth"
+    state = {"budget": {"total": 8}, "_global_step": 1}
+    torch.save({"message_hub": hub.state_dict(), "param_schedulers": [state]}, path)
+    assert saved_schedulers(load_checkpoint(path)) == {"param_schedulers[0]": state}

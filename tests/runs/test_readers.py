@@ -99,3 +99,71 @@ def test_the_experiments_import_no_run_folder_module_by_name():
             if named and path != kept:
                 found.append(f"{path.name}: {node.value!r}")
     assert found == []
+
+
+@pytest.fixture
+def register_mine():
+    """Registers a reader as framework ``mine`` for one test."""
+    yield lambda found: register_reader("mine", found)
+    budgeted.runs._READERS.pop("mine", None)
+
+
+def _script_reader(checkpoint: Path) -> types.SimpleNamespace:
+    """A reader of a user's own framework whose runs keep one checkpoint, ``last.pth``."""
+    from budgeted.runs import pytorch
+
+    return types.SimpleNamespace(
+        holds_run=pytorch.holds_run, final_metrics=pytorch.final_metrics,
+        train_curve=pytorch.train_curve, evaluations=pytorch.evaluations,
+        resume_checkpoint=lambda folder: checkpoint if checkpoint.exists() else None,
+        saved_schedulers=pytorch.saved_schedulers,
+    )  # fmt: skip
+
+
+def test_saved_budget_reads_the_budget_a_scheduler_saved_through_the_reader(
+    tmp_path, register_mine
+):
+    import torch
+
+    from budgeted.pytorch import BudgetLR
+    from budgeted.schedules import BudgetSchedule
+
+    path = tmp_path / "last.pth"
+    register_mine(_script_reader(path))
+    assert budgeted.runs.saved_budget("mine", tmp_path) is None  # nothing saved yet
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    scheduler = BudgetLR(optimizer, "cosine", total_iters=90, warmup_iters=10)
+    torch.save({"scheduler": scheduler.state_dict()}, path)
+    found, saved = budgeted.runs.saved_budget("mine", tmp_path)
+    assert found == str(path)
+    assert BudgetSchedule.from_state(saved["budget"]) == BudgetSchedule("cosine", 90, 10)
+    torch.save({"scheduler": {"last_epoch": 3}}, path)  # a scheduler that is not budget-aware
+    assert budgeted.runs.saved_budget("mine", tmp_path) == (str(path), None)
+
+
+def test_saved_budget_never_runs_a_checkpoint(tmp_path, register_mine):
+    import pickle
+
+    from budgeted.errors import UnsafeCheckpointError
+
+    path = tmp_path / "last.pth"
+    register_mine(_script_reader(path))
+    path.write_bytes(pickle.dumps(types.SimpleNamespace(x=1)))
+    with pytest.raises(UnsafeCheckpointError, match=r"last\.pth"):
+        budgeted.runs.saved_budget("mine", tmp_path)
+
+
+def test_saved_budget_reads_nothing_outside_the_run_folder(tmp_path, register_mine):
+    import torch
+
+    outside = tmp_path / "elsewhere.pth"
+    torch.save({"scheduler": {"budget": {"total": 9}}}, outside)
+    run = tmp_path / "run"
+    run.mkdir()
+    register_mine(_script_reader(outside))
+    with pytest.raises(RecordError, match="outside the run folder"):
+        budgeted.runs.saved_budget("mine", run)
+    (run / "last.pth").symlink_to(outside)
+    register_mine(_script_reader(run / "last.pth"))
+    with pytest.raises(RecordError, match="through a link"):
+        budgeted.runs.saved_budget("mine", run)

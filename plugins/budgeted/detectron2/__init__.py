@@ -6,17 +6,7 @@ One-line adoption in a user's ``DefaultTrainer`` subclass (after
     class Trainer(DefaultTrainer):
         build_lr_scheduler = classmethod(lambda cls, cfg, opt: bd2.build_lr_scheduler(cfg, opt))
 
-Modules: :mod:`.config` (``SOLVER.BUDGET`` keys, :func:`load_config`), :mod:`.solver` (the
-scheduler registry), :mod:`.trainer` (:class:`BudgetTrainer`), :mod:`.cli` (``tools/train_net.py``),
-:mod:`.preflight` (both tools' one pre-flight and evaluation, the output folder), :mod:`.lazy` /
-:mod:`.lazy_cli` (LazyConfig), :mod:`.data` (datasets, the toy set), :mod:`.launcher` (workers
-through torch's ``start_processes``), :mod:`.checkpoint` (:class:`SafeCheckpointer`: untrusted
-files loaded safely, atomic saves), :mod:`.preemption` (:class:`PreemptionHook`: SIGTERM /
-SIGUSR1 stop after the iteration, exit status 75), :mod:`.stops` (runs that end in one line),
-:mod:`.compat` (the only reads of Detectron2's private names).
-Importing registers the schedulers and nothing else (no datasets: :func:`register_toy_coco` is
-an explicit call); :func:`launch`, :func:`register_toy_coco`, :func:`check_datasets` and
-:class:`FullGradNormHook` load their modules when first used.
+Importing registers the schedulers and nothing else (:data:`LAZY` names load when first used).
 See ``docs/detectron2.md``.
 """
 

@@ -1,14 +1,9 @@
 """``SafeCheckpointer``: Detectron2's ``DetectionCheckpointer`` that never runs code from a file
 and never leaves a torn checkpoint behind.
 
-Every file is loaded through :func:`budgeted.safety.load_checkpoint` (no pickle runs code: a file
-naming anything outside the allow-lists is refused in one line,
-:class:`~budgeted.safety.UnsafeCheckpointError`; an unreadable one too,
-:class:`~budgeted.safety.DamagedCheckpointError`, on a resume with the newest intact checkpoint
-offered); Detectron2's handling of model-zoo ``.pkl``, Caffe2 and pycls files is kept. Checkpoints
-and ``last_checkpoint`` are saved atomically (:func:`budgeted.safety.atomic_save`); a full disk
-ends the run in one line (:class:`~budgeted.detectron2.stops.DiskFull`). A trainer of your own
-adopts it, and preemption, in one line after it is built::
+Every file is loaded through :func:`budgeted.safety.load_checkpoint` (no pickle runs code; a
+refusal is one line), checkpoints are saved atomically, a full disk ends the run in one line. A
+trainer of your own adopts it, and preemption, in one line after it is built::
 
     trainer = Trainer(cfg)
     bd2.use_safe_checkpointer(trainer)  # its hooks save through it too; + PreemptionHook
@@ -25,6 +20,7 @@ from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
+from ..runs.detectron2 import resume_checkpoint
 from ..safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
@@ -51,19 +47,9 @@ def _local(path: str) -> bool:
     return "://" not in path
 
 
-def last_checkpoint_file(folder: str) -> str | None:
-    """The checkpoint ``folder/last_checkpoint`` names (a path, maybe of a missing file); None
-    without a ``last_checkpoint`` file.
-
-    Example:
-        >>> last_checkpoint_file("/nonexistent") is None
-        True
-    """
-    marker = os.path.join(folder, "last_checkpoint")
-    if not os.path.isfile(marker):
-        return None
-    with open(marker) as f:
-        return os.path.join(folder, f.read().strip())
+last_checkpoint_file = resume_checkpoint
+"""The checkpoint ``folder/last_checkpoint`` names (the run-folder reader's
+:func:`~budgeted.runs.detectron2.resume_checkpoint`)."""
 
 
 MMENGINE_CHECKPOINT_NAME = re.compile(r"(best_.*_)?(iter|epoch)_\d+\.pth")
@@ -124,15 +110,12 @@ def _pickle_globals(path: str) -> set[str]:
 def resumed_checkpoint_file(
     folder: str, *, folder_key: str = "OUTPUT_DIR", weights_hint: str = "MODEL.WEIGHTS {path}"
 ) -> str | None:
-    """The checkpoint ``--resume`` continues in run folder ``folder``: the file
-    ``folder/last_checkpoint`` names (None without one), which must be a checkpoint of the run
-    in ``folder``. Checked before anything loads it.
+    """The checkpoint ``--resume`` continues in run folder ``folder`` (the one
+    ``last_checkpoint`` names; None without one), checked before anything loads it.
 
     Raises:
-        DamagedCheckpointError: one line, nothing loaded, when ``folder`` is an MMEngine run
-            folder (its checkpoint is MMEngine's: not a Detectron2 state to resume), or when
-            ``last_checkpoint`` names a file outside ``folder`` (another run's: resuming it
-            would go on with that run here, its evaluation added to this run's metrics.json).
+        DamagedCheckpointError: one line, nothing loaded: ``folder`` is an MMEngine run folder,
+            or ``last_checkpoint`` names a file outside ``folder`` (another run's).
 
     Example:
         >>> resumed_checkpoint_file("/nonexistent") is None
@@ -204,9 +187,7 @@ def load_weights_file(path: str, *, what: str = "MODEL.WEIGHTS") -> dict[str, An
 
 def check_weights_layout(data: Any, path: str, *, what: str = "checkpoint") -> None:
     """Refuse (one line) a loaded file that Detectron2 cannot take weights from: not a dict, or
-    a dict without ``"model"`` whose values are not all arrays (an MMEngine checkpoint's
-    ``meta`` and ``state_dict``, say), where Detectron2 would fail with "Unsupported type found
-    in checkpoint". Model-zoo ``.pkl`` and pycls ``.pyth`` files keep Detectron2's handling.
+    a dict without ``"model"`` whose values are not all arrays (an MMEngine checkpoint, say).
 
     Raises:
         DamagedCheckpointError: one line naming the file, what it holds and what is supported.
@@ -239,13 +220,9 @@ def check_weights_layout(data: Any, path: str, *, what: str = "checkpoint") -> N
 
 @reads_files_with("read_file")
 class SafeCheckpointer(DetectionCheckpointer):
-    """``DetectionCheckpointer`` that loads files safely and saves them atomically.
-
-    Same constructor and methods as Detectron2's (``save``, ``load``, ``resume_or_load``, ...).
-    Loading: :func:`budgeted.safety.load_checkpoint` (no code from the file runs), then
-    Detectron2's format handling (model-zoo ``.pkl``, Caffe2 blobs, pycls ``.pyth``, native
-    ``.pth``). Saving: to a temporary file, flushed and renamed, then ``last_checkpoint`` the
-    same way (a URL ``save_dir`` is written through Detectron2's ``PathManager``, as before).
+    """``DetectionCheckpointer`` that loads files safely (then Detectron2's format handling:
+    model-zoo ``.pkl``, Caffe2, pycls ``.pyth``) and saves them, and ``last_checkpoint``,
+    atomically.
 
     Raises (from ``load`` / ``resume_or_load``):
         UnsafeCheckpointError: the file names a global outside the allow-list (one line).
@@ -340,12 +317,9 @@ class SafeCheckpointer(DetectionCheckpointer):
 
 
 def use_safe_checkpointer(trainer: Any, *, preemption: bool = True) -> SafeCheckpointer:
-    """Give ``trainer`` (a ``DefaultTrainer`` or any trainer with a ``checkpointer``) a
-    :class:`SafeCheckpointer` in place of its checkpointer, everywhere: ``trainer.checkpointer``
-    and the hooks that hold the old one (``PeriodicCheckpointer``, ``BestCheckpointer``); and,
-    with ``preemption``, register a :class:`~budgeted.detectron2.PreemptionHook` last.
-
-    Call it after the trainer is built, before ``resume_or_load``.
+    """Give ``trainer`` a :class:`SafeCheckpointer` in place of its checkpointer, everywhere (the
+    hooks that hold the old one too), and with ``preemption`` a
+    :class:`~budgeted.detectron2.PreemptionHook` last; call it before ``resume_or_load``.
     """
     from .preemption import PreemptionHook
 

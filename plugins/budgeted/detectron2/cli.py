@@ -1,15 +1,9 @@
 """``tools/train_net.py`` (``budgeted-train-net``): Detectron2's train_net CLI with
 :class:`BudgetTrainer`.
 
-Detectron2's ``default_argument_parser`` plus ``--config`` (a path or a shipped config's bare
-name), ``--budget-time`` and ``--resume-from``; overrides as ``KEY VALUE`` or ``KEY=VALUE``. A run:
 :func:`run` parses; :func:`launch_checked` runs the one pre-flight
-(:func:`budgeted.detectron2.preflight.preflight`: everything checked, in one line, before
-anything is written), locks the output folder, then :func:`main` on each worker
-(:func:`~budgeted.detectron2.launch`), which trains (:func:`train`) or evaluates
-(:func:`evaluate`, ``--eval-only``: results appended to ``OUTPUT_DIR/metrics.json`` unless it is
-a training run's log). SIGTERM / SIGUSR1 stop training after the iteration with a checkpoint and
-exit status 75. See docs/detectron2.md.
+(:func:`budgeted.detectron2.preflight.preflight`), locks the output folder, then :func:`main` on
+each worker, which trains (:func:`train`) or evaluates (``--eval-only``). See docs/detectron2.md.
 """
 
 from __future__ import annotations
@@ -173,12 +167,7 @@ TRAIN_NET = ToolConfig(BudgetTrainer)
 
 
 def main(args: argparse.Namespace) -> Any:
-    """One worker: train (or evaluate) and return the evaluation results.
-
-    Args:
-        args (argparse.Namespace): from :func:`parse_args` (after
-            :func:`~budgeted.detectron2.preflight.preflight`).
-    """
+    """One worker: train (or evaluate) and return the evaluation results."""
     cfg = start_worker(args, TRAIN_NET)
     return evaluate(cfg, args) if args.eval_only else train(cfg, args)
 
@@ -215,7 +204,5 @@ def train(cfg: CfgNode, args: argparse.Namespace) -> Any:
 
 
 def evaluate(cfg: CfgNode, args: argparse.Namespace) -> Any:
-    """``--eval-only``: load the weights (or the resumed checkpoint's) safely, evaluate, and
-    append the results to ``OUTPUT_DIR/metrics.json`` unless it is a training run's log
-    (:func:`~budgeted.detectron2.preflight.evaluate`)."""
+    """``--eval-only`` (:func:`~budgeted.detectron2.preflight.evaluate`)."""
     return evaluate_with(cfg, args, TRAIN_NET)

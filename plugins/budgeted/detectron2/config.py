@@ -1,14 +1,7 @@
-"""Detectron2's yacs config with the budget: the ``SOLVER.BUDGET`` keys (defaults, the budget they
-state, their checks), :func:`load_config` (``_BASE_`` chains, the model zoo, overrides, the budget
-stated once) and :func:`split_overrides` (``budgeted.detectron2.budget_keys`` is this module).
-
-``SOLVER.MAX_ITER`` is the budget, ``SOLVER.WARMUP_*``, ``BASE_LR`` and ``GAMMA`` (``BudgetStep``'s
-factor) keep their Detectron2 meaning; ``SOLVER.BUDGET`` adds the rest (:data:`KEYS`, the
-schedules' parameters, :func:`param_key`): ``FULL_ITERS`` (the full schedule; 0: ``MAX_ITER`` is
-trained as it is), ``FRACTION`` of it, ``IMS_PER_BATCH`` (the batch ``FULL_ITERS`` is counted
-at; :func:`budget_max_iter`), :class:`BudgetTrainer`'s own keys
-(:data:`~budgeted.detectron2.solver.BUDGET_TRAINER_KEYS`),
-the time budget's (:mod:`.time_budget`). See docs/detectron2.md.
+"""Detectron2's yacs config with the budget: the ``SOLVER.BUDGET`` keys (one table,
+:data:`BUDGET_KEYS`, and the schedules' parameters, :func:`param_key`), :func:`load_config` and
+:func:`split_overrides`. ``SOLVER.MAX_ITER`` is the budget; ``SOLVER.WARMUP_*``, ``BASE_LR`` and
+``GAMMA`` keep their Detectron2 meaning. See docs/detectron2.md.
 """
 
 from __future__ import annotations
@@ -16,7 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -60,19 +54,50 @@ def cfg_value(value: Any) -> Any:
     return tuple(value) if isinstance(value, (list, tuple)) else value
 
 
-KEYS: dict[str, Any] = {
-    "FULL_ITERS": 0,
-    "FRACTION": 1.0,
-    "IMS_PER_BATCH": 0,
-    "WRITER_PERIOD": 20,
-    "GRAD_NORM_PERIOD": 0,
-    "GRAD_NORM_BATCHES": 2,
-    "ON_RESUME": "refuse",  # or "replan": resume a checkpoint of another MAX_ITER
-    "SAVE_AT": (),  # extra checkpoints after these iteration counts (branch points)
-    "SECONDS": 0.0,  # > 0: a wall-clock budget of training seconds (MAX_ITER: a cap)
-    "CLOCK_SYNC_PERIOD": 1,  # share rank 0's clock every N iterations
+@dataclass(frozen=True)
+class BudgetKey:
+    """One ``SOLVER.BUDGET`` key: its default and, where checked with the budget
+    (:func:`check_budget_keys`), its rule and what the message says is allowed."""
+
+    default: Any
+    test: Callable[[Any], bool] | None = None
+    allowed: str = ""
+
+
+def _whole(least: int, what: str) -> dict[str, Any]:
+    """The rule of a whole-number key: at least ``least``; ``what`` it counts."""
+    test = lambda v: not isinstance(v, bool) and isinstance(v, int) and v >= least  # noqa: E731
+    return {"test": test, "allowed": f"a whole number >= {least} {what}"}
+
+
+BUDGET_KEYS: dict[str, BudgetKey] = {
+    "FULL_ITERS": BudgetKey(0, **_whole(0, "(0: SOLVER.MAX_ITER is the budget as it is)")),
+    "FRACTION": BudgetKey(
+        1.0,
+        lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and v > 0,
+        "a number > 0 (the budget as a fraction of SOLVER.BUDGET.FULL_ITERS, e.g. 0.1)",
+    ),
+    "IMS_PER_BATCH": BudgetKey(
+        0, **_whole(0, "(the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)")
+    ),
+    "WRITER_PERIOD": BudgetKey(20, **_whole(1, "(iterations between metric writes)")),
+    "GRAD_NORM_PERIOD": BudgetKey(
+        0, **_whole(0, "(iterations between full-gradient-norm evaluations; 0: off)")
+    ),
+    "GRAD_NORM_BATCHES": BudgetKey(2, **_whole(1, "(training batches in the fixed subset)")),
+    "ON_RESUME": BudgetKey("refuse"),  # or "replan": resume a checkpoint of another MAX_ITER
+    "SAVE_AT": BudgetKey(()),  # extra checkpoints after these iteration counts (branch points)
+    "SECONDS": BudgetKey(0.0),  # > 0: a wall-clock budget of training seconds (MAX_ITER: a cap)
+    "CLOCK_SYNC_PERIOD": BudgetKey(1),  # share rank 0's clock every N iterations
 }
-"""The ``SOLVER.BUDGET`` keys besides the schedules' parameters, with their defaults."""
+"""The ``SOLVER.BUDGET`` keys besides the schedules' parameters: the one table their defaults
+(:func:`add_budget_config`) and their checks (:func:`check_budget_keys`) are made from."""
+
+KEYS: dict[str, Any] = {key: row.default for key, row in BUDGET_KEYS.items()}
+"""The ``SOLVER.BUDGET`` keys of :data:`BUDGET_KEYS` with their defaults."""
+
+STATES_BUDGET = ("FULL_ITERS", "FRACTION", "IMS_PER_BATCH")
+"""The keys that change the ``MAX_ITER`` ``SOLVER.BUDGET`` states."""
 
 
 def add_budget_config(cfg: CfgNode) -> CfgNode:
@@ -87,7 +112,7 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
     """
     if "BUDGET" not in cfg.SOLVER:
         cfg.SOLVER.BUDGET = CfgNode()
-    keys = dict(list(KEYS.items())[:3])
+    keys = {key: KEYS[key] for key in STATES_BUDGET}
     for name in schedule_names():
         for param, default in schedule_info(name).defaults.items():
             key = param_key(name, param)
@@ -100,10 +125,9 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
 
 
 def budget_max_iter(cfg: CfgNode) -> float | None:
-    """The ``SOLVER.MAX_ITER`` that ``SOLVER.BUDGET`` states, unrounded (None: it states none,
-    ``FULL_ITERS`` 0): ``FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH``
-    (``round(FRACTION * FULL_ITERS)`` at the same batch; not rounded at another, so that a
-    ``FRACTION`` restated from an explicit ``SOLVER.MAX_ITER`` states that ``MAX_ITER`` again).
+    """The ``SOLVER.MAX_ITER`` that ``SOLVER.BUDGET`` states, unrounded (None: ``FULL_ITERS``
+    0): ``FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH``
+    (``round(FRACTION * FULL_ITERS)`` at the same batch).
 
     Example:
         >>> cfg = add_budget_config(get_cfg())
@@ -151,29 +175,18 @@ def _check_int(key: str, value: Any, low: int, what: str) -> None:
         raise ValueError(f"{key}={value!r} is invalid; allowed: {what}")
 
 
-GRAD_NORM_RULES = {
-    "GRAD_NORM_PERIOD": (0, "(iterations between full-gradient-norm evaluations; 0: off)"),
-    "GRAD_NORM_BATCHES": (1, "(training batches in the fixed subset)"),
-}
-INT_RULES = {
-    "FULL_ITERS": (0, "(0: SOLVER.MAX_ITER is the budget as it is)"),
-    "IMS_PER_BATCH": (0, "(the batch size FULL_ITERS is counted at; 0: SOLVER.IMS_PER_BATCH)"),
-}  # SOLVER.BUDGET key -> (its least value, what it counts): whole numbers
-WRITER_RULE = {"WRITER_PERIOD": (1, "(iterations between metric writes)")}
-
-
-def _check_ints(b: Any, rules: dict[str, tuple[int, str]]) -> None:
-    for key, (low, what) in rules.items():
-        value = b.get(key, KEYS[key])
-        _check_int(f"SOLVER.BUDGET.{key}", value, low, f"a whole number >= {low} {what}")
+def _check_keys(b: Any, keys: Sequence[str]) -> None:
+    """Each of ``keys`` of ``SOLVER.BUDGET`` ``b`` (absent: its default) against its rule."""
+    for key in keys:
+        row = BUDGET_KEYS[key]
+        value = b.get(key, row.default)
+        if row.test is not None and not row.test(value):
+            raise ValueError(f"SOLVER.BUDGET.{key}={value!r} is invalid; allowed: {row.allowed}")
 
 
 def check_grad_norm_config(cfg: CfgNode) -> None:
-    """Validate ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` and ``GRAD_NORM_BATCHES`` (absent keys: their
-    defaults, 0 and 2).
-
-    Raises:
-        ValueError: one line naming the bad key and what is allowed.
+    """Validate ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` and ``GRAD_NORM_BATCHES`` (one-line
+    ``ValueError``).
 
     Example:
         >>> cfg = add_budget_config(get_cfg())
@@ -184,15 +197,12 @@ def check_grad_norm_config(cfg: CfgNode) -> None:
         ...     print(str(err)[:66])
         SOLVER.BUDGET.GRAD_NORM_PERIOD=-1 is invalid; allowed: a whole num
     """
-    _check_ints(cfg.SOLVER.get("BUDGET") or {}, GRAD_NORM_RULES)
+    _check_keys(cfg.SOLVER.get("BUDGET") or {}, ("GRAD_NORM_PERIOD", "GRAD_NORM_BATCHES"))
 
 
 def check_budget_keys(cfg: CfgNode) -> None:
-    """Validate ``SOLVER.BUDGET``'s keys and the solver keys they count in (``MAX_ITER``,
-    ``IMS_PER_BATCH``), changing nothing; a config without ``SOLVER.BUDGET`` passes.
-
-    Raises:
-        ValueError: one line naming the bad key, its value and what is allowed.
+    """Validate ``SOLVER.BUDGET``'s keys (:data:`BUDGET_KEYS`) and the solver keys they count
+    in (``MAX_ITER``, ``IMS_PER_BATCH``), changing nothing (one-line ``ValueError``).
 
     Example:
         >>> cfg = add_budget_config(get_cfg())
@@ -207,15 +217,10 @@ def check_budget_keys(cfg: CfgNode) -> None:
     if b is None:
         return
     fraction, full = b.get("FRACTION", 1.0), b.get("FULL_ITERS", 0)
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not fraction > 0:
-        raise ValueError(
-            f"SOLVER.BUDGET.FRACTION={fraction!r} is invalid; allowed: a number > 0 "
-            "(the budget as a fraction of SOLVER.BUDGET.FULL_ITERS, e.g. 0.1)"
-        )
-    _check_ints(b, INT_RULES)
+    _check_keys(b, ("FRACTION", "FULL_ITERS", "IMS_PER_BATCH"))
     _check_int("SOLVER.IMS_PER_BATCH", cfg.SOLVER.IMS_PER_BATCH, 1, "a whole number >= 1")
     _check_int("SOLVER.MAX_ITER", cfg.SOLVER.MAX_ITER, 1, "a whole number >= 1")
-    _check_ints(b, WRITER_RULE)
+    _check_keys(b, ("WRITER_PERIOD",))
     checkpoint_iterations("SOLVER.BUDGET.SAVE_AT", b.get("SAVE_AT", ()), example="(3040, 6080)")
     check_grad_norm_config(cfg)
     if full == 0 and fraction != 1.0:
@@ -377,7 +382,7 @@ def _states_budget(data: dict[str, Any]) -> bool:
     """Whether a yaml file sets a key that changes the ``MAX_ITER`` ``SOLVER.BUDGET`` states."""
     solver = data.get("SOLVER") or {}
     budget = solver.get("BUDGET") or {}
-    return "IMS_PER_BATCH" in solver or any(k in budget for k in list(KEYS)[:3])
+    return "IMS_PER_BATCH" in solver or any(k in budget for k in STATES_BUDGET)
 
 
 def _merge_files(cfg: CfgNode, path: str) -> None:
@@ -421,20 +426,10 @@ def _merge_files(cfg: CfgNode, path: str) -> None:
 
 
 def load_config(path: str | os.PathLike[str], opts: Sequence[str] = ()) -> CfgNode:
-    """The fully merged ``CfgNode`` of a yaml config (budget keys added, bases resolved).
-
-    ``path`` is a file, or the bare name of a shipped config (``mask_rcnn_budget10.yaml``, looked
-    up under ``configs/detectron2``, its ``toy/`` and ``lazy/`` folders; a name without its
-    extension is the yaml file of that stem, a LazyConfig of the same stem aside). ``_BASE_`` is
-    a path relative to the file (what Detectron2 itself reads), or ``model-zoo://<path>`` for a
-    config of the installed Detectron2 model zoo. ``opts`` are overrides (``KEY VALUE`` pairs or
-    ``KEY=VALUE``, see :func:`split_overrides`), applied last.
-
-    With ``SOLVER.BUDGET.FULL_ITERS > 0`` the budget is stated once: a file that sets
-    ``SOLVER.MAX_ITER`` against the budget it states is refused; a budget stated below a
-    ``MAX_ITER`` (in a file that inherits it, or an override) restates ``MAX_ITER``; an override
-    ``SOLVER.MAX_ITER N`` restates ``FRACTION``. Plain Detectron2 yaml files load too. Returns
-    the merged config, not frozen; a bad file, key or value is a one-line ``ValueError``.
+    """The merged, unfrozen ``CfgNode`` of a yaml config (a file, or a shipped config's bare
+    name; ``_BASE_`` a relative path or ``model-zoo://<path>``), budget keys added, overrides
+    ``opts`` applied last, the budget stated once (docs/detectron2.md, "Config keys"). A bad
+    file, key or value is a one-line ``ValueError``.
 
     Example:
         >>> cfg = load_config("mask_rcnn_budget10.yaml", ["SOLVER.BUDGET.FRACTION=0.25"])

@@ -4,15 +4,10 @@ batches, logged as ``full_grad_norm`` beside ``lr`` in metrics.json (and TensorB
 
     full_grad_norm = ||(1/B) sum_b grad_w L_b(w)||_2
 
-over the ``B = SOLVER.BUDGET.GRAD_NORM_BATCHES`` batches, ``L_b`` the training loss (the sum of
-the model's loss dict), ``w`` the weights after the iteration
-(:func:`budgeted.experiments.grad_norm.full_gradient_norm`). The subset: the first ``B`` batches
-of a second train loader (the trainer's ``build_train_loader``, ``DATALOADER.NUM_WORKERS`` 0,
-seeded with 0: the same in every run; with several workers each reads its own and the gradients
-are averaged). Training continues bit for bit as without the hook (buffers, ``.grad``, the
-optimizer and the random generators restored). The cost: ``B`` forward and backward passes per
-value (logged). ``SOLVER.BUDGET.GRAD_NORM_PERIOD > 0`` makes :class:`BudgetTrainer` register it
-before its writers; in your own ``DefaultTrainer`` subclass::
+over the ``B = SOLVER.BUDGET.GRAD_NORM_BATCHES`` first batches of a second, seeded train loader
+(the same in every run), ``L_b`` the training loss, ``w`` the weights after the iteration
+(:func:`budgeted.experiments.grad_norm.full_gradient_norm`); training continues bit for bit as
+without the hook. In your own ``DefaultTrainer`` subclass::
 
     def build_hooks(self):
         ret = super().build_hooks()
@@ -34,7 +29,7 @@ from detectron2.utils.events import EventStorage
 
 from ..experiments.grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
 from .compat import trainer_hooks, writer_period
-from .config import check_grad_norm_config
+from .config import KEYS, check_grad_norm_config
 from .solver import BudgetConfigError
 
 __all__ = ["SCALAR_NAME", "FullGradNormHook", "detectron2_loss", "grad_norm_hook_from_cfg"]
@@ -72,12 +67,8 @@ def _check(name: str, value: Any, low: int) -> None:
 
 class FullGradNormHook(HookBase):
     """Every ``period`` iterations (and after the last), ``full_grad_norm`` over a fixed subset
-    of ``num_batches`` training batches, put in the trainer's event storage (see the module
-    docstring for the formula, the subset, the mode and the cost).
-
-    Attributes:
-        evaluations (int): norms computed so far.
-        seconds (float): the time they took, in all.
+    of ``num_batches`` training batches, put in the trainer's event storage (see the module);
+    ``evaluations`` and ``seconds`` count them and their time.
 
     Example:
         >>> FullGradNormHook(period=20).num_batches
@@ -199,10 +190,7 @@ class FullGradNormHook(HookBase):
 
 def grad_norm_hook_from_cfg(cfg: CfgNode) -> FullGradNormHook | None:
     """The hook ``SOLVER.BUDGET.GRAD_NORM_PERIOD`` / ``GRAD_NORM_BATCHES`` ask for; None when
-    the period is 0 (or the config has no such key).
-
-    Raises:
-        BudgetConfigError: one line naming a bad key and what is allowed.
+    the period is 0 (a bad key: one-line :class:`BudgetConfigError`).
 
     Example:
         >>> from budgeted.detectron2 import add_budget_config
@@ -219,7 +207,7 @@ def grad_norm_hook_from_cfg(cfg: CfgNode) -> FullGradNormHook | None:
     except ValueError as err:
         raise BudgetConfigError(str(err)) from None
     budget = cfg.SOLVER.get("BUDGET") or {}
-    period = budget.get("GRAD_NORM_PERIOD", 0)
+    period = budget.get("GRAD_NORM_PERIOD", KEYS["GRAD_NORM_PERIOD"])
     if not period:
         return None
-    return FullGradNormHook(period, budget.get("GRAD_NORM_BATCHES", 2))
+    return FullGradNormHook(period, budget.get("GRAD_NORM_BATCHES", KEYS["GRAD_NORM_BATCHES"]))

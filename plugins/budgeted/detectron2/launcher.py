@@ -1,16 +1,11 @@
 """``launch``: Detectron2's ``launch`` on GPUs; on a CPU-only machine, CPU processes with gloo
 (``--num-gpus N`` means N CPU processes). (This module was ``budgeted.detectron2.launch``.)
 
-The workers are torch's (``torch.multiprocessing.start_processes``), joined with its
-``ProcessContext.join``, whose ``ProcessExitedException`` / ``ProcessRaisedException`` name the
-first worker that failed. Preemption: each worker catches SIGTERM / SIGUSR1 from its start, the
-launching process forwards the ones it gets, and workers that stop for a preemption (exit status
-75) make :func:`launch` raise :class:`~budgeted.safety.preemption.Preempted`. A worker that stops
-with one line (:class:`~budgeted.detectron2.stops.RunStopped`: diverged, undecayed, disk full)
-hands it to the launcher through a queue, which prints it once and exits with its status; a
-worker killed by a signal, or that exits otherwise, is named in one line (after its traceback,
-for a Python exception). The others get :data:`FAILURE_GRACE_S` (:data:`PREEMPTION_GRACE_S`
-after a preemption) to end by themselves, and are then stopped.
+The workers are torch's (``torch.multiprocessing.start_processes``, its exceptions name the
+first worker that failed). A preemption (exit status 75) raises
+:class:`~budgeted.safety.preemption.Preempted`; a worker's one-line stop
+(:class:`~budgeted.detectron2.stops.RunStopped`) comes through a queue and is printed once; the
+others get :data:`FAILURE_GRACE_S` (:data:`PREEMPTION_GRACE_S`) to end, and are then stopped.
 """
 
 from __future__ import annotations

@@ -10,15 +10,8 @@ In a LazyConfig, ``lr_multiplier`` is an fvcore ``ParamScheduler`` that Detectro
         schedule="linear", total_iters="${train.max_iter}", warmup_iters=500
     )
 
-:class:`BudgetLRMultiplier` returns ``m(where * total_iters)``, ``m`` the core's
-:class:`~budgeted.schedules.BudgetSchedule`. ``tools/lazyconfig_train_net.py`` turns it into a
-:class:`~budgeted.detectron2.BudgetLRScheduler` (via :func:`build_lazy_lr_scheduler`) so the
-budget is checkpointed and a resume with another budget is refused, as with yaml configs.
-
-A user's own LazyConfig, whose ``lr_multiplier`` is Detectron2's stock ``WarmupParamScheduler``
-(or anything else), is put under a budget-aware schedule by :func:`apply_budget` (what
-``budgeted-lazy-train-net --budget F --schedule NAME --full-iters N`` does), its warmup kept in
-iterations (:func:`lazy_warmup`).
+:func:`build_lazy_lr_scheduler` makes it a checkpointed, resume-checked scheduler;
+:func:`apply_budget` puts a user's own LazyConfig under a budget (``--budget --schedule``).
 """
 
 from __future__ import annotations
@@ -35,7 +28,7 @@ from detectron2.utils.registry import locate
 from fvcore.common.param_scheduler import MultiStepParamScheduler, ParamScheduler
 from omegaconf import DictConfig, OmegaConf
 
-from ..schedules import BudgetSchedule, budget_iters, schedule_names
+from ..schedules import DEFAULTS, BudgetSchedule, budget_iters, schedule_names
 from ..schedules.contract import BudgetFieldError
 from .solver import BudgetConfigError, BudgetLRScheduler
 
@@ -59,9 +52,9 @@ class BudgetLRMultiplier(ParamScheduler):
         self,
         schedule: str = "linear",
         total_iters: int = 90000,
-        warmup_iters: int = 500,
-        warmup_factor: float = 0.001,
-        warmup_method: str = "linear",
+        warmup_iters: int = DEFAULTS["warmup"],
+        warmup_factor: float = DEFAULTS["warmup_factor"],
+        warmup_method: str = DEFAULTS["warmup_method"],
         **params: Any,
     ) -> None:
         try:
@@ -107,12 +100,8 @@ class LazyBudgetLRScheduler(BudgetLRScheduler):
 def build_lazy_lr_scheduler(
     optimizer: torch.optim.Optimizer, multiplier: Any, max_iter: int
 ) -> Any:
-    """The scheduler for ``hooks.LRScheduler`` of a LazyConfig training loop.
-
-    Returns:
-        A :class:`LazyBudgetLRScheduler` for a :class:`BudgetLRMultiplier` (its ``total_iters``
-        must be ``max_iter``), else ``multiplier`` unchanged (Detectron2 wraps any other
-        ``ParamScheduler`` itself).
+    """The scheduler for ``hooks.LRScheduler`` of a LazyConfig training loop: a
+    :class:`LazyBudgetLRScheduler` for a :class:`BudgetLRMultiplier`, else ``multiplier``.
 
     Raises:
         BudgetConfigError: ``total_iters`` differs from ``train.max_iter`` (one line).
@@ -179,13 +168,8 @@ def _number(value: Any) -> bool:
 
 def lazy_warmup(lr_multiplier_cfg: Any, full_iters: int) -> tuple[int, float, str]:
     """The warmup of a LazyConfig's ``lr_multiplier`` node, in iterations of a full schedule of
-    ``full_iters``: ``(warmup_iters, warmup_factor, warmup_method)``.
-
-    - Detectron2's ``WarmupParamScheduler`` (its ``warmup_length`` a fraction of the full
-      ``train.max_iter``): ``(round(warmup_length * full_iters), warmup_factor, warmup_method)``;
-    - a :class:`BudgetLRMultiplier`: its ``warmup_iters``, ``warmup_factor``, ``warmup_method``
-      (their defaults where unset);
-    - anything else: ``(0, 1.0, "linear")``, no warmup.
+    ``full_iters``: ``(warmup_iters, warmup_factor, warmup_method)``; a ``WarmupParamScheduler``'s
+    ``round(warmup_length * full_iters)``, a :class:`BudgetLRMultiplier`'s own, else no warmup.
 
     Raises:
         BudgetOptionError: a warmup that is no number of the kind allowed (one line).
@@ -290,23 +274,10 @@ def apply_budget(
 ) -> list[str]:
     """Put LazyConfig ``cfg`` under a budget, in place; returns what changed, as log lines.
 
-    The rule (``budgeted-lazy-train-net --budget --schedule --full-iters``, after the
-    ``key=value`` overrides):
-
-    - ``full_iters``: the full schedule in iterations (a whole number >= 1); default
-      ``cfg.train.max_iter``;
-    - ``fraction`` in (0, 1]: ``train.max_iter = budget_iters(fraction=fraction,
-      full_iters=full_iters)``. Without ``schedule``, ``lr_multiplier`` must follow it: a
-      :class:`BudgetLRMultiplier` whose ``total_iters`` is ``"${train.max_iter}"`` or the old
-      ``train.max_iter`` (then set to the new one); any other is refused (add a schedule);
-    - ``schedule`` (a registered name): ``lr_multiplier`` becomes
-      ``L(BudgetLRMultiplier)(schedule=schedule, total_iters="${train.max_iter}",
-      warmup_iters=W, warmup_factor=F, warmup_method=M)``, the user's warmup kept in iterations
-      (:func:`lazy_warmup` of the full schedule: a stock ``WarmupParamScheduler``'s
-      ``round(warmup_length * full_iters)``, a ``BudgetLRMultiplier``'s own, else none).
-
-    A budget not longer than the warmup is refused. Everything else (model, optimizer,
-    dataloader) is left as it is; nothing is changed where anything is refused.
+    ``train.max_iter = budget_iters(fraction=fraction, full_iters=full_iters)`` (``full_iters``
+    default ``train.max_iter``); without ``schedule`` ``lr_multiplier`` must follow it, with one
+    it becomes a :class:`BudgetLRMultiplier` of it, the warmup kept in iterations
+    (:func:`lazy_warmup`). Nothing is changed where anything is refused.
 
     Raises:
         BudgetOptionError: a bad option, or a config it cannot be applied to (one line).
@@ -360,10 +331,10 @@ def apply_budget(
 
 
 def lazy_step(lr_multiplier_cfg: Any, length: int) -> dict[str, Any]:
-    """The config's own step baseline as the budget ``step``'s parameters: a stock
-    ``WarmupParamScheduler`` over a ``MultiStepParamScheduler``, its milestones as fractions of
-    its ``num_updates`` (else ``length``, the config's ``train.max_iter``) and ``gamma`` the
-    ratio of its first two values; ``{}`` for any other (the core's defaults then).
+    """The config's own step baseline (a ``WarmupParamScheduler`` over a
+    ``MultiStepParamScheduler``) as the budget ``step``'s parameters: its milestones as fractions
+    of its ``num_updates`` (else ``length``), ``gamma`` the ratio of its first two values; ``{}``
+    for any other.
 
     Example:
         >>> from detectron2.config import LazyCall as L

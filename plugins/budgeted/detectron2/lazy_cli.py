@@ -1,14 +1,9 @@
 """``tools/lazyconfig_train_net.py`` (``budgeted-lazy-train-net``): Detectron2's LazyConfig
 training script, budget-aware.
 
-Same CLI and layout as Detectron2's (plus what ``tools/train_net.py`` adds); the one pre-flight
-and evaluation of :mod:`budgeted.detectron2.preflight`, the config read by
-:class:`LazyConfigTool`. An ``lr_multiplier`` of type
-:class:`~budgeted.detectron2.lazy.BudgetLRMultiplier` trains as a checkpointed
-:class:`~budgeted.detectron2.BudgetLRScheduler` (a resume with another budget is refused). A
-user's own LazyConfig trains under a budget schedule with ``--budget FRACTION --schedule NAME
---full-iters N``, applied after the overrides (:func:`~budgeted.detectron2.lazy.apply_budget`; a
-bad value is one line and exit status 2).
+Same CLI as Detectron2's (plus what ``tools/train_net.py`` adds, and ``--budget --schedule
+--full-iters``: :func:`~budgeted.detectron2.lazy.apply_budget`); the one pre-flight and evaluation
+of :mod:`budgeted.detectron2.preflight`, the config read by :class:`LazyConfigTool`.
 """
 
 from __future__ import annotations
@@ -141,15 +136,9 @@ def _option(text: Any, kind: type) -> Any:
 
 
 def load(args: argparse.Namespace) -> Any:
-    """The LazyConfig of ``args`` with its ``key=value`` overrides, then its ``--budget``,
-    ``--schedule`` and ``--full-iters`` (:func:`~budgeted.detectron2.lazy.apply_budget`: a bad
-    one raises :class:`~budgeted.detectron2.lazy.BudgetOptionError`); the toy datasets
-    registered.
-
-    ``args.config_file`` is a path or a shipped config's bare name
-    (``mask_rcnn_toy_budget10.py``; without the extension, the LazyConfig of that stem, a yaml
-    config of the same stem aside).
-    """
+    """The LazyConfig of ``args`` (a path or a shipped config's bare name) with its ``key=value``
+    overrides, then its ``--budget``, ``--schedule`` and ``--full-iters``
+    (:func:`~budgeted.detectron2.lazy.apply_budget`); the toy datasets registered."""
     return _load(args)[0]
 
 
@@ -198,9 +187,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
 
 def do_test(cfg: Any, model: Any) -> Any:
-    """Evaluate ``model`` on ``cfg.dataloader.test`` with ``cfg.dataloader.evaluator`` (None
-    without an evaluator), as Detectron2's ``lazyconfig_train_net.py`` does.
-    """
+    """Evaluate ``model`` as Detectron2's ``lazyconfig_train_net.py`` does (None without an
+    evaluator)."""
     if "evaluator" in cfg.dataloader:
         ret = inference_on_dataset(
             model, instantiate(cfg.dataloader.test), instantiate(cfg.dataloader.evaluator)
@@ -219,8 +207,7 @@ def _ddp(model: Any, cfg: Any) -> Any:
 
 def do_train(args: argparse.Namespace, cfg: Any) -> None:
     """Train ``cfg`` as Detectron2's ``lazyconfig_train_net.py`` does, with the budget scheduler
-    of :func:`~budgeted.detectron2.lazy.build_lazy_lr_scheduler` (checkpointed, resume-checked).
-    """
+    of :func:`~budgeted.detectron2.lazy.build_lazy_lr_scheduler`."""
     model = instantiate(cfg.model)
     model.to(cfg.train.device)
     cfg.optimizer.params.model = model
@@ -340,9 +327,8 @@ def preflight(args: argparse.Namespace) -> None:
 
 
 def lazy_base_lrs(cfg: Any) -> ConfiguredLRs | None:
-    """The LR LazyConfig ``cfg`` gives each param group (``optimizer.lr`` times what its
-    ``optimizer.params`` say of each group), its model and optimizer instantiated without
-    weights; None where they cannot be built here."""
+    """The LR LazyConfig ``cfg`` gives each param group, its model and optimizer instantiated
+    without weights; None where they cannot be built here."""
 
     def build() -> torch.optim.Optimizer:
         optimizer = copy.deepcopy(cfg.optimizer)
@@ -361,8 +347,7 @@ def lazy_base_lrs(cfg: Any) -> ConfiguredLRs | None:
 
 
 def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:
-    """Refuse to resume ``checkpoint`` with another budget than LazyConfig ``cfg``'s (one line,
-    :class:`~budgeted.detectron2.BudgetResumeError`), before anything is written
+    """Refuse to resume ``checkpoint`` with another budget than LazyConfig ``cfg``'s
     (:func:`~budgeted.detectron2.preflight.check_saved_scheduler`)."""
     multiplier, max_iter = instantiate(cfg.lr_multiplier), cfg.train.max_iter
     check_saved_scheduler(

@@ -3,30 +3,10 @@
 ``tools/train_net.py`` (yaml) and ``tools/lazyconfig_train_net.py`` (LazyConfig) differ only in
 how they read their config (:class:`ToolConfig`, :class:`~budgeted.detectron2.lazy_cli.LazyConfig
 Tool`). :func:`preflight` runs once, in the launching process, before any folder is locked, any
-file written or any worker started; every refusal is one line (a ``ValueError``,
-``FileNotFoundError`` or ``SystemExit``), nothing written:
-
-1. the config (:meth:`ToolConfig.load`): the file (a path, or a shipped config's bare name), the
-   overrides, ``--budget-time``, the budget keys (:func:`~budgeted.detectron2.load_config`);
-2. the workers: ``--num-gpus`` and ``--num-machines`` at least 1;
-3. the datasets: registered, their files there (the test sets, and the training sets when
-   training);
-4. the output folder: writable (:func:`check_writable`);
-5. when training: the budget as the workers will train it (after ``REFERENCE_WORLD_SIZE``
-   scaling; the time-budget keys too), a new run never over an existing one, the folder not in
-   use by another run (:class:`OutputDirLock`), a training set that is not empty;
-6. the file the workers will load (:func:`check_checkpoint_files`): with ``--resume``, one of
-   the run in the output folder (not another run's, not an MMEngine run folder's:
-   :func:`~budgeted.detectron2.checkpoint.resumed_checkpoint_file`); loaded safely and intact;
-   a resumed checkpoint must be a resumable state whose LR scheduler agrees with its iteration,
-   whose base LRs are the ones the config gives each param group (the model and optimizer built
-   without weights, :func:`configured_base_lrs`) and whose budget is the config's
-   (:func:`check_resume`), and the checkpoints after a ``--resume-from`` are kept;
-7. ``--resume`` of a finished run: nothing to do (exit status 0, nothing written).
-
-The launching process then locks the output folder (:func:`claim`: an exclusive ``flock`` on
-``<folder>/.train_net.lock``, :class:`budgeted.safety.locks.FolderLock`, and the temporary files a
-killed checkpoint write left removed; each worker logs them, :func:`log_removed`).
+file written or any worker started: the config, the workers, the datasets, the output folder
+(writable, not another run's, not in use), the budget and the file the workers will load
+(:func:`check_checkpoint_files`); every refusal is one line, nothing written (docs/detectron2.md).
+The launching process then locks the output folder (:func:`claim`).
 """
 
 from __future__ import annotations
@@ -44,7 +24,12 @@ from detectron2.engine import DefaultTrainer, default_setup
 from detectron2.utils import comm
 
 from ..config_files import find_config
-from ..runs.detectron2 import check_new_run_folder, run_config_kept, write_evaluation
+from ..runs.detectron2 import (
+    check_new_run_folder,
+    run_config_kept,
+    saved_schedulers,
+    write_evaluation,
+)
 from ..safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
@@ -81,12 +66,8 @@ logger = logging.getLogger("detectron2")
 
 class ToolConfig:
     """How ``tools/train_net.py`` reads its (yaml) config: all that :func:`preflight`,
-    :func:`start_worker` and :func:`evaluate` ask of a tool's config. A LazyConfig tool answers
-    the same questions (:class:`~budgeted.detectron2.lazy_cli.LazyConfigTool`).
-
-    Args:
-        trainer (type): the trainer class that builds and tests the model (``--eval-only``).
-    """
+    :func:`start_worker` and :func:`evaluate` ask of a tool's config; ``trainer`` builds and tests
+    the model (``--eval-only``)."""
 
     output_key = "OUTPUT_DIR"
     weights_key = "MODEL.WEIGHTS"
@@ -255,14 +236,10 @@ def check_checkpoint_files(
     check_resumed: Callable[[Any], None] | None = None,
     base_lrs: Callable[[], ConfiguredLRs | None] | None = None,
 ) -> Any:
-    """Load the file the workers will load, the way they will (safely), and check its budget.
-
-    That file is ``--resume-from``'s, else (with ``--resume``) the one ``last_checkpoint``
-    names, else the weights (``weights``, config key ``weights_key``). A resumed checkpoint
-    (except with ``--eval-only``) must be a resumable state
-    (:func:`~budgeted.detectron2.stops.check_position`) whose base LRs are ``base_lrs()``'s (None:
-    unknown here; :func:`~budgeted.detectron2.stops.check_resumed_base_lrs`), and is handed to
-    ``check_resumed`` (the budget check). Returns the resumed checkpoint, or None.
+    """Load the file the workers will load (``--resume-from``'s, else with ``--resume`` the one
+    ``last_checkpoint`` names, else the weights), safely; a resumed checkpoint (except with
+    ``--eval-only``) must be a resumable state whose base LRs are ``base_lrs()``'s, and is handed
+    to ``check_resumed`` (the budget check). Returns the resumed checkpoint, or None.
 
     Raises:
         UnsafeCheckpointError, DamagedCheckpointError: one line naming the file (a damaged
@@ -313,11 +290,9 @@ def _load_resumed(
 
 
 def stand_in_optimizer(saved: Any, lr: float) -> torch.optim.SGD:
-    """An SGD over stand-in parameters with one param group per base LR of the saved scheduler
-    state ``saved`` (one group if it has none), at that base LR (``lr`` where it is not a
-    number >= 0): what a resume check of the budget loads that state into, before the model
-    exists (the base LRs are checked against the config's on their own,
-    :func:`configured_base_lrs`).
+    """An SGD over stand-in parameters, one param group per base LR of the saved scheduler state
+    ``saved`` (``lr`` where there is none, or it is not a number >= 0): what a resume check of the
+    budget loads that state into, before the model exists.
 
     Example:
         >>> [g["lr"] for g in stand_in_optimizer({"base_lrs": [0.02, 0.04]}, lr=0.02).param_groups]
@@ -340,13 +315,10 @@ def check_saved_scheduler(
     checkpoint: Any, build: Callable[[torch.optim.Optimizer], Any], lr: float
 ) -> None:
     """The one resume check of a checkpoint's budget, for either tool: its saved LR scheduler
-    state is loaded into the scheduler ``build(optimizer)`` makes on a stand-in optimizer
-    (:func:`stand_in_optimizer`, base LR ``lr`` where the state has
-    none), as the trainer will load it; a refusal is the scheduler's one-line
-    :class:`~budgeted.detectron2.BudgetResumeError`."""
-    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
-    hooks_state = trainer.get("hooks") if isinstance(trainer, dict) else None
-    saved = hooks_state.get("LRScheduler") if isinstance(hooks_state, dict) else None
+    state (:func:`~budgeted.runs.detectron2.saved_schedulers`) is loaded into the scheduler
+    ``build(optimizer)`` makes on a :func:`stand_in_optimizer`, as the trainer will load it; a
+    refusal is the scheduler's one-line :class:`~budgeted.detectron2.BudgetResumeError`."""
+    saved = saved_schedulers(checkpoint).get("LRScheduler")
     scheduler = build(stand_in_optimizer(saved, lr))
     if saved is not None and isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler):
         scheduler.load_state_dict(saved)
@@ -356,10 +328,8 @@ def check_resume(
     cfg: CfgNode, world_size: int | None = None, *, checkpoint: Any = None, path: str | None = None
 ) -> None:
     """Refuse to resume a checkpoint whose budget differs from the one ``cfg`` trains on
-    ``world_size`` workers (default: the current world size), as the trainer would
-    (:func:`check_saved_scheduler`). The checkpoint is ``checkpoint``, else the file ``path``,
-    else the one ``cfg.OUTPUT_DIR/last_checkpoint`` names (none: nothing to check), loaded with
-    :func:`budgeted.safety.load_checkpoint`.
+    ``world_size`` workers (default: the current world size) (:func:`check_saved_scheduler`):
+    ``checkpoint``, else the file ``path``, else the one ``--resume`` loads (none: no check).
 
     Raises:
         BudgetResumeError: one line naming both budgets and the fix.
@@ -379,11 +349,8 @@ def check_resume(
 
 
 def configured_base_lrs(cfg: CfgNode, world_size: int) -> ConfiguredLRs | None:
-    """The LR ``cfg`` gives each param group on ``world_size`` workers (``SOLVER.BASE_LR`` after
-    ``REFERENCE_WORLD_SIZE`` scaling, times ``BIAS_LR_FACTOR`` for biases, ...), in the order of
-    the optimizer ``DefaultTrainer`` builds: the model and optimizer built without weights
-    (:func:`~budgeted.schedules.base_lrs.build_without_weights`); None where they cannot be
-    built here.
+    """The LR ``cfg`` gives each param group on ``world_size`` workers, in the order of the
+    optimizer ``DefaultTrainer`` builds (built without weights); None where it cannot be built.
 
     Example:
         >>> from budgeted.detectron2 import load_config
@@ -413,8 +380,7 @@ LOCK_NAME = ".train_net.lock"
 
 
 def check_writable(folder: str, *, key: str = "OUTPUT_DIR") -> None:
-    """Refuse in one line (``ValueError``) a run folder ``folder`` (or, for one still to be made,
-    its nearest existing parent) in which nothing can be created
+    """Refuse in one line a run folder in which nothing can be created
     (:func:`budgeted.safety.locks.check_writable`, with the config key ``key``).
 
     Example:
@@ -447,8 +413,7 @@ class OutputDirLock(FolderLock):
 
 def claim(folder: str, key: str = "OUTPUT_DIR") -> tuple[OutputDirLock, list[str]]:
     """Lock run folder ``folder`` (made if missing) and remove the temporary files a killed
-    checkpoint write left there (:func:`budgeted.safety.remove_stale_temporaries`). Returns the
-    held lock and the names removed.
+    checkpoint write left there. Returns the held lock and the names removed.
 
     Raises:
         FolderBusyError: another live process trains there (one line).

@@ -33,14 +33,13 @@ from ..compat import set_last_lr
 from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
 from ..schedules import (
-    BudgetMismatchError,
-    BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
     on_schedule_registered,
     schedule_info,
 )
 from ..schedules.contract import BudgetFieldError
+from .config import KEYS as BUDGET_DEFAULTS
 from .config import (
     budget_max_iter,
     cfg_value,
@@ -50,29 +49,17 @@ from .config import (
     on_resume,
     param_key,
 )
-from .stops import check_scheduler_base_lrs
+from .stops import ResumesInOneLine
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
-__all__ = [
-    "BUDGET_SCHEDULERS",
-    "BUDGET_TRAINER_KEYS",
-    "LR_SCHEDULER_REGISTRY",
-    "STOCK_SCHEDULERS",
-    "BudgetConfigError",
-    "BudgetLRScheduler",
-    "BudgetResumeError",
-    "acting_on_trainer_keys",
-    "budget_schedule_from_cfg",
-    "budget_scheduler_names",
-    "build_lr_scheduler",
-    "check_budget",
-    "check_max_iter",
-    "check_trainer_keys",
-    "on_resume",
-    "register_budget_scheduler"
-]  # fmt: skip
-
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BUDGET_SCHEDULERS", "BUDGET_TRAINER_KEYS", "LR_SCHEDULER_REGISTRY", "STOCK_SCHEDULERS",
+    "BudgetConfigError", "BudgetLRScheduler", "BudgetResumeError", "acting_on_trainer_keys",
+    "budget_schedule_from_cfg", "budget_scheduler_names", "build_lr_scheduler", "check_budget",
+    "check_max_iter", "check_trainer_keys", "on_resume", "register_budget_scheduler"
+]  # fmt: skip
 
 LR_SCHEDULER_REGISTRY = Registry("LR_SCHEDULER")
 LR_SCHEDULER_REGISTRY.__doc__ = """
@@ -100,11 +87,8 @@ def budget_scheduler_names() -> tuple[str, ...]:
 
 
 def schedule_params_from_cfg(cfg: CfgNode, schedule: str, name: str | None = None) -> dict:
-    """The parameters of core schedule ``schedule`` as ``cfg`` states them.
-
-    Each is read from its key (:func:`~budgeted.detectron2.config.param_key`); a key the config
-    lacks (a schedule registered after :func:`add_budget_config`) gives the core's default. A bad
-    value raises :class:`BudgetConfigError` naming the key (and scheduler ``name``).
+    """The parameters of core schedule ``schedule`` as ``cfg`` states them (a key it lacks: the
+    core's default); a bad value raises :class:`BudgetConfigError` naming the key.
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -132,17 +116,10 @@ def schedule_params_from_cfg(cfg: CfgNode, schedule: str, name: str | None = Non
 
 
 def check_max_iter(cfg: CfgNode) -> None:
-    """Refuse a bad ``SOLVER.BUDGET`` key
-    (:func:`~budgeted.detectron2.config.check_budget_keys`: a ``FRACTION`` without
-    ``FULL_ITERS``, say) and a ``SOLVER.MAX_ITER`` other than the budget ``SOLVER.BUDGET`` states.
-
-    With ``SOLVER.BUDGET.FULL_ITERS > 0``, ``MAX_ITER`` must be
-    ``round(FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH)``
-    (:func:`~budgeted.detectron2.config.budget_max_iter`): what ``load_config`` sets, and what
-    Detectron2's ``REFERENCE_WORLD_SIZE`` scaling turns it into. No budget stated: no check.
-
-    ``cfg`` is the config the scheduler is built from (after any auto-scaling); a refusal is one
-    line naming both values and the fix (:class:`BudgetConfigError`).
+    """Refuse (one line, :class:`BudgetConfigError`) a bad ``SOLVER.BUDGET`` key
+    (:func:`~budgeted.detectron2.config.check_budget_keys`) and a ``SOLVER.MAX_ITER`` of ``cfg``
+    (after any auto-scaling) other than the budget ``SOLVER.BUDGET`` states
+    (:func:`~budgeted.detectron2.config.budget_max_iter`; none stated: no check).
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -186,11 +163,9 @@ def check_max_iter(cfg: CfgNode) -> None:
 
 
 def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSchedule:
-    """The core :class:`~budgeted.schedules.BudgetSchedule` that config ``cfg`` states.
-
-    ``SOLVER.MAX_ITER`` is the budget, ``SOLVER.WARMUP_*`` its warmup, the schedule's parameter
-    keys its parameters; ``name`` the budget scheduler (default ``SOLVER.LR_SCHEDULER_NAME``). A
-    bad key: one line (:class:`BudgetConfigError`).
+    """The core :class:`~budgeted.schedules.BudgetSchedule` that config ``cfg`` states for budget
+    scheduler ``name`` (default ``SOLVER.LR_SCHEDULER_NAME``); a bad key: one line
+    (:class:`BudgetConfigError`).
 
     Example:
         >>> from detectron2.config import get_cfg
@@ -221,18 +196,10 @@ def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSch
         raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {err}") from None
 
 
-class BudgetLRScheduler(BudgetLR):
-    """:class:`budgeted.BudgetLR` whose resume check names Detectron2's config keys.
-
-    Resuming with a different budget (MAX_ITER, warmup, schedule or its parameters) is refused
-    with a one-line :class:`BudgetResumeError` (a ``BudgetMismatchError`` and a
-    :class:`BudgetConfigError`), raised from ``load_state_dict``: before training, in any
-    ``DefaultTrainer`` that builds it. With ``SOLVER.BUDGET.ON_RESUME replan`` a checkpoint of
-    another ``SOLVER.MAX_ITER`` is re-planned instead: the LR goes on from where the checkpoint
-    left it to the schedule's end at the new ``MAX_ITER`` (one line logged; the re-plan is
-    saved in later checkpoints, so resuming them is exact). A finished run (LR already at its
-    end) or a ``MAX_ITER`` already passed cannot be re-planned: one-line
-    :class:`BudgetResumeError`.
+class BudgetLRScheduler(ResumesInOneLine, BudgetLR):
+    """:class:`budgeted.BudgetLR` whose resume check names Detectron2's config keys: a resume
+    with another budget is one line (:class:`BudgetResumeError`, from ``load_state_dict``), or
+    with ``SOLVER.BUDGET.ON_RESUME replan`` re-planned (docs/detectron2.md, "Resume policy").
 
     Example:
         >>> import torch
@@ -259,15 +226,7 @@ class BudgetLRScheduler(BudgetLR):
     """The config key of the base LR, for the message of a checkpoint with other base LRs."""
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume; a checkpoint of another budget raises :class:`BudgetResumeError` (unless
-        ``SOLVER.BUDGET.ON_RESUME replan`` and only ``MAX_ITER`` differs), and so does one whose
-        ``base_lrs`` are not the ones the optimizer was built with from the config
-        (:func:`~budgeted.detectron2.stops.check_scheduler_base_lrs`)."""
-        check_scheduler_base_lrs(self, state_dict, fix=self.RESUME_FIX)
-        try:
-            super().load_state_dict(state_dict)
-        except (BudgetMismatchError, BudgetReplanError) as err:
-            raise BudgetResumeError(str(err)) from None
+        super().load_state_dict(state_dict)
         # the LR of the next iteration, now: a resumed run's first iteration trains at the LR an
         # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
         lrs = self.get_lr()
@@ -276,14 +235,9 @@ class BudgetLRScheduler(BudgetLR):
 
 
 def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:
-    """Register Detectron2 scheduler ``name`` as core schedule ``schedule``.
-
-    Every core schedule is registered as ``Budget<Label>`` by itself; this adds another name,
-    e.g. with parameters of your own choosing.
-
-    ``params``: ``cfg -> {param: value}`` (default: the schedule's
-    ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys). An unknown schedule or a name already registered:
-    one-line ``ValueError``.
+    """Register Detectron2 scheduler ``name`` as core schedule ``schedule``, its parameters
+    ``params(cfg)`` (default: the schedule's ``SOLVER.BUDGET.<SCHEDULE>_<PARAM>`` keys). An
+    unknown schedule or a name already registered: one-line ``ValueError``.
 
     Example:
         >>> register_budget_scheduler("BudgetGentlePoly", "poly", lambda cfg: {"power": 0.5})
@@ -330,18 +284,18 @@ def valid_names() -> list[str]:
 
 BUDGET_TRAINER_KEYS: dict[str, tuple[Any, str, str]] = {
     "WRITER_PERIOD": (
-        20,
+        BUDGET_DEFAULTS["WRITER_PERIOD"],
         "it writes metrics.json every {value} iterations; DefaultTrainer's writer keeps its "
         "period of 20",
         "give the PeriodicWriter of your build_hooks that period",
     ),
     "GRAD_NORM_PERIOD": (
-        0,
+        BUDGET_DEFAULTS["GRAD_NORM_PERIOD"],
         "it registers the FullGradNormHook",
         "insert bd2.FullGradNormHook(period={value}) in your build_hooks",
     ),
     "SAVE_AT": (
-        (),
+        BUDGET_DEFAULTS["SAVE_AT"],
         "it registers the CheckpointAtHook",
         "register budgeted.detectron2.checkpoint.CheckpointAtHook({value})",
     ),
@@ -394,10 +348,8 @@ _ACTING_ON_TRAINER_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar(
 @contextlib.contextmanager
 def acting_on_trainer_keys() -> Iterator[None]:
     """While it is open, :func:`build_lr_scheduler` builds for a trainer that acts on
-    ``SOLVER.BUDGET.WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` and ``SAVE_AT``
-    (:data:`BUDGET_TRAINER_KEYS`): ``BudgetTrainer`` builds in
-    it (also a subclass whose ``build_lr_scheduler`` is the documented line), and so do the
-    budget checks of our tools; elsewhere those keys are refused when they ask for anything.
+    :data:`BUDGET_TRAINER_KEYS` (``BudgetTrainer``, our tools' budget checks); elsewhere those
+    keys are refused when they ask for anything.
 
     Example:
         >>> with acting_on_trainer_keys():
@@ -413,18 +365,11 @@ def acting_on_trainer_keys() -> Iterator[None]:
 def build_lr_scheduler(
     cfg: CfgNode, optimizer: torch.optim.Optimizer
 ) -> torch.optim.lr_scheduler.LRScheduler:
-    """Build ``cfg.SOLVER.LR_SCHEDULER_NAME`` for ``optimizer``.
-
-    From :data:`LR_SCHEDULER_REGISTRY` if registered (``BudgetLinear``, ...), otherwise with
-    Detectron2's own ``build_lr_scheduler`` (unchanged behaviour). Either way a ``MAX_ITER``
-    that is not the budget ``SOLVER.BUDGET`` states is refused first (:func:`check_max_iter`),
-    and, in a trainer that is not a ``BudgetTrainer`` (outside :func:`acting_on_trainer_keys`),
-    so is a ``SOLVER.BUDGET.WRITER_PERIOD``, ``GRAD_NORM_PERIOD`` or ``SAVE_AT`` that asks for
-    anything: only ``BudgetTrainer`` acts on them
-    (:func:`check_trainer_keys`).
-
-    ``cfg`` as the trainer has it (after ``auto_scale_workers``); returns the scheduler, stepped
-    once per iteration; an unknown name or a bad budget is one line (:class:`BudgetConfigError`).
+    """Build ``cfg.SOLVER.LR_SCHEDULER_NAME`` for ``optimizer``: from
+    :data:`LR_SCHEDULER_REGISTRY` if registered, else with Detectron2's own builder; first
+    :func:`check_max_iter` and (outside :func:`acting_on_trainer_keys`)
+    :func:`check_trainer_keys`. An unknown name or a bad budget is one line
+    (:class:`BudgetConfigError`).
 
     Example:
         >>> import torch
@@ -453,14 +398,10 @@ def build_lr_scheduler(
 
 
 def check_budget(cfg: CfgNode, world_size: int | None = None) -> CfgNode:
-    """Validate the LR schedule as it will be trained on ``world_size`` workers.
-
-    Applies Detectron2's ``REFERENCE_WORLD_SIZE`` scaling (``MAX_ITER`` and ``WARMUP_ITERS``
-    divided by ``world_size / REFERENCE_WORLD_SIZE``) to a copy of ``cfg``, then builds its
-    scheduler on a dummy optimizer, so every bad value fails here, before any training.
-
-    ``cfg`` as loaded (before scaling), ``world_size`` default the current one. Returns the
-    scaled copy; a bad key is one line (:class:`BudgetConfigError`).
+    """Validate the LR schedule of ``cfg`` (as loaded) as it will be trained on ``world_size``
+    workers (default: the current count): a copy scaled by ``REFERENCE_WORLD_SIZE``, its scheduler
+    built on a stand-in optimizer. Returns the scaled copy; a bad key is one line
+    (:class:`BudgetConfigError`).
 
     Example:
         >>> from budgeted.detectron2 import load_config

@@ -20,14 +20,16 @@ import torch
 from detectron2.engine import hooks
 
 from ..errors import BudgetResumeError, Diverged, RunStopped, Undecayed
+from ..runs.detectron2 import final_metrics, saved_schedulers
 from ..safety import newest_intact_checkpoint
+from ..schedules import BudgetMismatchError, BudgetReplanError
 from ..schedules.base_lrs import base_lr_in_use, check_base_lrs
 from .compat import trainer_hooks
 
 __all__ = [
-    "DiskFull", "Diverged", "Finished", "RunStopped", "StopsInOneLine", "Undecayed", "as_stop",
-    "check_finished", "check_position", "check_resumed_base_lrs", "check_scheduler_base_lrs",
-    "disk_full", "is_disk_full", "non_finite_kind", "stop_line"
+    "DiskFull", "Diverged", "Finished", "ResumesInOneLine", "RunStopped", "StopsInOneLine",
+    "Undecayed", "as_stop", "check_finished", "check_position", "check_resumed_base_lrs",
+    "check_scheduler_base_lrs", "disk_full", "is_disk_full", "non_finite_kind", "stop_line"
 ]  # fmt: skip
 
 logger = logging.getLogger("detectron2.budgeted")
@@ -243,9 +245,7 @@ def check_position(checkpoint: Any, path: str, *, what: str, weights_hint: str) 
 
 def _saved_base_lrs(checkpoint: Any) -> Iterator[tuple[str, Any]]:
     """``(where, base LRs)`` of each record of the base LRs in a (untrusted) checkpoint: the LR
-    scheduler's ``base_lrs`` (what a resumed run multiplies), then each optimizer state's
-    ``initial_lr`` per param group (``trainer._trainer.optimizer`` of ``BudgetTrainer``,
-    ``trainer.optimizer`` and ``optimizer`` of a LazyConfig loop)."""
+    scheduler's ``base_lrs``, then each optimizer state's ``initial_lr`` per param group."""
     scheduler = _scheduler_state(checkpoint)
     if "base_lrs" in scheduler:
         yield "the LR scheduler's base_lrs", scheduler["base_lrs"]
@@ -273,9 +273,7 @@ def check_resumed_base_lrs(
 ) -> None:
     """Refuse (one line, :class:`~budgeted.errors.BudgetResumeError`) to resume a checkpoint
     whose base LRs are not the ones the config gives each param group
-    (:func:`~budgeted.schedules.base_lrs.check_base_lrs`): resuming it would train at other LRs
-    than the run it continues.
-    """
+    (:func:`~budgeted.schedules.base_lrs.check_base_lrs`)."""
     if configured is None:
         return
     fix = f"start a new run from its weights: {weights_hint.format(path=path)}"
@@ -289,11 +287,8 @@ def check_resumed_base_lrs(
 
 def check_scheduler_base_lrs(scheduler: Any, state_dict: Any, *, fix: str) -> None:
     """Refuse (one line, :class:`~budgeted.errors.BudgetResumeError`) a saved LR scheduler state
-    whose ``base_lrs`` are not ``scheduler``'s own, before it is loaded: the LRs of the optimizer
-    the trainer built from the config, per param group
-    (:func:`~budgeted.schedules.base_lrs.check_base_lrs`). Any trainer that builds our
-    schedulers checks it (a user's ``DefaultTrainer`` subclass too).
-    """
+    whose ``base_lrs`` are not ``scheduler``'s own (those of the optimizer the trainer built from
+    the config), before it is loaded."""
     saved = state_dict.get("base_lrs") if isinstance(state_dict, dict) else None
     try:
         check_base_lrs(
@@ -308,12 +303,24 @@ def check_scheduler_base_lrs(scheduler: Any, state_dict: Any, *, fix: str) -> No
         raise BudgetResumeError(str(err)) from None
 
 
+class ResumesInOneLine:
+    """Mixin for our LR schedulers: ``load_state_dict`` first refuses a state of other base LRs
+    (:func:`check_scheduler_base_lrs`), and the core's refusal of another budget is a one-line
+    :class:`~budgeted.errors.BudgetResumeError`."""
+
+    RESUME_FIX: ClassVar[str]
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        check_scheduler_base_lrs(self, state_dict, fix=self.RESUME_FIX)
+        try:
+            super().load_state_dict(state_dict)  # type: ignore[misc]
+        except (BudgetMismatchError, BudgetReplanError) as err:
+            raise BudgetResumeError(str(err)) from None
+
+
 def _scheduler_state(checkpoint: Any) -> dict[str, Any]:
     """The LR scheduler's state in a (untrusted) checkpoint; {} where there is none."""
-    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
-    hooks_state = trainer.get("hooks") if isinstance(trainer, dict) else None
-    state = hooks_state.get("LRScheduler") if isinstance(hooks_state, dict) else None
-    return state if isinstance(state, dict) else {}
+    return saved_schedulers(checkpoint).get("LRScheduler", {})
 
 
 def _elapsed(scheduler: dict[str, Any]) -> float:
@@ -344,12 +351,9 @@ def check_finished(
 ) -> None:
     """Raise :class:`Finished` (exit status 0, nothing written) when ``--resume`` would resume a
     finished run: its checkpoint trained the last of ``max_iter`` iterations, or spent the time
-    budget of ``seconds`` (0: none), and its final evaluation is logged (``evaluates``: the
-    config has test sets; :func:`budgeted.runs.detectron2.final_metrics`). A finished run whose
-    final evaluation is missing is resumed as before: resuming runs that evaluation.
+    budget of ``seconds`` (0: none), and its final evaluation is logged where ``evaluates``
+    (without it, resuming runs that evaluation).
     """
-    from ..runs.detectron2 import final_metrics
-
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("iteration"), int):
         return
     trained = checkpoint["iteration"] + 1

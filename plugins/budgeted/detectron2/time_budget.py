@@ -1,16 +1,11 @@
 """Wall-clock budgets in Detectron2: ``SOLVER.BUDGET.SECONDS`` and :class:`TimeBudgetHook`.
 
 With ``SOLVER.BUDGET.SECONDS > 0`` (``--budget-time 6h``) the scheduler is a
-:class:`budgeted.BudgetTimeLR` (warmup ``SOLVER.WARMUP_ITERS`` iterations, then the decay over
-the training seconds left; :mod:`budgeted.schedules.clock`) and ``BudgetTrainer`` registers
-:class:`TimeBudgetHook` first; ``SOLVER.MAX_ITER`` only caps the iterations. The hook runs the
-clock during ``run_step`` only (evaluation, checkpoints and writers are not training time), logs
-``time_budget/elapsed`` at each iteration, and at the deadline saves ``model_final.pth``, prints
-one line and ends training (the final evaluation runs, exit status 0). A run that ended before
-its schedule decayed ends with one more line and exit status 4 (:func:`undecayed_stop`). Every
-worker uses rank 0's clock (shared every ``SOLVER.BUDGET.CLOCK_SYNC_PERIOD`` iterations); a
-resumed run goes on with the checkpoint's clock. Your own trainer registers the hook first
-(its ``build_hooks``: ``[bd2.TimeBudgetHook(), *super().build_hooks()]``).
+:class:`budgeted.BudgetTimeLR` and ``BudgetTrainer`` registers :class:`TimeBudgetHook` first
+(your own trainer: ``[bd2.TimeBudgetHook(), *super().build_hooks()]``): the clock runs during
+``run_step`` only, and at the deadline ``model_final.pth`` is saved and training ends with one
+line (exit status 0; 4 where the schedule had not decayed, :func:`undecayed_stop`).
+See docs/detectron2.md, "Wall-clock budgets".
 """
 
 from __future__ import annotations
@@ -24,13 +19,11 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
-from ..errors import BudgetConfigError, BudgetResumeError
+from ..errors import BudgetConfigError
 from ..pytorch import BudgetTimeLR
 from ..safety.ranks import broadcast_from_rank0
 from ..schedules import (
     TIME_RESUME_POLICIES,
-    BudgetMismatchError,
-    BudgetReplanError,
     TimeBudget,
     TimeBudgetReached,
     TrainingClock,
@@ -38,7 +31,7 @@ from ..schedules import (
     parse_duration,
 )
 from .config import on_resume
-from .stops import Undecayed, check_scheduler_base_lrs
+from .stops import ResumesInOneLine, Undecayed
 
 __all__ = [
     "TimeBudgetHook", "TimeBudgetLRScheduler", "broadcast_from_rank0", "time_budget_from_cfg",
@@ -86,7 +79,7 @@ def time_budget_from_cfg(
     return TimeBudgetLRScheduler(optimizer, budget, clock, on_resume=policy)
 
 
-class TimeBudgetLRScheduler(BudgetTimeLR):
+class TimeBudgetLRScheduler(ResumesInOneLine, BudgetTimeLR):
     """:class:`budgeted.BudgetTimeLR` logging into Detectron2's log and raising its error types:
     a refused resume is a ``BudgetResumeError`` (one line)."""
 
@@ -95,13 +88,6 @@ class TimeBudgetLRScheduler(BudgetTimeLR):
         "resume with the checkpoint's time budget and base LR, or start a new run from its "
         "weights: MODEL.WEIGHTS <checkpoint>, no --resume, another OUTPUT_DIR"
     )
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        check_scheduler_base_lrs(self, state_dict, fix=self.RESUME_FIX)
-        try:
-            super().load_state_dict(state_dict)
-        except (BudgetMismatchError, BudgetReplanError) as err:
-            raise BudgetResumeError(str(err)) from None
 
 
 class TimeBudgetHook(HookBase):
@@ -173,10 +159,8 @@ class TimeBudgetHook(HookBase):
 
 
 def undecayed_stop(scheduler: Any, max_iter: int) -> Undecayed | None:
-    """The one-line stop of a time-budget run that ended before its schedule decayed
-    (:meth:`budgeted.schedules.clock.TimeBudget.shortfall` of its last iteration), with the cause
-    and what to change; None when it decayed (or the scheduler is not a time budget's).
-    """
+    """The one-line stop of a time-budget run that ended before its schedule decayed, with the
+    cause and what to change; None when it decayed (or the scheduler is not a time budget's)."""
     if not isinstance(scheduler, BudgetTimeLR) or scheduler.last_trained_elapsed is None:
         return None
     last = scheduler.last_epoch - 1  # the last iteration trained

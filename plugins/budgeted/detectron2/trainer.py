@@ -35,21 +35,12 @@ def ddp_on_cpu(cfg: CfgNode) -> contextlib.AbstractContextManager[None]:
 
 
 class BudgetTrainer(StopsInOneLine, DefaultTrainer):
-    """``DefaultTrainer`` that builds its LR scheduler with :func:`build_lr_scheduler` (the
-    ``LR_SCHEDULER_REGISTRY``: ``BudgetLinear``, ... plus Detectron2's own names), evaluates COCO
-    with pycocotools (the fast C++ evaluator only where the real ``detectron2._C`` exists), writes
-    metrics every ``SOLVER.BUDGET.WRITER_PERIOD`` iterations, and trains with DDP on CPU too.
-
-    Files: every checkpoint it loads (``MODEL.WEIGHTS``, ``--resume``) goes through
-    :class:`~budgeted.detectron2.SafeCheckpointer` (no code from the file runs; one-line
-    refusals), and every checkpoint it writes is written atomically. Preemption: SIGTERM or
-    SIGUSR1 end the run after the current iteration with a checkpoint and exit status 75
-    (:class:`~budgeted.detectron2.PreemptionHook`, registered last). A diverged iteration ends
-    the run with one line and exit status 3, no final checkpoint or evaluation
-    (:class:`~budgeted.detectron2.stops.StopsInOneLine`). Diagnostics:
-    ``SOLVER.BUDGET.GRAD_NORM_PERIOD > 0`` registers
-    :class:`~budgeted.detectron2.grad_norm.FullGradNormHook` before the writers
-    (``full_grad_norm`` in metrics.json).
+    """``DefaultTrainer`` with :func:`build_lr_scheduler`, COCO evaluation (the fast C++
+    evaluator only where ``detectron2._C`` exists), metrics every ``SOLVER.BUDGET.WRITER_PERIOD``
+    iterations, DDP on CPU, :class:`~budgeted.detectron2.SafeCheckpointer`, a
+    :class:`~budgeted.detectron2.PreemptionHook`, one-line stops
+    (:class:`~budgeted.detectron2.stops.StopsInOneLine`) and the ``SOLVER.BUDGET`` hooks
+    (``GRAD_NORM_PERIOD``, ``SAVE_AT``, ``SECONDS``). See docs/detectron2.md.
     """
 
     def __init__(self, cfg: CfgNode) -> None:

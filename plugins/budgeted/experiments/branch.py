@@ -3,23 +3,11 @@
     budgeted-branch mmseg --toy --budgets 0.05 0.1 0.25 0.5 1.0 [--cooldown 0.2] \\
         [--seeds 0 1 2] [--lrs 0.1] [--compare] --out output/branch/mmseg_toy [-- overrides]
 
-The ``wsd`` schedule (:func:`budgeted.schedules.wsd`: warmup ``W``, the base LR, then a linear
-cooldown over the last fraction ``c`` of the decay phase) is the same for every budget until a
-budget's cooldown starts, after ``N_B = floor(W + (1 - c)(B - W)) + 1`` iterations. So, per seed
-and LR:
-
-1. ``wsd_budget<longest>_...``: the longest budget's WSD run, which also saves a checkpoint after
-   ``N_B`` iterations for every shorter budget (``SOLVER.BUDGET.SAVE_AT`` /
-   ``checkpoint_at``);
-2. ``wsd_budget<B>_...``: each shorter budget's cooldown, resumed from that checkpoint with the
-   budget's own WSD config and ``on_resume=branch`` (the core checks that both budgets gave every
-   trained iteration the same multiplier): ``B - N_B`` more iterations.
-
-With ``--compare`` the same tool runs separate ``linear`` runs at every budget, seed and LR in
-the same folder, so ``budgeted-report OUT`` shows WSD branches and linear side by side (mean ±
-std, paired ``linear − wsd``). The folders are sweep cells (``sweep_cell.json``, ``sweep.json``):
-finished cells are skipped, interrupted ones resumed, as in ``budgeted-sweep``. At the end the
-tool prints the compute of branching against separate WSD runs, in iterations.
+``wsd`` is the same for every budget until a budget's cooldown starts, after
+``N_B = floor(W + (1 - c)(B - W)) + 1`` iterations. So, per seed and LR, the longest budget's
+WSD run saves a checkpoint after each shorter budget's ``N_B``, and each shorter budget resumes
+from it with its own WSD config and ``on_resume=branch``. ``--compare`` adds separate ``linear``
+runs; the folders are sweep cells (docs/sweeps.md, "One run, many budgets").
 """
 
 from __future__ import annotations
@@ -72,8 +60,7 @@ def branch_points(iters: dict[float, int], warmup: int, cooldown: float) -> dict
 
 
 def compute(iters: dict[float, int], points: dict[float, int]) -> tuple[int, int]:
-    """(iterations of one stable run plus the shorter budgets' cooldowns, iterations of a separate
-    run per budget).
+    """(iterations of one stable run plus the shorter budgets' cooldowns, of separate runs).
 
     >>> compute({0.5: 100, 1.0: 200}, {0.5: 81, 1.0: 161})
     (219, 300)
@@ -86,9 +73,7 @@ def compute(iters: dict[float, int], points: dict[float, int]) -> tuple[int, int
 def wsd_overrides(
     fam: ConfigFamily, budget: float, cooldown: float, save_at: Sequence[int]
 ) -> list[str]:
-    """The training tool's overrides that turn a linear budget config (the user's own config:
-    itself, :func:`~budgeted.experiments.own.own_overrides`) into WSD at ``budget`` and save the
-    branch points."""
+    """The overrides that turn a linear budget config into WSD at ``budget``, saving ``save_at``."""
     framework = fam.framework
     own = fam.source  # the user's config trains every cell, its schedule set per cell
     out = own_overrides(fam, "wsd", budget) if own else schedule_overrides(framework, "wsd")

@@ -1,18 +1,8 @@
-"""The shipped config families, described once: used by the config generators, the sweep and the
-report (no framework imports).
+"""The shipped config families, described once (no framework imports). A budget's file is
+``<folder>/<prefix><tag><suffix><ext>``, :func:`budget_tag` the one rule from fraction to tag.
 
-A family is one model and dataset setting whose budgets are shipped as config files: its
-framework, where its files live, the full schedule they are fractions of, the warmup, and which
-schedules are shipped beside the budget-aware linear one. A budget's file name is
-``<folder>/<prefix><tag><suffix><ext>``, with :func:`budget_tag` the one rule that turns a
-fraction into the tag.
-
->>> budget_tag(0.1), budget_tag(0.005), budget_tag(1.0)
-('10', '0p5', '100')
->>> MASK_RCNN.filename(0.1, "step")
-'detectron2/mask_rcnn_budget10_step.yaml'
->>> PSPNET_TOY.filename(0.05, "linear")
-'mmseg/toy/pspnet_r18-toy_cityscapes_budget5.py'
+>>> MASK_RCNN.filename(0.1, "step"), PSPNET_TOY.filename(0.05, "linear")
+('detectron2/mask_rcnn_budget10_step.yaml', 'mmseg/toy/pspnet_r18-toy_cityscapes_budget5.py')
 """
 
 from __future__ import annotations
@@ -24,32 +14,18 @@ from dataclasses import dataclass, field, replace
 from ..schedules.units import BUDGET_FRACTIONS, budget_iters
 
 __all__ = [
-    "FAMILIES",
-    "FRAMEWORKS",
-    "I3D",
-    "I3D_TOY",
-    "MASK_RCNN",
-    "MASK_RCNN_TOY",
-    "MMDET_MASK_RCNN",
-    "MMDET_MASK_RCNN_TOY",
-    "PSPNET",
-    "PSPNET_TOY",
-    "RESNET18_CIFAR10",
-    "RESNET18_CIFAR10_TOY",
-    "RESNET18_IMAGENET",
-    "RESNET18_IMAGENET_TOY",
-    "ConfigFamily",
-    "ToyData",
-    "budget_tag",
-    "family",
+    "FAMILIES", "FRAMEWORKS", "I3D", "I3D_TOY", "MASK_RCNN", "MASK_RCNN_TOY", "MMDET_MASK_RCNN",
+    "MMDET_MASK_RCNN_TOY", "PSPNET", "PSPNET_TOY", "RESNET18_CIFAR10", "RESNET18_CIFAR10_TOY",
+    "RESNET18_IMAGENET", "RESNET18_IMAGENET_TOY", "ConfigFamily", "ToyData", "budget_tag", "family",
     "parse_budget_tag",
-]
+]  # fmt: skip
 
 
 def budget_tag(fraction: float) -> str:
     """The file-name form of a budget fraction: its percentage, ``.`` written ``p``.
 
-    ``0.1 -> "10"``, ``0.005 -> "0p5"``, ``1.0 -> "100"``, ``0.125 -> "12p5"``.
+    >>> budget_tag(0.1), budget_tag(0.005), budget_tag(1.0)
+    ('10', '0p5', '100')
     """
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise ValueError(f"budget fraction {fraction!r} is invalid; allowed: a number in (0, 1]")
@@ -68,13 +44,8 @@ def parse_budget_tag(tag: str) -> float:
 
 @dataclass(frozen=True)
 class ToyData:
-    """Where a toy family's data lives and how it is written.
-
-    Args:
-        root: the toy configs' ``data_root``, relative to the current folder.
-        marker: a path under ``root`` that exists once the set is written.
-        writer: ``"module:function"``; ``function(root)`` writes the set (imported when needed).
-    """
+    """A toy family's data: ``root`` (the configs' ``data_root``), a ``marker`` path under it that
+    exists once written, and the ``writer`` (``"module:function"``, called with ``root``)."""
 
     root: str
     marker: str
@@ -83,37 +54,15 @@ class ToyData:
 
 @dataclass(frozen=True)
 class ConfigFamily:
-    """One model/dataset setting whose budget configs are shipped.
+    """One model/dataset setting whose budget configs are shipped (or the user's own).
 
-    Args:
-        name: short name (``mask_rcnn``, ``pspnet_toy``, ...).
-        framework: ``"detectron2"`` or ``"mmseg"``.
-        folder: folder of the budget files, relative to the config root (``configs/``).
-        prefix: file name before the budget tag.
-        ext: ``".yaml"`` or ``".py"``.
-        full_iters: the full schedule the budgets are fractions of.
-        warmup: warmup iterations, the same for every budget.
-        schedules: shipped schedule -> file-name suffix (``"linear": ""``, ``"step": "_step"``).
-        step_milestones: where the step-BAC baseline drops, as fractions of the decay.
-        title: what the family trains, for file headers and reports.
-        paper: where the full schedule and baseline come from.
-        fractions: the shipped budget fractions.
-        toy_data: for a toy family of an MMEngine codebase, its data (:class:`ToyData`).
-        task: the short name ``budgeted-sweep --task`` picks the family by, where a framework
-            has several (``cifar10``, ``imagenet``).
-        script: for a family trained by a script instead of config files (plain PyTorch), the
-            script, relative to the checkout (``examples/digits_budget.py``) or absolute (the
-            user's own, ``budgeted-sweep --script``): a cell runs it with ``--budget``,
-            ``--schedule`` (any registered schedule: no file per schedule), ``--full-iters``,
-            ``--lr``, ``--seed`` and ``--out`` (docs/sweeps.md, "Your own script");
-            ``schedules`` is then empty.
-        source: for the user's own experiment (:mod:`budgeted.experiments.own`), the absolute
-            path of their config (or script): every cell trains it, with the cell's budget and
-            schedule set by the training tool's own keys; empty for a shipped family.
-        metric: the key of the run's log the report reads (``--metric``); empty: the
-            framework's (:data:`budgeted.experiments.sweep.records.METRICS`).
-        imports: modules every cell's process imports before it builds the config (the user's
-            dataset registrations: ``--import``).
+    ``full_iters``: the full schedule the budgets are fractions of; ``schedules``: shipped schedule
+    -> file-name suffix; ``step_milestones``: the step baseline's drops, as fractions of the decay;
+    ``task``: what ``--task`` picks it by; ``script``: a plain-PyTorch script trained with
+    ``--budget``, ``--schedule``, ``--full-iters``, ``--lr``, ``--seed``, ``--out`` (docs/sweeps.md;
+    no ``schedules``); ``source``: the user's own config or script (:mod:`.own`); ``metric``: the
+    logged key the report reads (empty: the framework's); ``imports``: modules each cell imports
+    first (``--import``).
     """
 
     name: str

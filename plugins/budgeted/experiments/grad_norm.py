@@ -1,35 +1,13 @@
 """The full-gradient norm over a fixed subset of training batches (the paper's Figure 3), in
-plain PyTorch; the Detectron2 and MMEngine hooks (``budgeted.detectron2.grad_norm``,
-``budgeted.mmengine.grad_norm``) call :func:`full_gradient_norm` every ``k`` iterations.
-
-For batches ``b = 1..B`` with training losses ``L_b(w)`` at the current weights ``w``:
+plain PyTorch; the Detectron2 and MMEngine hooks call :func:`full_gradient_norm`.
 
     ||g||_2,   g = (1/B) sum_b grad_w L_b(w)
 
-(the gradient of the mean loss over the subset), over every parameter with ``requires_grad``
-(what the optimizer updates); with several processes, ``g`` is also averaged over the ranks
-(each rank holding its own ``B`` batches), so every rank gets the norm over all ``B x ranks``
-batches.
-
-The evaluation leaves the training exactly as it would have been without it:
-
-- gradients come from ``torch.autograd.grad``: no parameter's ``.grad`` is read or written, the
-  optimizer (its state, its step count) is not touched, no optimizer step is taken;
-- the model runs in training mode (the loss is the training loss; Detectron2's R-CNNs return
-  losses only in training mode), so BatchNorm normalizes with batch statistics and updates its
-  running statistics; every buffer (``running_mean``, ``running_var``,
-  ``num_batches_tracked``, any other) is copied before and copied back after, in place, so the
-  model's state is bitwise what it was; ``model.training`` is restored;
-- the random number generators (python's ``random``, numpy's global one, torch's CPU generator
-  and the CUDA generators of the devices the model is on) are saved and restored, so the next
-  training iteration draws the numbers it would have drawn (ROI sampling, dropout, data
-  augmentation); inside, they are seeded with ``seed``, so the norm is a function of the weights
-  alone (the same subset, the same sampling at every evaluation);
-- each batch is deep-copied before the loss sees it (a loss that changes its input in place,
-  such as MMSegmentation's data preprocessor padding the data samples, sees the same data at
-  every evaluation).
-
-State a model keeps outside its parameters and buffers (plain attributes) is not restored.
+over every parameter with ``requires_grad``, ``g`` averaged over the ranks where there are
+several. Training is left as it would have been without it (docs/detectron2.md, "Budgeted-
+convergence diagnostics"): ``torch.autograd.grad`` (no ``.grad``, no optimizer touched),
+training mode with every buffer copied back in place, the random generators saved, seeded and
+restored, each batch deep-copied. A model's plain attributes are not restored.
 """
 
 from __future__ import annotations
@@ -87,19 +65,11 @@ def _numpy_random() -> Any:
 
 @contextlib.contextmanager
 def preserved_rng(seed: int | None = None, devices: Sequence[int] = ()) -> Iterator[None]:
-    """Run a block without changing any global random number generator.
-
-    Saves python's ``random``, numpy's global generator, torch's CPU generator and the CUDA
-    generators of ``devices``; seeds them all with ``seed`` (None: leaves them as they are);
-    restores every one on exit, also after an exception. CUDA generators of other devices are
-    neither seeded nor touched (and CUDA is not initialized by this function).
-
-    Args:
-        seed (int, optional): the seed inside the block.
-        devices (Sequence[int]): CUDA device indices whose generators to save (and seed).
+    """Run a block without changing any global random number generator: python's ``random``,
+    numpy's, torch's CPU one and the CUDA ones of ``devices`` are saved, seeded with ``seed`` (None:
+    left as they are) and restored on exit, also after an exception.
 
     Example:
-        >>> before = torch.rand(1)
         >>> with preserved_rng(seed=0):
         ...     inside = torch.rand(1)
         >>> with preserved_rng(seed=0):
@@ -134,24 +104,9 @@ def first_batches(
     seed: int | None = 0,
     devices: Sequence[int] = (),
 ) -> list[Any]:
-    """The first ``num_batches`` batches of a loader built for the purpose, read once.
-
-    The loader is built and read inside :func:`preserved_rng` (``seed``), so building it
-    (a sampler drawing its seed from numpy) and reading it (augmentations, the ``DataLoader``'s
-    base seed) changes no global generator, and the batches are the same in every run with the
-    same ``seed``. The loader and its iterator are dropped afterwards (its worker processes, if
-    any, end).
-
-    Args:
-        make_loader (callable): ``() -> iterable of batches``; a loader of its own, never the
-            one training reads (reading that one would change the training data).
-        num_batches (int): how many batches (>= 1).
-        seed (int, optional): the seed while building and reading; None: the generators as
-            they are.
-        devices (Sequence[int]): CUDA devices whose generators to preserve as well.
-
-    Returns:
-        list: the batches, as the loader yields them.
+    """The first ``num_batches`` batches of ``make_loader()`` (a loader of its own, never the one
+    training reads), built and read inside :func:`preserved_rng` (``seed``, ``devices``): the same
+    batches in every run, no global generator changed.
 
     Raises:
         ValueError: ``num_batches`` < 1, or the loader ends before ``num_batches`` batches.
@@ -200,25 +155,10 @@ def full_gradient_norm(
     seed: int | None = 0,
     all_reduce: bool | None = None,
 ) -> float:
-    """``||(1/B) sum_b grad_w L_b(w)||_2`` over ``batches``, leaving training untouched.
-
-    See the module docstring for what "untouched" covers (``.grad``, optimizer, buffers,
-    training mode, random generators). The model is put in training mode for the evaluation.
-    Parameters without a gradient from a batch (unused) count as zero for that batch.
-
-    Args:
-        model (nn.Module): the model (unwrap a DDP model first, :func:`unwrap_model`: the
-            evaluation must not take part in DDP's gradient synchronization).
-        batches (Sequence): the fixed subset, ``B >= 1`` batches.
-        loss_fn (callable): ``loss_fn(model, batch) -> scalar tensor``, the training loss.
-        seed (int, optional): the random generators' seed during the evaluation (ROI sampling,
-            dropout); None: the training's generators as they are (restored afterwards anyway).
-        all_reduce (bool, optional): average ``g`` over the ranks of the default process group
-            (every rank must call this with its own batches); default: when
-            ``torch.distributed`` is initialized with more than one rank.
-
-    Returns:
-        float: the norm (same on every rank when averaged over the ranks).
+    """``||(1/B) sum_b grad_w L_b(w)||_2`` over ``batches``, leaving training untouched (module
+    docstring); ``loss_fn(model, batch)`` is the training loss, ``seed`` the generators' seed inside
+    (None: as they are), ``all_reduce`` averages over the ranks (default: when more than one). Pass
+    the module inside DDP (:func:`unwrap_model`). An unused parameter counts as zero.
 
     Raises:
         ValueError: no batches, no trainable parameters, or a loss that is not a scalar tensor

@@ -1,15 +1,10 @@
-"""Your own experiment: the sweep's cells from the user's own config or training script.
+"""Your own experiment: the sweep's cells from the user's own config (``--config``: Detectron2
+yaml or LazyConfig, any MMEngine config) or training script (``--script``, docs/sweeps.md).
 
-``budgeted-sweep --config my_cfg.{yaml,py}`` (Detectron2 yaml or LazyConfig, any MMEngine
-config) or ``--script my_train.py`` (plain PyTorch, the script contract of docs/sweeps.md)
-makes a :class:`~budgeted.experiments.families.ConfigFamily` of that one file
-(:func:`own_family`): its framework (read from the file: :func:`framework_of`), its full schedule
-(the config's own length, or ``--full-iters``), its warmup, the metric to report. Every cell
-trains that file, with its budget and schedule set by the training tool's own keys
-(:func:`own_overrides`): the user's warmup, optimizer, data and everything else stay theirs.
-
-A sweep folder records what :func:`family_record` returns, so the report and ``--status`` read
-it back (:func:`family_from_record`) without loading the config: reading results runs no code.
+:func:`own_family` makes a :class:`~budgeted.experiments.families.ConfigFamily` of that one file;
+every cell trains it with its budget and schedule set by the tool's own keys
+(:func:`own_overrides`), everything else the user's. The sweep folder records
+:func:`family_record`, read back by :func:`family_from_record` without loading the config.
 
 Example:
     >>> own_overrides(ConfigFamily("own", "detectron2", "", "", "", 400, 10, {}, (),
@@ -36,16 +31,9 @@ from ..schedules.units import budget_iters
 from .families import FRAMEWORKS, ConfigFamily
 
 __all__ = [
-    "OWN_FRAMEWORKS",
-    "check_own_budgets",
-    "check_same_source",
-    "family_from_record",
-    "family_record",
-    "framework_of",
-    "own_family",
-    "own_overrides",
-    "source_digest",
-]
+    "OWN_FRAMEWORKS", "check_own_budgets", "check_same_source", "family_from_record",
+    "family_record", "framework_of", "own_family", "own_overrides", "source_digest",
+]  # fmt: skip
 
 MMENGINE_SCOPES = ("mmseg", "mmdet", "mmpretrain", "mmaction")
 """The MMEngine codebases a config's ``default_scope`` names, each a framework of the sweep."""
@@ -84,12 +72,9 @@ def _top_level_names(path: Path) -> set[str]:
 
 
 def framework_of(path: Path, given: str | None = None) -> str:
-    """The framework of the user's config: ``detectron2`` for a yaml file or a LazyConfig (it
-    binds ``lr_multiplier`` and ``train``), an MMEngine codebase for an MMEngine config (its
-    ``default_scope``, ``mmengine`` without one); ``given`` (``--framework``) wins.
-
-    Raises :class:`SweepError` (one line) where the file tells neither.
-    """
+    """The framework of the user's config: ``detectron2`` (a yaml, or a LazyConfig binding
+    ``lr_multiplier`` and ``train``), else the MMEngine codebase of its ``default_scope``
+    (``mmengine`` without one); ``given`` (``--framework``) wins. Raises :class:`SweepError`."""
     if given is not None:
         if given not in OWN_FRAMEWORKS or given == "pytorch":
             raise SweepError(
@@ -171,9 +156,7 @@ def _detectron2_yaml(path: Path, full_iters: int | None) -> Loaded:
 
 
 def _detectron2_lazy(path: Path, full_iters: int | None) -> Loaded:
-    """A Detectron2 LazyConfig (its lr_multiplier's target said); the cells' edit
-    (:func:`budgeted.detectron2.lazy.apply_budget`) tried on a copy, so that what it refuses is
-    refused before any cell runs."""
+    """A Detectron2 LazyConfig; the cells' edit tried on a copy (refused before any cell runs)."""
     import copy
 
     from detectron2.config import LazyConfig
@@ -189,9 +172,7 @@ def _detectron2_lazy(path: Path, full_iters: int | None) -> Loaded:
 
 
 def _mmengine(path: Path, full_iters: int | None) -> Loaded:
-    """An MMEngine config (its default_scope said); the cells' edit
-    (:func:`budgeted.mmengine.own_schedule.apply_own_schedule`) tried on a copy, so that what it
-    refuses (a custom loop, a scheduler of another parameter) is refused before any cell runs."""
+    """An MMEngine config; the cells' edit tried on a copy (refused before any cell runs)."""
     from mmengine.config import Config
 
     from ..mmengine.own_schedule import apply_own_schedule, full_schedule_iters, lr_warmup
@@ -229,18 +210,9 @@ def own_family(
     path: Path, framework: str | None = None, full_iters: int | None = None, metric: str = "",
     imports: tuple[str, ...] = (), script: bool = False,
 ) -> ConfigFamily:  # fmt: skip
-    """The family of the user's own config (``script``: their training script) at ``path``.
-
-    Args:
-        path: the config or script.
-        framework: ``--framework`` (default: read from the file, :func:`framework_of`).
-        full_iters: ``--full-iters``, the full schedule in iterations (default: the config's own
-            length; a script has none, so it is required there).
-        metric: ``--metric``, the logged key the report reads (default: the framework's).
-        imports: ``--import``, modules imported before the config is loaded (and in every cell).
-
-    Raises :class:`SweepError`: one line naming the file and what is allowed.
-    """
+    """The family of the user's own config (``script``: their training script) at ``path``;
+    ``full_iters`` defaults to the config's own length (required for a script), ``metric`` to the
+    framework's. Raises :class:`SweepError`: one line naming the file and what is allowed."""
     path = path.resolve()
     if not path.is_file():
         what = "--script" if script else "--config"
@@ -308,9 +280,8 @@ def check_own_budgets(fam: ConfigFamily, budgets: list[float]) -> None:
 
 
 def check_same_source(out: Path, recorded: dict, fam: ConfigFamily, force: bool) -> None:
-    """A sweep of one's own config or script goes on only with the same full schedule and the
-    same file: the record keeps its sha256 (``--force-source`` goes on with an edited one, on
-    purpose). Raises :class:`SweepError`."""
+    """A sweep of one's own config or script goes on only with the same full schedule and file
+    (sha256; ``--force-source`` goes on with an edited one). Raises :class:`SweepError`."""
     now = family_record(fam)
     for key in ("full_iters", "warmup"):
         if recorded.get(key) != now[key]:
@@ -328,10 +299,9 @@ def check_same_source(out: Path, recorded: dict, fam: ConfigFamily, force: bool)
 
 
 def own_overrides(fam: ConfigFamily, schedule: str, budget: float) -> list[str]:
-    """What turns the user's config into a cell: its budget (``budget`` of the full schedule)
-    and ``schedule`` (any registered one, with the config's warmup), in the training tool's
-    syntax: Detectron2's ``SOLVER.BUDGET.*`` keys, the flags of ``budgeted-train-seg`` and
-    ``budgeted-lazy-train-net`` (``--budget``, ``--schedule``, ``--full-iters``)."""
+    """What turns the user's config into a cell: its ``budget`` and ``schedule`` (with the config's
+    warmup), in the training tool's syntax (``SOLVER.BUDGET.*``, or ``--budget``, ``--schedule``,
+    ``--full-iters``)."""
     text = f"{budget:.12g}"
     if fam.tool == "detectron2":
         label = schedule_info(schedule).label

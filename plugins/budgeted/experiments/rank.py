@@ -3,18 +3,10 @@
     budgeted-rank r18w8=output/nas/r18w8 r18w16=output/nas/r18w16 r34w16=output/nas/r34w16 \\
         [--full 0.25] [--metric mIoU]
 
-Each ``NAME=SWEEP`` is one architecture's sweep folder (``budgeted-sweep --out``, the same
-schedules and budgets for every architecture, the architecture set by the sweep's overrides).
-For every schedule the tool ranks the architectures by their metric at each budget (the mean
-over seeds at the best base LR of that sweep, the report's protocol) and prints, per budget,
-Kendall's tau between that ranking and the ranking at the full budget (``--full``, default: the
-largest budget every sweep finished), with scipy's two-sided p-value (``scipy.stats.kendalltau``,
-tau-b: ties count half). ``tau = 1``: the small budget orders the architectures exactly as the
-full budget does; ``0``: no better than chance; ``-1``: reversed. Then the metric per
-architecture, and the normalized metric (the metric at a budget / the same architecture and
-schedule's metric at the full budget, the paper's appendix table).
-
-This module imports no framework; reading a sweep imports its framework's run reader only.
+Each ``NAME=SWEEP`` is one architecture's sweep folder (the same schedules, budgets and LR grid).
+Per schedule and budget, Kendall's tau-b (scipy) between the architectures' ranking there (mean
+over seeds at the best base LR) and at the full budget (``--full``, default: the largest every
+sweep finished); then the metric per architecture and the normalized metric (docs/sweeps.md).
 """
 
 from __future__ import annotations
@@ -37,15 +29,11 @@ __all__ = ["Architectures", "kendall_tau", "load_architectures", "main", "markdo
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-    """Kendall's tau-b between two scorings of the same items, and its two-sided p-value.
+    """Kendall's tau-b between two scorings of the same items, and its two-sided p-value
+    (``scipy.stats.kendalltau``): ``tau = (C - D) / sqrt((C + D + T_x)(C + D + T_y))``.
 
-    ``tau = (C - D) / sqrt((C + D + T_x)(C + D + T_y))`` over all pairs of items: ``C`` pairs
-    ordered alike by ``x`` and ``y``, ``D`` ordered oppositely, ``T_x``/``T_y`` tied in only
-    ``x``/``y`` (``scipy.stats.kendalltau``).
-
-    Example:
-        >>> kendall_tau([1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 40.0, 30.0])[0]
-        0.6666666666666669
+    >>> kendall_tau([1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 40.0, 30.0])[0]
+    0.6666666666666669
     """
     if importlib.util.find_spec("scipy") is None:
         raise ReportError(
@@ -221,12 +209,7 @@ def _named(items: Sequence[str], parser: argparse.ArgumentParser) -> dict[str, P
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``budgeted-rank``: print the ranking tables; the exit status (2: bad input, one line).
-
-    Example:
-        >>> main(["a=out/a", "b=out/b", "c=out/c", "--full", "0.25"])  # doctest: +SKIP
-        0
-    """
+    """``budgeted-rank``: print the ranking tables; the exit status (2: bad input, one line)."""
     parser = tool_parser("rank", "budgeted-rank", __doc__)
     parser.add_argument(
         "sweeps", nargs="+", metavar="NAME=SWEEP", help="one sweep per architecture"

@@ -1,11 +1,6 @@
-"""Statistics for sweep reports: mean ± std over seeds, paired differences with a t-interval,
-the best base LR. Framework-free: the standard library, and ``scipy.stats.t`` for the interval's
-quantile (imported when an interval is computed, not before).
-
-The paper reports each cell as the mean of 3 runs and compares schedules at their tuned base
-LR; :func:`best_lr` picks that LR (highest mean), :func:`paired_difference` compares two
-schedules seed by seed (seed ``k`` of one against seed ``k`` of the other, which share the data
-order and initialization), and :func:`verdict` says whether the difference is outside noise.
+"""Statistics for sweep reports: mean ± std over seeds, paired differences with a t-interval
+(seed ``k`` against seed ``k``), the best base LR. Framework-free (``scipy.stats.t`` imported
+when an interval is computed).
 """
 
 from __future__ import annotations
@@ -16,20 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "Interval",
-    "Summary",
-    "best_lr",
-    "paired_difference",
-    "summarize",
-    "t_quantile_975",
-    "verdict",
-]
+    "Interval", "Summary", "best_lr", "paired_difference", "summarize", "t_quantile_975", "verdict",
+]  # fmt: skip
 
 
 def t_quantile_975(df: int) -> float:
-    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (two-sided 95 %),
-    ``scipy.stats.t.ppf(0.975, df)``, rounded to three decimals as the printed t-tables are
-    (the report's intervals are those a reader checks against such a table).
+    """``scipy.stats.t.ppf(0.975, df)`` rounded to three decimals, as printed t-tables are.
 
     Example:
         >>> t_quantile_975(2), t_quantile_975(31), t_quantile_975(1000)
@@ -63,9 +50,7 @@ class Summary:
 
 
 def summarize(values: Sequence[float]) -> Summary:
-    """Mean ± sample standard deviation of ``values`` (at least one).
-
-    ``std = sqrt(sum((x - mean)^2) / (n - 1))``.
+    """Mean ± sample standard deviation, ``sqrt(sum((x - mean)^2) / (n - 1))``, of ``values``.
 
     Example:
         >>> summarize([1.0, 2.0, 3.0])
@@ -97,13 +82,8 @@ class Interval:
 
 
 def paired_difference(a: Mapping[int, float], b: Mapping[int, float]) -> Interval | None:
-    """``a - b`` over the seeds both have: mean ``d`` and ``d ± t(0.975, n-1) * s_d / sqrt(n)``.
-
-    Args:
-        a, b: seed -> metric of two schedules (each at its own best LR).
-
-    Returns:
-        Interval or None: None when no seed is in both.
+    """``a - b`` (seed -> metric) over the seeds both have: mean ``d`` and
+    ``d ± t(0.975, n-1) * s_d / sqrt(n)``; None when no seed is in both.
 
     Example:
         >>> paired_difference({0: 42.0, 1: 44.0, 2: 43.0}, {0: 40.0, 1: 41.0, 2: 42.0}).text()
@@ -142,11 +122,8 @@ def verdict(interval: Interval | None, first: str, second: str) -> str:
 
 
 def best_lr(by_lr: Mapping[float | None, Sequence[float]]) -> tuple[float | None, bool]:
-    """The base LR with the highest mean metric, and whether it lies at an edge of the grid
-    searched (the smallest or the largest of 2 or more LRs: the search was not wide enough).
-
-    Args:
-        by_lr: base LR (None: the config's) -> the metric of each seed at that LR.
+    """The base LR (``by_lr``: LR -> each seed's metric) with the highest mean, and whether it is
+    the smallest or largest of 2 or more LRs (the search was not wide enough).
 
     Example:
         >>> best_lr({0.01: [30.0, 31.0], 0.03: [35.0, 36.0], 0.1: [33.0]})

@@ -1,34 +1,8 @@
-"""MMEngine integration: ``import budgeted.mmengine`` registers the schedulers.
-
-The same package serves MMSegmentation, MMDetection, MMPretrain and MMAction2 configs.
-
-- :mod:`.schedulers`: ``Budget<Label>LR`` for every schedule registered in the core
-  (``BudgetLinearLR``, ``BudgetCosineLR``, ``BudgetPolyLR``, ``BudgetHTDLR``, ``BudgetStepLR``,
-  ``BudgetExpLR``, ``BudgetConstantLR``, and any registered later), the generic
-  ``BudgetScheduleLR(schedule=...)`` and ``BudgetParamScheduler`` (any optimizer parameter), in
-  MMEngine's ``PARAM_SCHEDULERS``;
-- :mod:`.checkpoint`: the allow-list of exactly the globals MMEngine checkpoints carry, for
-  ``torch.load(weights_only=True)`` (torch >= 2.6's default), and :func:`load_mmengine_checkpoint`
-  for untrusted files. Importing this package does not apply the allow-list: our tools call
-  :func:`allow_mmengine_checkpoints`, a config imports :mod:`budgeted.mmengine.safe_checkpoints`;
-- :mod:`.hooks`: ``AtomicCheckpointHook`` (checkpoints and ``last_checkpoint`` written atomically),
-  ``PreemptionHook`` (SIGTERM / SIGUSR1: checkpoint after the current iteration, exit 75) and
-  ``DivergenceHook`` (a NaN or infinite loss: stop there, exit 3), in MMEngine's ``HOOKS``;
-- :mod:`.scheduler_hook`: ``BudgetParamSchedulerHook``, MMEngine's ``ParamSchedulerHook`` that
-  binds each budget scheduler to the runner's train loop and ``budget_on_resume`` and checks it
-  before training (named in a config; importing this package changes none of MMEngine's hooks);
-- :mod:`.compat`: the few MMEngine internals the adapter uses (MMEngine 0.10.7);
-- :mod:`.grad_norm`: ``FullGradNormHook`` (the full-gradient norm over a fixed subset of
-  training batches every ``interval`` iterations, beside ``lr`` in scalars.json), in ``HOOKS``;
-- :mod:`.resume`: what a run will load, checked before anything is written; :mod:`.preflight`:
-  the config, data, work dir and model files, checked before anything is written;
-- :mod:`.cli` (``tools/train_seg.py``, any MMEngine codebase's config), :mod:`.runs` (what a work
-  dir holds), :mod:`.launch` (CPU launchers), :mod:`.dist_run` (``tools/dist_train.sh``'s
-  torchrun), :mod:`.cityscapes` (label conversion);
-- toy data in the real formats: :mod:`.toy` (Cityscapes), :mod:`.toy_mmdet` (COCO for MMDetection),
-  :mod:`.toy_mmpretrain` (CIFAR-10 pickles, an ImageNet folder), :mod:`.toy_mmaction`
-  (Kinetics-400 raw frames); :mod:`.mmaction_compat` (mmaction2 1.2.0's wheel lacks a module its
-  models import).
+"""MMEngine integration: ``import budgeted.mmengine`` registers the budget schedulers
+(:mod:`.schedulers`), hooks (:mod:`.hooks`, :mod:`.grad_norm`, :mod:`.scheduler_hook`) and the
+time-budget loop (:mod:`.time_budget`); the same package serves MMSegmentation, MMDetection,
+MMPretrain and MMAction2 configs (docs/mmseg.md). Importing it changes none of MMEngine's hooks
+and does not apply the checkpoint allow-list (:func:`allow_mmengine_checkpoints`).
 
 In a config::
 

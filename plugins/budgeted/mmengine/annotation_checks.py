@@ -1,21 +1,11 @@
 """The annotation files of MMPretrain's ``CustomDataset``, checked line by line before anything is
 written.
 
-``CustomDataset`` (and each subclass that reads its lines the same way: ``ImageNet``,
-``Places205``, a user's own) reads ``ann_file`` only when the runner builds the dataloader, after
-the work dir, the timestamped log folder and the config dump exist, and an image only when a batch
-draws it: a line without a label, or a label that is not an integer, is a ``ValueError``
-traceback then; a label outside the classes, a missing image or a path that leaves
-``data_prefix`` (``../../etc/passwd``) fails when the sampler reaches it, or trains silently
-until it does.
-
-:func:`check_annotation_files` (the pre-flight of ``tools/train_seg.py``) builds each train and
-val dataset of the config, through dataset wrappers (``RepeatDataset(dataset=...)``,
-``ConcatDataset(datasets=[...])``), as the runner would but without loading it
-(``lazy_init=True``: the class's own defaults resolve ``ann_file`` and ``data_prefix``, ImageNet's
-``split=`` included), and reads its annotation file as ``CustomDataset.load_data_list`` does.
-Datasets of other types, files on remote storage (``s3://...``) and datasets that cannot be built
-here (the runner reports those) are left alone.
+:func:`check_annotation_files` builds each train and val dataset of the config (through dataset
+wrappers) without loading it (``lazy_init=True``) and reads its annotation file as
+``CustomDataset.load_data_list`` does: a line without an integer label, a label outside the
+classes, a missing image or a path that leaves ``data_prefix`` is one line. Other dataset types,
+remote files and datasets that cannot be built here are left to the runner.
 """
 
 from __future__ import annotations
@@ -166,14 +156,9 @@ def _check_lines(
 
 
 def check_annotation_files(cfg: Config) -> None:
-    """Each annotation file of the train and val ``CustomDataset`` datasets (any subclass that
-    reads the same lines; through dataset wrappers) must exist, read as UTF-8, hold a line per
-    image, each image a path inside ``data_prefix`` that exists, each label (``with_label``) an
-    integer from 0 to the number of classes - 1 (the fewest of the dataset's metainfo classes and
-    the model's ``num_classes``).
-
-    Args:
-        cfg (Config): the training config.
+    """Each annotation file of the train and val ``CustomDataset`` datasets must exist, read as
+    UTF-8, and hold a line per image: a path inside ``data_prefix`` that exists and (``with_label``)
+    an integer label below the number of classes.
 
     Raises:
         ValueError: one line naming the dataloader, the file, the line number, the bad value and

@@ -1,13 +1,8 @@
-"""A resumed checkpoint's base LRs against the config's, before MMEngine's runner exists.
-
-MMEngine's runner resumes the optimizer's param groups (``lr``, ``initial_lr``) and every
-scheduler's ``base_values`` from the checkpoint, so a file whose base LRs were edited, or a config
-whose LR changed since, trains every remaining iteration at other LRs, silently.
-:func:`check_resume_base_lrs` compares them with what the config gives each param group (the
-model and its optimizer wrapper built without weights: ``paramwise_cfg``'s ``lr_mult`` and
-``bias_lr_mult`` included, ``auto_scale_lr`` applied as the runner applies it), with the core's
-one rule (:func:`~budgeted.schedules.base_lrs.check_base_lrs`); the budget schedulers check it
-again when the runner loads them (:func:`check_scheduler_base_values`), in any runner.
+"""A resumed checkpoint's base LRs against the config's, before MMEngine's runner exists
+(:func:`check_resume_base_lrs`: the model and its optimizer wrapper built without weights,
+``paramwise_cfg`` and ``auto_scale_lr`` applied as the runner does; the core's rule,
+:func:`~budgeted.schedules.base_lrs.check_base_lrs`), and again when a budget scheduler is loaded
+in any runner (:func:`check_scheduler_base_values`).
 """
 
 from __future__ import annotations
@@ -21,8 +16,9 @@ from typing import Any, NamedTuple
 
 from mmengine.config import Config
 
+from ..runs.mmengine import saved_schedulers, scheduler_place
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights, check_base_lrs
-from .resume import saved_scheduler_states, state_place
+from .resume import state_place
 
 __all__ = [
     "PlannedLRs",
@@ -125,12 +121,13 @@ def _saved_optimizers(saved: Any) -> Iterator[tuple[str | None, Mapping]]:
             yield str(name), state
 
 
-def _saved_lr_schedulers(saved: Any) -> Iterator[tuple[str | None, str, Mapping]]:
+def _saved_lr_schedulers(checkpoint: Any) -> Iterator[tuple[str | None, str, Mapping]]:
     """``(optimizer name, where, state)`` of each LR scheduler state (``param_name`` "lr")
-    holding ``base_values`` in a checkpoint's ``param_schedulers``."""
-    for (group, index), state in saved_scheduler_states(saved).items():
+    holding ``base_values`` in a checkpoint (:func:`budgeted.runs.mmengine.saved_schedulers`)."""
+    for key, state in saved_schedulers(checkpoint).items():
         if state.get("param_name", "lr") == "lr" and "base_values" in state:
-            yield (None if group is None else str(group)), state_place(group, index), state
+            group, index = scheduler_place(key)
+            yield group, state_place(group, index), state
 
 
 def check_resume_base_lrs(cfg: Config, checkpoint: Mapping, path: str) -> None:
@@ -153,7 +150,7 @@ def check_resume_base_lrs(cfg: Config, checkpoint: Mapping, path: str) -> None:
         check_base_lrs(saved, lrs.lrs, subject=subject, saved_key=where, config_key=lrs.key,
                        config_value=lrs.value, fix=fix)  # fmt: skip
 
-    for name, where, state in _saved_lr_schedulers(checkpoint.get("param_schedulers")):
+    for name, where, state in _saved_lr_schedulers(checkpoint):
         subject = f"cannot resume from {path}: its param_scheduler{where}"
         check(name, "schedulers", subject, "base_values", state["base_values"])
     for name, state in _saved_optimizers(checkpoint.get("optimizer")):

@@ -1,18 +1,11 @@
 """Safe loading of MMEngine checkpoints under ``torch.load(weights_only=True)``.
 
-torch >= 2.6 loads with ``weights_only=True`` by default, and MMEngine's resume then fails on the
-non-tensor objects its checkpoints carry: the message hub's ``HistoryBuffer`` (whose statistics
-methods pickle as ``getattr(HistoryBuffer, "min")``) and numpy arrays and scalars.
-:func:`allow_mmengine_checkpoints` allow-lists exactly those globals; a checkpoint naming any other
-global is still refused by torch. A checkpoint is untrusted input: unpickling arbitrary globals
-would run code from the file. Before training, our tools load every file they will load
-(``load_from``, the checkpoint to resume; ``.pth`` or ``.pkl``) with
-:func:`load_mmengine_checkpoint` (the shared :func:`budgeted.safety.load_checkpoint`
-plus these globals), which refuses a foreign global or a damaged file in one line naming the file.
-
-Importing :mod:`budgeted.mmengine` does not change torch's allow-list: our tools call
-:func:`allow_mmengine_checkpoints`, and a config opts in by importing
-:mod:`budgeted.mmengine.safe_checkpoints` (``custom_imports``).
+:func:`allow_mmengine_checkpoints` allow-lists exactly the non-tensor globals MMEngine's
+checkpoints carry (the message hub's ``HistoryBuffer`` and its statistics methods, numpy arrays
+and scalars); any other global is still refused. :func:`load_mmengine_checkpoint` loads an
+untrusted file (:func:`budgeted.safety.load_checkpoint` plus these globals), a foreign global or
+a damaged file one line naming it. Importing :mod:`budgeted.mmengine` does not change torch's
+allow-list (a config opts in with :mod:`budgeted.mmengine.safe_checkpoints`).
 """
 
 from __future__ import annotations
@@ -48,10 +41,6 @@ _STATISTICS = ("min", "max", "current", "mean")
 
 def history_buffer_getattr(owner: Any, name: str) -> Any:
     """What ``builtins.getattr`` resolves to in a checkpoint: HistoryBuffer's statistics only.
-
-    Args:
-        owner: the object the checkpoint asks an attribute of.
-        name (str): the attribute.
 
     Raises:
         pickle.UnpicklingError: for anything but HistoryBuffer's ``min``, ``max``, ``current``,
@@ -125,10 +114,6 @@ def load_mmengine_checkpoint(path: str | os.PathLike[str], map_location: Any = "
     :func:`budgeted.safety.load_checkpoint` with :data:`MMENGINE_EXTRA_GLOBALS`: a torch
     file under ``weights_only=True``, a plain pickle through the restricted unpickler.
 
-    Args:
-        path (str or PathLike): the file.
-        map_location: where torch puts the tensors. Defaults to ``"cpu"``.
-
     Raises:
         UnsafeCheckpointError: one line naming the file and the foreign globals; nothing ran.
         DamagedCheckpointError: one line naming the file (missing, truncated, not a checkpoint).
@@ -168,12 +153,6 @@ def keeping_safe_globals() -> Iterator[None]:
 def unsafe_globals(path: str | os.PathLike[str]) -> list[str]:
     """The globals a torch checkpoint file needs that ``weights_only`` loading would refuse.
 
-    Args:
-        path (str or PathLike): a checkpoint written by ``torch.save`` (a zip archive).
-
-    Returns:
-        list[str]: the refused globals' names, sorted; empty for an MMEngine checkpoint.
-
     Example:
         >>> import tempfile, torch
         >>> path = tempfile.mkdtemp() + "/w.pth"
@@ -193,9 +172,6 @@ def check_checkpoint(path: str | os.PathLike[str]) -> None:
 
     It is loaded with :func:`load_mmengine_checkpoint` (a ``.pth`` or a ``.pkl``, whatever its
     name says).
-
-    Args:
-        path (str or PathLike): the checkpoint file.
 
     Raises:
         UnsafeCheckpointError: the file names a global outside the allow-list.

@@ -4,27 +4,11 @@
     python tools/train_seg.py configs/mmseg/pspnet_r50-d8_cityscapes_budget100.py --budget 0.25
     bash tools/dist_train.sh CONFIG 2                                      # torchrun; gloo on CPUs
 
-The same arguments as MMSegmentation's tool (``config``, ``--work-dir``, ``--resume``, ``--amp``,
-``--cfg-options KEY=VALUE ...``, ``--launcher``) plus ``--budget FRACTION`` and ``--resume-from
-PATH``, and for a user's own config (any MMEngine codebase) ``--schedule NAME`` (its LR schedule
-replaced by a budget schedule, its warmup kept; an epoch loop made iteration-based) and
-``--full-iters N`` (:mod:`budgeted.mmengine.own_schedule`). Everything that can be wrong is
-checked first, once (:func:`budgeted.mmengine.preflight.preflight`), before anything is written,
-each as one line and exit status 2: bad arguments, a config that cannot be read, an unknown
-scheduler type, bad budget scheduler arguments, a scheduler ``end`` other than the budget,
-missing data, a work dir that already holds a run or that another process trains in, a file to
-load that carries foreign globals or is damaged (the newest intact checkpoint is offered), a
-resume with another budget. Budget schedulers without ``by_epoch`` follow the train loop;
-``--launcher`` on a machine without GPUs runs gloo with BN for SyncBN.
-
-Training is preemption-safe: checkpoints and ``last_checkpoint`` are written atomically
-(:class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`), and SIGTERM / SIGUSR1 stop the run after
-the current iteration with a checkpoint, one line and exit status 75
-(:class:`~budgeted.mmengine.hooks.PreemptionHook`,
-:data:`budgeted.safety.preemption.PREEMPTED_EXIT_CODE`); ``--resume`` continues it exactly. A
-non-finite loss ends the run at once with one line and exit status 3
-(:class:`~budgeted.mmengine.hooks.DivergenceHook`); a time budget that ended before its schedule
-decayed exits 4 after its checkpoint and validation
+MMSegmentation's arguments plus ``--budget``, ``--budget-time``, ``--resume-from``,
+``--schedule`` and ``--full-iters``. Everything is checked first, once, before anything is
+written (:func:`budgeted.mmengine.preflight.preflight`), each refusal one line and exit status 2.
+Exit statuses: 75 preempted (:class:`~budgeted.mmengine.hooks.PreemptionHook`), 3 diverged
+(:class:`~budgeted.mmengine.hooks.DivergenceHook`), 4 a time budget that ended undecayed
 (:class:`~budgeted.mmengine.time_budget.TimeBudgetEndHook`).
 """
 
@@ -217,9 +201,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     A usage error (an unknown option, ``--budget 1.5``, a ``--cfg-options`` item without ``=``)
     prints one line and exits with status 2.
 
-    Args:
-        argv (list[str], optional): the arguments; default ``sys.argv[1:]``.
-
     Example:
         >>> parse_args(["pspnet_r18-toy_cityscapes_budget10", "--budget", "0.05"]).budget
         0.05
@@ -316,18 +297,9 @@ def _lock_work_dir(cfg: Config) -> WorkDirLock | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Check everything, then train with MMEngine's runner; the exit status.
 
-    0: trained (or nothing left to resume); 2: bad input, refused before anything was written
-    (one line ``train_seg: error: ...``), or a budget refused while the runner starts;
-    3 (:data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE`): the loss became NaN or infinite, the
-    run stopped there (not a result); 4 (:data:`budgeted.safety.preemption.UNDECAYED_EXIT_CODE`): a
-    time budget ended before its schedule decayed (saved and validated); 75
-    (:data:`budgeted.safety.preemption.PREEMPTED_EXIT_CODE`): stopped by SIGTERM / SIGUSR1 after
-    writing a checkpoint, continue with ``--resume``; 1: another rank is gone. SIGTERM and
-    SIGUSR1 only set a flag from the start (:class:`budgeted.safety.preemption.PreemptionGuard`), so
-    one that arrives while the runner is built is not lost.
-
-    Args:
-        argv (list[str], optional): the arguments; default ``sys.argv[1:]``.
+    0: trained (or nothing left to resume); 2: bad input, refused before anything was written;
+    3 diverged; 4 a time budget ended undecayed; 75 preempted (continue with ``--resume``); 1:
+    another rank is gone.
 
     Example:
         ``main(["pspnet_r18-toy_cityscapes_budget10", "--work-dir", "work_dirs/toy10"])``
@@ -363,9 +335,7 @@ def check_only(argv: Sequence[str]) -> int | None:
     """Every check :func:`main` makes before training, in this process, training nothing: the
     exit status of a refusal (its one line printed), None when the run may start.
 
-    ``tools/dist_train.sh``'s launcher (:mod:`budgeted.mmengine.dist_run`) runs it once before
-    it starts the ranks, so that bad input (missing data, say) is one line and exit status 2,
-    not one line per rank and torchrun's report of their failure.
+    :mod:`budgeted.mmengine.dist_run` runs it once before it starts the ranks.
 
     Example:
         ``check_only(["pspnet_r18-toy_cityscapes_budget10", "--launcher", "pytorch"])``

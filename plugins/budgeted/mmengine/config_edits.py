@@ -71,9 +71,6 @@ def fill_budget_scheduler_defaults(cfg: Config) -> None:
     Iteration-based loop: ``by_epoch=False``; epoch-based: ``by_epoch=True`` and
     ``convert_to_iter_based=True``. (A bare MMEngine runner reads a missing ``by_epoch`` as True.)
 
-    Args:
-        cfg (Config): the training config (changed in place).
-
     Example:
         >>> cfg = Config(dict(
         ...     train_cfg=dict(type="IterBasedTrainLoop", max_iters=100),
@@ -97,10 +94,6 @@ def apply_budget_fraction(cfg: Config, fraction: float) -> int:
 
     The full schedule is ``cfg.full_schedule_iters`` (our configs) or ``train_cfg.max_iters``.
     ``max_iters`` and ``val_interval`` become the budget; schedulers without ``end`` follow it.
-
-    Args:
-        cfg (Config): the training config (changed in place).
-        fraction (float): the budget, in (0, 1].
 
     Raises:
         ValueError: one line for a fraction outside (0, 1], an epoch-based config, or a
@@ -232,18 +225,11 @@ def add_reliability_hooks(cfg: Config, prog: str = PROG) -> None:
     """Atomic checkpoints, preemption-safe training and a stop at a non-finite loss, in the config
     the runner builds.
 
-    MMEngine's ``CheckpointHook`` becomes :class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`
-    (same arguments and file names) and its ``ParamSchedulerHook`` (named or by default)
-    :class:`~budgeted.mmengine.scheduler_hook.BudgetParamSchedulerHook`; the run gets a
-    :class:`~budgeted.mmengine.hooks.DivergenceHook` and, when iteration-based, a
-    :class:`~budgeted.mmengine.hooks.PreemptionHook` unless the config has them; a
-    ``TimeBudgetTrainLoop`` gets ``prog`` for its line; and
-    ``custom_imports`` gets ``budgeted.mmengine`` so that the dumped config builds with
-    MMSegmentation's own tools too.
-
-    Args:
-        cfg (Config): the training config (changed in place).
-        prog (str): the name the preemption line starts with.
+    ``CheckpointHook`` becomes :class:`~budgeted.mmengine.hooks.AtomicCheckpointHook`,
+    ``ParamSchedulerHook`` :class:`~budgeted.mmengine.scheduler_hook.BudgetParamSchedulerHook`;
+    ``DivergenceHook`` and (iteration-based) ``PreemptionHook`` are added unless present, and
+    ``custom_imports`` gets ``budgeted.mmengine`` (the dumped config builds with the codebase's
+    own tools too).
 
     Example:
         >>> cfg = Config(dict(train_cfg=dict(type="IterBasedTrainLoop", max_iters=8),
@@ -298,9 +284,6 @@ def scope_registry(cfg: Config, name: str = "PARAM_SCHEDULERS") -> Registry:
 
 def check_scheduler_types(cfg: Config) -> None:
     """Every ``param_scheduler`` type must be registered; name ours and the closest match if not.
-
-    Args:
-        cfg (Config): the training config.
 
     Raises:
         ValueError: one line naming the unknown type, the closest registered one and ours.

@@ -4,20 +4,9 @@ torchrun prints pages.
     python -m budgeted.mmengine.dist_run --nproc_per_node=2 ... tools/train_seg.py CONFIG \\
         --launcher pytorch [train_seg options]
 
-The arguments are torchrun's (``torch.distributed.run``), which starts the ranks as it always
-does. Around it:
-
-- before any rank starts, this process makes every check ``train_seg`` makes
-  (:func:`budgeted.mmengine.cli.check_only`): bad input (missing data, a refused resume) is one
-  line and exit status 2, instead of the same line from every rank followed by torchrun's
-  report of their failure;
-- when a rank fails, torchrun stops the others and raises ``ChildFailedError``; this prints one
-  line naming the rank that failed first and how (``rank 1 (pid 4242) was killed by SIGKILL``),
-  where torchrun prints its traceback and table, and the ranks that lost their peer stay quiet
-  (``budgeted.mmengine.launch.LAUNCHER_ENV``);
-- a rank's own exit status of ours passes through (torchrun would say 1): 3 diverged, 4 a time
-  budget ended undecayed, 75 preempted (its checkpoint is written: run the same command with
-  ``--resume``); each rank 0 already said in one line.
+Before any rank starts, every check ``train_seg`` makes runs here once
+(:func:`budgeted.mmengine.cli.check_only`, exit status 2); a failed rank is one line naming it and
+how it ended; a rank's own exit status of ours (3, 4, 75) passes through.
 """
 
 from __future__ import annotations
@@ -84,11 +73,7 @@ def failure_line(rank: int, pid: int, exitcode: int, signal_name: str) -> tuple[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Check, then run torchrun; the exit status (see the module).
-
-    Args:
-        argv (list[str], optional): torchrun's arguments; default ``sys.argv[1:]``.
-    """
+    """Check, then run torchrun; the exit status (see the module)."""
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 

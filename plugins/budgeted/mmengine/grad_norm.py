@@ -1,36 +1,13 @@
-"""``FullGradNormHook``: the budgeted-convergence diagnostics (the paper's Figure 3) for MMEngine
-and MMSegmentation: every ``interval`` iterations, the full-gradient norm over a fixed subset of
-training batches, logged as ``full_grad_norm`` beside ``lr`` in ``vis_data/scalars.json`` (and
-the log, and any other visualizer backend). Registered in MMEngine's ``HOOKS``.
+"""``FullGradNormHook``: the budgeted-convergence diagnostics (the paper's Figure 3), registered in
+MMEngine's ``HOOKS``: every ``interval`` iterations, the full-gradient norm over a fixed subset of
+training batches, logged as ``full_grad_norm`` beside ``lr`` in ``vis_data/scalars.json``.
 
     full_grad_norm = ||(1/B) sum_b grad_w L_b(w)||_2
 
-over the ``B = num_batches`` batches, ``L_b`` the training loss (``data_preprocessor(data,
-True)``, ``forward(mode="loss")``, ``parse_losses``: what ``BaseModel.train_step`` optimizes),
-``w`` the weights after the iteration (:func:`budgeted.experiments.grad_norm.full_gradient_norm`).
-
-- The subset: the first ``B`` batches of a second dataloader, built once before training from
-  the config's ``train_dataloader`` (``num_workers=0``, no persistent workers) with the sampler
-  seeded with ``seed`` and every random generator seeded with ``seed`` while it is read, so the
-  subset is the same in every run of the config, whatever ``randomness.seed``. The training
-  dataloader is never read. With several ranks each reads its own ``B`` batches (the sampler
-  shards by rank) and the gradients are averaged over the ranks: the value is the same on every
-  rank.
-- The mode: the model (the module inside ``MMDistributedDataParallel``: DDP synchronizes
-  nothing) in training mode, in full precision (no AMP autocast); buffers (BatchNorm statistics)
-  restored bitwise, ``.grad`` and the optimizer wrapper untouched, the random generators
-  restored. Training continues exactly as without the hook
-  (``tests/mmengine/test_mmengine_grad_norm.py`` compares the weights bit for bit).
-- The cost: ``B`` extra forward and backward passes every ``interval`` iterations (logged with
-  each value), plus reading ``B`` batches once. It is kept out of the ``time`` and ``data_time``
-  that ``IterTimerHook`` logs (and so out of the ETA).
-
-Where the value lands: the hook runs before the ``LoggerHook`` of the same iteration, so when
-the logger writes a row at that iteration (``interval`` a multiple of the logger's interval)
-the value is in that row, beside ``lr``; when it does not, the hook writes a row of its own
-(``{"full_grad_norm": ..., "step": N}``), so no value is lost; no later row repeats an old value.
-The key is not ``grad_norm``: MMEngine logs that name for gradient clipping
-(``optim_wrapper.clip_grad``), the norm of one mini-batch. In a config::
+over the ``B = num_batches`` first batches of a second dataloader seeded with ``seed`` (the same
+subset in every run; averaged over ranks), ``L_b`` the training loss, ``w`` the weights after the
+iteration (:func:`budgeted.experiments.grad_norm.full_gradient_norm`). Training continues exactly
+as without the hook (buffers, ``.grad`` and random generators restored). In a config::
 
     custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
     custom_hooks = [dict(type="FullGradNormHook", interval=100, num_batches=2)]
@@ -65,10 +42,6 @@ def mmengine_loss(model: torch.nn.Module, data: Any) -> torch.Tensor:
     """The training loss of one batch, as ``BaseModel.train_step`` forms it (without AMP):
     ``parse_losses(model(**data_preprocessor(data, True), mode="loss"))[0]``.
 
-    Args:
-        model: an MMEngine ``BaseModel`` (unwrapped).
-        data: a batch as the dataloader yields it.
-
     Example:
         >>> from mmengine.model import BaseModel
         >>> class Net(BaseModel):
@@ -96,17 +69,7 @@ def _check(name: str, value: Any, low: int) -> None:
 @HOOKS.register_module()
 class FullGradNormHook(Hook):
     """Every ``interval`` iterations (and after the last), ``full_grad_norm`` over a fixed
-    subset of ``num_batches`` training batches (see the module docstring for the formula, the
-    subset, the mode, the cost and where the value is written).
-
-    Args:
-        interval (int): iterations between evaluations (>= 1).
-        num_batches (int): batches in the subset (>= 1).
-        seed (int): the random generators' seed while the subset is drawn and each norm is
-            computed (restored afterwards). Defaults to 0.
-        dataloader (dict, optional): the subset's dataloader config; default: the config's
-            ``train_dataloader`` (its ``num_workers`` set to 0 either way).
-        name (str): the scalar's name. Defaults to ``"full_grad_norm"``.
+    subset of ``num_batches`` training batches (see the module).
 
     Attributes:
         evaluations (int): norms computed so far.

@@ -1,24 +1,12 @@
 """MMEngine hooks: atomic checkpoints and preemption-safe training (registered in ``HOOKS``).
 
-- :class:`AtomicCheckpointHook`: MMEngine's ``CheckpointHook`` (same arguments, same file names:
-  ``iter_<N>.pth``, ``last_checkpoint``) that writes each checkpoint to a temporary file beside
-  it (``.iter_<N>.pth.tmp-<random>``), fsyncs it and renames it into place, and then replaces
-  ``last_checkpoint`` the same way; a kill at any moment leaves the previous checkpoint and a
-  ``last_checkpoint`` naming it. Old checkpoints (``max_keep_ckpts``) are removed only after the
-  new one is in place.
-- :class:`PreemptionHook`: SIGTERM or SIGUSR1 (Slurm's ``--signal=USR1@<seconds>``) only sets a
-  flag (:class:`budgeted.safety.preemption.PreemptionGuard`); after the current iteration the hook
-  writes a checkpoint (atomically), prints one line and ends the run with
-  :data:`budgeted.safety.preemption.PREEMPTED_EXIT_CODE` (75). Several processes agree on the
-  stopping iteration: the flag is all-reduced (max) after every iteration (:func:`agree_max`), so
-  every rank stops after the same one and only rank 0 writes. ``--resume`` then continues with
-  exactly the learning rate an uninterrupted run would have had.
-- :class:`DivergenceHook`: a non-finite training loss (NaN, inf) ends the run at that iteration,
-  agreed by every rank, before any checkpoint or validation of it: one line naming the iteration
-  and the base LR, exit status :data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE` (3).
+- :class:`AtomicCheckpointHook`: MMEngine's ``CheckpointHook`` writing each checkpoint and
+  ``last_checkpoint`` to a temporary file, fsynced and renamed into place;
+- :class:`PreemptionHook`: SIGTERM / SIGUSR1 stop the run after the current iteration (agreed by
+  every rank) with a checkpoint, one line and exit status 75;
+- :class:`DivergenceHook`: a non-finite loss ends the run at that iteration, exit status 3.
 
-``tools/train_seg.py`` uses both by itself. With MMSegmentation's own tools, a config asks for
-them (``import budgeted.mmengine`` registers them)::
+In a config (``tools/train_seg.py`` adds them itself)::
 
     custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
     default_hooks = dict(
@@ -94,23 +82,8 @@ def save_checkpoint_atomically(
     """What MMEngine's ``CheckpointHook`` does for each save (:func:`~budgeted.mmengine.compat.
     stock_save`), with atomic writes; the path.
 
-    The runner's own ``save_checkpoint`` builds the checkpoint (model, optimizer, schedulers,
-    message hub, meta, the ``before_save_checkpoint`` hooks) and writes it under a temporary
-    name in the same folder; rank 0 then fsyncs and renames it, writes ``last_checkpoint``
-    through :func:`budgeted.safety.atomic_write_text` and only then removes a checkpoint
-    that ``max_keep_ckpts`` retires. A non-local backend (``s3://``...) is left to MMEngine.
-
-    Args:
-        hook (CheckpointHook): the runner's checkpoint hook (its folder, template, options;
-            ``before_train`` has run).
-        runner (Runner): the runner.
-        step (int): the iteration (or epoch) the file is named after.
-        meta (dict): the checkpoint's ``meta`` (``epoch``, ``iter``).
-        filename_tmpl (str, optional): default ``hook.filename_tmpl``.
-        by_epoch (bool, optional): default ``hook.by_epoch``.
-
-    Returns:
-        str: the checkpoint's path (as ``last_checkpoint`` records it).
+    The runner's ``save_checkpoint`` writes under a temporary name; rank 0 fsyncs and renames
+    it, writes ``last_checkpoint`` atomically, then removes what ``max_keep_ckpts`` retires.
     """
     tmpl = filename_tmpl or hook.filename_tmpl
     by_epoch = hook.by_epoch if by_epoch is None else by_epoch
@@ -178,9 +151,6 @@ class CheckpointAtHook(Hook):
     the points a run is branched from (the cooldowns of ``tools/branch.py``), beside the
     periodic checkpoints. In a config: ``custom_hooks=[dict(type="CheckpointAtHook",
     iterations=[3040, 6080])]``.
-
-    Args:
-        iterations (list of int): the iteration counts to save after.
     """
 
     priority = "VERY_LOW"  # after the scheduler step and the periodic checkpoint
@@ -216,28 +186,10 @@ class AtomicCheckpointHook(CheckpointSaveHook):
 class PreemptionHook(Hook):
     """Stop after the current iteration on SIGTERM / SIGUSR1, with a checkpoint; exit 75.
 
-    The signals only set a flag (the :class:`~budgeted.safety.preemption.PreemptionGuard` a tool
-    installed around the whole run, else one the hook installs for the training). After each
-    training iteration (after the scheduler step and the periodic checkpoint: the hook runs
-    last) the flag is all-reduced over the ranks; once set, rank 0 writes ``iter_<N>.pth`` and
-    ``last_checkpoint`` atomically (skipped when the checkpoint hook just wrote that
-    iteration), every rank waits for the write, rank 0 prints one line, a validation due at
-    that iteration is not started, the remaining ``after_train``/``after_run`` hooks run, and
-    :class:`~budgeted.safety.preemption.Preempted` (a ``SystemExit`` with code 75) ends the run. A
-    signal during the last iteration lets the run finish (exit 0); one that arrives before the
-    first iteration stops it at once, with nothing new to save. Iteration-based loops only
-    (``IterBasedTrainLoop``: a resumed epoch would restart from its beginning).
-
-    The all-reduce costs one small collective per iteration (measured on 2 CPU processes with
-    gloo: 3-4 ms including the wait for the slower rank, against 70-100 ms iterations); with
-    several ranks, ``interval=N`` checks every N iterations instead (every rank checks at the
-    same ones, so they still agree), at the price of up to N - 1 more iterations after a
-    signal. A single process checks its flag every iteration, for free.
-
-    Args:
-        prog (str): the name the line starts with. Defaults to ``"PreemptionHook"``
-            (``tools/train_seg.py`` passes ``"train_seg"``).
-        interval (int): with several ranks, check every ``interval`` iterations. Defaults to 1.
+    The signals only set a flag (:class:`~budgeted.safety.preemption.PreemptionGuard`); after each
+    training iteration the flag is all-reduced over the ranks (every ``interval`` iterations), and
+    once set rank 0 writes ``iter_<N>.pth`` and ``last_checkpoint`` atomically, prints one line,
+    and :class:`~budgeted.safety.preemption.Preempted` ends the run. Iteration-based loops only.
 
     In a config: ``custom_hooks = [dict(type="PreemptionHook")]``.
     """
@@ -391,19 +343,9 @@ def _base_lr(runner: Any) -> float | None:
 class DivergenceHook(Hook):
     """End the run at the first iteration whose training loss is NaN or infinite; exit 3.
 
-    After each training iteration (after the ``LoggerHook`` logged it and the
-    ``ParamSchedulerHook`` stepped, before the ``CheckpointHook``: priority ``LOW``, registered
-    after them) every rank reads its loss (``outputs["loss"]``) and the ranks agree on the worst
-    (:func:`agree_max`: one all-reduce of one number, as :class:`PreemptionHook` does), so all
-    stop after the same iteration even when only one rank's loss blew up. Rank 0 prints one
-    line naming the iteration (1-based, as the log counts) and the base LR, and every rank
-    raises :class:`Diverged` (exit status :data:`budgeted.safety.preemption.DIVERGED_EXIT_CODE`): no
-    checkpoint of that iteration, no final validation, nothing that could pass for a result.
-    Checkpoints written earlier, at finite losses, stay.
-
-    Args:
-        prog (str): the name the line starts with. Defaults to ``"DivergenceHook"``
-            (``tools/train_seg.py`` passes ``"train_seg"``).
+    After each training iteration the ranks agree on the worst loss (:func:`agree_max`), so all
+    stop after the same iteration; rank 0 prints one line naming the iteration and the base LR,
+    and every rank raises :class:`Diverged`: no checkpoint of that iteration, no validation.
 
     In a config: ``custom_hooks = [dict(type="DivergenceHook")]``.
     """

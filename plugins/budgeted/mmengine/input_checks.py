@@ -1,21 +1,7 @@
-"""Checks of a config, its data, its work dir and the files it names, before anything is written.
-
-The pre-flight of ``tools/train_seg.py`` (:func:`budgeted.mmengine.preflight.preflight`) runs
-them before MMEngine's runner exists: the runner creates the work dir, a timestamped log folder
-and the config dump as soon as it is built, so a problem it would find later has already changed
-the folder. Each check reads only, and says what is wrong in one line (a ``ValueError``):
-
-- :func:`check_base_chain`: a ``_base_`` cycle (``a.py -> b.py -> a.py``), found by parsing the
-  files (``ast``, nothing run), before ``Config.fromfile`` recurses into it;
-- :func:`check_data_roots`: every dataset folder exists, and the train and val image and label
-  folders hold files (an empty split);
-- :func:`check_writable`: the work dir (or the folder it will be made in) can be written;
-- :func:`check_time_budget_pair`: ``--budget-time`` with a fraction config (``budget_fraction``
-  below 1) is two budgets, as Detectron2's ``SOLVER.BUDGET.FRACTION`` with ``SECONDS`` is;
-- :func:`check_init_checkpoints`: every local ``init_cfg=dict(type="Pretrained", checkpoint=...)``
-  and ``pretrained=`` file of the model loads safely (untrusted input, as ``load_from`` is);
-- :func:`check_weights_fit_model`: weights to start from (``load_from`` without resuming) share
-  at least one key with the model (a Detectron2 or other foreign checkpoint matches none).
+"""Checks of a config, its data, its work dir and the files it names, before anything is written
+(each reads only and refuses in one line, a ``ValueError``): :func:`check_base_chain`,
+:func:`check_data_roots`, :func:`check_writable`, :func:`check_time_budget_pair`,
+:func:`check_init_checkpoints`, :func:`check_weights_fit_model`.
 """
 
 from __future__ import annotations
@@ -147,9 +133,6 @@ def _holds_a_file(folder: str) -> bool:
 def check_data_roots(cfg: Config) -> None:
     """Each train/val/test dataset's root and prefix folders must exist, and the train and val
     prefix folders (images, labels) must hold files.
-
-    Args:
-        cfg (Config): the training config.
 
     Raises:
         ValueError: one line naming the missing or empty folder and how to make or point to it.

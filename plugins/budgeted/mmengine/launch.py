@@ -49,12 +49,6 @@ def _replace_sync_bn(node: Any) -> int:
 def prepare_cpu_distributed(cfg: Config) -> int:
     """Adapt ``cfg`` to gloo on CPUs: DDP with ``device_ids=None``, BN instead of SyncBN.
 
-    Args:
-        cfg (Config): the training config (changed in place).
-
-    Returns:
-        int: how many SyncBN norm configs were replaced by BN (SyncBN needs GPUs).
-
     Example:
         >>> cfg = Config(dict(model=dict(backbone=dict(norm_cfg=dict(type="SyncBN")))))
         >>> prepare_cpu_distributed(cfg), cfg.model_wrapper_cfg.device_ids
@@ -110,9 +104,6 @@ def _mpi_env() -> None:
 
 def init_cpu_distributed(launcher: str) -> None:
     """Start a gloo process group for ``launcher`` (MMEngine's ``init_dist`` needs CUDA).
-
-    Args:
-        launcher (str): ``"pytorch"`` (torchrun), ``"slurm"`` or ``"mpi"``.
 
     Raises:
         ValueError: one line for another launcher or a missing environment variable.

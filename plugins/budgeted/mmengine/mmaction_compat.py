@@ -1,26 +1,14 @@
 """Make ``import mmaction.models`` work on mmaction2 1.2.0 from PyPI (a config imports this).
 
-The 1.2.0 wheel ships ``mmaction/models/localizers/__init__.py``, which runs
-``from .drn.drn import DRN``, without the folder ``mmaction/models/localizers/drn`` (it has no
-``__init__.py`` in the source tree, so the wheel's package list left it out). Importing
-``mmaction.models``, which MMEngine's runner does to build any MMAction2 model, then fails with
-``ModuleNotFoundError: No module named 'mmaction.models.localizers.drn'``.
-
-Importing this module runs :func:`install`: where, and only where, the installed mmaction's
-``localizers/__init__.py`` imports ``drn.drn`` and the import system cannot find it, it puts
-stand-in modules ``mmaction.models.localizers.drn`` and ``...drn.drn`` in ``sys.modules`` (the
-names that ``__init__.py`` imports, nothing else) and registers a stand-in ``DRN`` in
-MMAction2's ``MODELS``; building a DRN then raises one line saying why it is missing. On an
-mmaction that has the module, one already imported, or none at all, it does nothing. Every
-other model (I3D, TSN, ...) is the package's own. In a config run by MMAction2's own tools::
+The 1.2.0 wheel's ``mmaction/models/localizers/__init__.py`` runs ``from .drn.drn import DRN``
+without shipping that folder. Importing this module runs :func:`install`: only where that import
+cannot be found, it puts stand-in modules in ``sys.modules`` and a stand-in ``DRN`` in
+MMAction2's ``MODELS`` (building it raises one line saying why). In a config::
 
     custom_imports = dict(
         imports=["budgeted.mmengine", "budgeted.mmengine.mmaction_compat"],
         allow_failed_imports=False,
     )
-
-The configs under ``configs/mmaction/`` list it (custom imports run when ``Config.fromfile``
-loads the config, before the runner imports ``mmaction.models``).
 """
 
 from __future__ import annotations
@@ -62,10 +50,6 @@ def needs_stand_in(package_dirs: Sequence[str | Path] | None = None) -> bool:
     """Whether ``mmaction.models`` cannot import without the stand-in: ``localizers/__init__.py``
     imports ``drn.drn`` and the import system finds no such module under the package.
 
-    Args:
-        package_dirs: the folders of the ``mmaction`` package (default: the installed one's,
-            found without importing it); False when there is none.
-
     Example:
         >>> import tempfile
         >>> needs_stand_in([tempfile.mkdtemp()])  # no localizers/__init__.py: nothing to do
@@ -105,11 +89,6 @@ def _stand_in(name: str, is_package: bool) -> ModuleType:
 
 def install() -> bool:
     """Register the stand-in modules where :func:`needs_stand_in`; idempotent.
-
-    Returns:
-        bool: True if the stand-ins are in place (now or already), False if nothing was needed
-        (the installed mmaction has the module, ``mmaction.models`` is already imported, or
-        mmaction is not installed).
 
     Example:
         >>> import mmaction.models  # after install(), on mmaction2 1.2.0 from PyPI too

@@ -1,16 +1,7 @@
 """A user's own MMEngine config under a budget-aware schedule: ``budgeted-train-seg``'s
-``--schedule NAME`` and ``--full-iters N`` (a sweep's cell: ``--budget 0.1 --schedule cosine
---full-iters 3200`` on any MMSeg, MMDet, MMPretrain or MMAction2 config).
-
-- :func:`full_schedule_iters`: the full schedule in iterations (``full_schedule_iters``, else
-  ``train_cfg.max_iters``, else ``max_epochs x`` :func:`iters_per_epoch`);
-- :func:`lr_warmup`: the config's LR warmup, in iterations, which the budget schedule keeps;
-- :func:`apply_own_schedule`: the edit (the LR schedule replaced by one ``Budget<Label>LR``, an
-  epoch loop made iteration-based), applied before
-  :func:`~budgeted.mmengine.config_edits.apply_budgets`; then :func:`check_budget_after_warmup`.
-
-Each refuses what it cannot apply in one line (a ``ValueError``); nothing here writes a file
-(:func:`iters_per_epoch` builds the train set to count it).
+``--schedule NAME`` and ``--full-iters N`` (:func:`apply_own_schedule`: the LR schedule replaced
+by one ``Budget<Label>LR``, the config's warmup kept, an epoch loop made iteration-based). Each
+refusal is one line (a ``ValueError``); nothing here writes a file.
 """
 
 from __future__ import annotations
@@ -242,16 +233,10 @@ def _make_iteration_based(cfg: Config, full: int) -> None:
 def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None = None) -> int:
     """``--schedule NAME`` and ``--full-iters N``: a user's config under a budget schedule.
 
-    ``--full-iters`` sets ``cfg.full_schedule_iters`` (else :func:`full_schedule_iters`).
-    ``--schedule``: the LR entries of ``param_scheduler`` become one
-    ``Budget<Label>LR(warmup_iters=W, warmup_factor=F, by_epoch=False)`` with the config's
-    warmup (:func:`lr_warmup`) and the schedule's default parameters (``step``: the config's own
-    ``MultiStepLR`` milestones and gamma, :func:`step_milestones`); an epoch-based loop becomes
-    ``IterBasedTrainLoop(max_iters=val_interval=full)``. Apply before :func:`apply_budgets`, then
+    ``--schedule``: the LR entries become one ``Budget<Label>LR(by_epoch=False)`` with the
+    config's warmup (:func:`lr_warmup`) and own step milestones (:func:`step_milestones`); an
+    epoch-based loop becomes iteration-based. Apply before :func:`apply_budgets`, then
     :func:`check_budget_after_warmup`.
-
-    Returns:
-        int: the warmup ``W`` in iterations (0 without ``--schedule``).
 
     Raises:
         ValueError: one line: an unknown schedule, a bad ``--full-iters``, a custom train loop,

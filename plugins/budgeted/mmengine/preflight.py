@@ -1,26 +1,10 @@
 """The one pre-flight of ``tools/train_seg.py``: every check, before anything is written.
 
-:func:`preflight` runs once, before MMEngine's runner exists (the runner creates the work dir, a
-timestamped log folder and the config dump as soon as it is built, so a problem it would find
-later has already changed the folder). In order:
-
-1. the config: read (:func:`load_config`, a ``_base_`` cycle found first), with the command
-   line's edits (:mod:`budgeted.mmengine.own_schedule`: ``--schedule``, ``--full-iters``;
-   :mod:`budgeted.mmengine.config_edits`: ``--budget``, ``--budget-time``, ``--amp``,
-   ``by_epoch`` from the loop);
-2. its budget schedulers and this package's hooks, built with their arguments
-   (:func:`check_budget_schedulers`: a scheduler on the config's optimizer over a stand-in
-   parameter, :func:`check_budget_hooks`); a checkpoint's budget against them
-   (:func:`check_resume_budget`, called by step 4);
-3. the data folders, the annotation files of MMPretrain ``CustomDataset`` sets
-   (:mod:`budgeted.mmengine.annotation_checks`), the work dir (writable, not locked, not another
-   run's) and the files the model loads (:mod:`budgeted.mmengine.input_checks`);
-4. the file to load or resume (:func:`budgeted.mmengine.resume.plan_load`: loaded safely,
-   resumable, the same budget, not finished), which the returned config then names;
-5. the reliability hooks and the CPU launcher's settings, added to the config.
-
-Each refusal is one line (a ``ValueError``, ``FileNotFoundError`` or
-:class:`~budgeted.mmengine.resume.NothingToResume`).
+:func:`preflight` runs before MMEngine's runner exists (the runner writes into the work dir as
+soon as it is built): the config with the command line's edits, its budget schedulers and hooks
+built with their arguments, the data, the work dir and the model's files, then the file to load
+or resume (:func:`budgeted.mmengine.resume.plan_load`). Each refusal is one line (a
+``ValueError``, ``FileNotFoundError`` or :class:`~budgeted.mmengine.resume.NothingToResume`).
 """
 
 from __future__ import annotations
@@ -39,7 +23,7 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 from ..config_files import find_config
-from ..runs.mmengine import WorkDirLock, check_new_run_folder
+from ..runs.mmengine import WorkDirLock, check_new_run_folder, saved_schedulers, scheduler_key
 from ..schedules import BudgetMismatchError, check_on_resume
 from .annotation_checks import check_annotation_files
 from .base_lrs import check_resume_base_lrs
@@ -69,8 +53,8 @@ from .input_checks import (
 )
 from .launch import needs_cpu_distributed, prepare_cpu_distributed
 from .own_schedule import apply_own_schedule, check_budget_after_warmup
-from .resume import check_time_budget_resume, plan_load, saved_scheduler_states, state_place
-from .schedulers import BudgetParamScheduler, check_loop_end, resume_step
+from .resume import check_time_budget_resume, plan_load, state_place
+from .schedulers import BudgetParamScheduler, check_loop_end
 from .time_budget import TimeBudgetTrainLoop
 
 __all__ = [
@@ -125,10 +109,6 @@ def load_config(path: str | os.PathLike[str], options: dict | None = None) -> Co
     found end in a ``ValueError`` naming the file and the error; an override that does not fit
     the config (``param_scheduler.3.type=...`` on one scheduler) names the override.
 
-    Args:
-        path (str or PathLike): the config file.
-        options (dict, optional): ``--cfg-options``.
-
     Raises:
         ValueError: one line.
     """
@@ -154,12 +134,6 @@ def preflight(args: argparse.Namespace) -> Config:
     Nothing is written: the checks read the config, the data folders, the work dir and the file
     to load (:func:`~budgeted.mmengine.resume.plan_load`: loaded safely, resumable, the same
     budget, not finished), which the returned config then names as ``load_from``.
-
-    Args:
-        args (argparse.Namespace): from :func:`parse_args`.
-
-    Returns:
-        Config: ready for ``Runner.from_cfg``.
 
     Raises:
         ValueError, FileNotFoundError: one line saying what is wrong and what is allowed.
@@ -261,12 +235,6 @@ def build_budget_schedulers(
     from it is refused (:func:`~budgeted.mmengine.schedulers.check_loop_end`). Epoch-based entries
     are checked by the scheduler when the runner builds it (their length needs the dataloader).
 
-    Args:
-        cfg (Config): the training config.
-
-    Returns:
-        list: ``(optimizer name or None, position in its list, scheduler)`` per built entry.
-
     Raises:
         BudgetConfigError: one line naming the scheduler, the value and what is allowed.
     """
@@ -301,9 +269,6 @@ def build_budget_schedulers(
 def check_budget_schedulers(cfg: Config) -> None:
     """:func:`build_budget_schedulers`, for its checks only.
 
-    Args:
-        cfg (Config): the training config.
-
     Raises:
         BudgetConfigError: one line naming the scheduler, the value and what is allowed.
 
@@ -320,34 +285,24 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
     """Refuse to resume ``checkpoint`` when its budget is not the config's (before the runner).
 
     Each iteration-based budget scheduler of the config is built (:func:`build_budget_schedulers`)
-    and compares the ``budget`` saved in the checkpoint's state it is paired with
-    (:func:`~budgeted.mmengine.resume.saved_scheduler_states`, MMEngine's pairing by position)
-    (:meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_resume`): the same one-line
-    :class:`~budgeted.schedules.BudgetMismatchError` the runner would raise, but before
-    anything is written. A budget scheduler in the checkpoint where the config has a stock one is
-    refused too.
-
-    Args:
-        cfg (Config): the training config.
-        checkpoint (Mapping): the checkpoint, loaded safely.
-        path (str): its file, for messages.
+    and takes the one resume route with the state it is paired with
+    (:func:`budgeted.runs.mmengine.saved_schedulers`, MMEngine's pairing by position;
+    :func:`~budgeted.mmengine.resume.check_time_budget_resume`): the one-line refusal the runner
+    would raise, before anything is written. A budget scheduler in the checkpoint where the
+    config has a stock one is refused too.
 
     Raises:
         BudgetMismatchError: one line saying what differs and what to do; also for a checkpoint
             whose base LRs are not the ones the config gives each param group
             (:func:`~budgeted.mmengine.base_lrs.check_resume_base_lrs`).
     """
-    states = saved_scheduler_states(checkpoint.get("param_schedulers"))
+    states = saved_schedulers(checkpoint)
     built = {(group, index): sched for group, index, sched in build_budget_schedulers(cfg)}
     for group, entries in scheduler_groups(cfg):
         for index, entry in enumerate(entries):
-            saved = states.get((group, index))
+            saved = states.get(scheduler_key(group, index))
             scheduler = built.get((group, index))
             if scheduler is not None:
-                scheduler.check_resume(
-                    saved.get("budget") if saved is not None else None,
-                    at=resume_step(saved) if saved is not None else None,
-                )
                 check_time_budget_resume(cfg, scheduler, saved, path)
             elif saved is not None and "budget" in saved and not is_budget_entry(entry):
                 where = f"param_scheduler{state_place(group, index)}" if group else f"[{index}]"
@@ -364,9 +319,6 @@ def check_budget_hooks(cfg: Config) -> None:
     """Build each of this package's hooks in ``custom_hooks`` (their arguments are checked when
     built, with no runner) and check a ``TimeBudgetTrainLoop``'s own arguments: a bad value is
     one line now, not after the runner has written into the work dir.
-
-    Args:
-        cfg (Config): the training config.
 
     Raises:
         ValueError: one line naming the hook or loop, the value and what is allowed.

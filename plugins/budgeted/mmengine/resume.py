@@ -1,22 +1,9 @@
 """What a run will load (``load_from``, ``--resume``, ``--resume-from``), checked before anything
 is written.
 
-MMEngine's runner creates the work dir, a timestamped log folder and the config dump as soon as it
-is built, and only then loads the checkpoint, where a refusal comes too late: the folder has
-already changed. :func:`plan_load` does the loading's checks first, on the file the runner will
-load, and pins that file (``cfg.load_from``) so that the runner loads exactly it:
-
-- the file is loaded as untrusted input (:func:`~budgeted.mmengine.checkpoint.
-  load_mmengine_checkpoint`: ``weights_only``, the exact allow-list; ``.pth`` or ``.pkl``): a
-  foreign global or a damaged file is one line naming the file (and, when resuming, the newest
-  intact checkpoint of its folder, to take with ``--resume-from``);
-- a resume needs a checkpoint the runner wrote (``meta``, ``message_hub``), whose budget
-  schedulers have stepped as often as its iteration says (:func:`check_scheduler_steps`), with
-  the config's budget (each budget scheduler's saved ``budget`` against the config's,
-  :meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.check_resume`; a time budget's
-  seconds and clock, :func:`check_time_budget_resume`);
-- a resume of a finished run (its iterations, or its time budget, all trained) has nothing to do
-  (:class:`NothingToResume`).
+:func:`plan_load` loads the file the runner will load as untrusted input, checks it (a runner's
+checkpoint, its schedulers' step counts, the config's budget through the one resume route, not
+finished) and pins it (``cfg.load_from``) so that the runner loads exactly it.
 """
 
 from __future__ import annotations
@@ -33,10 +20,12 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import find_latest_checkpoint
 
+from ..runs.mmengine import _REMOTE, resume_checkpoint, saved_schedulers, scheduler_place
 from ..safety import DamagedCheckpointError, check_later_checkpoints_kept, newest_intact_checkpoint
-from ..schedules import BudgetMismatchError, BudgetReplanError, TimeBudget, parse_duration
+from ..schedules import BudgetMismatchError, parse_duration
 from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
 from .compat import GLOBAL_STEP
+from .scheduler_checks import resume_budget
 
 __all__ = [
     "LoadPlan",
@@ -49,9 +38,6 @@ __all__ = [
     "saved_scheduler_states",
     "state_place",
 ]
-
-_REMOTE = re.compile(r"^[\w.+-]*:(//)?")
-"""``s3://...``, ``open-mmlab://...``, ``torchvision://...``: MMEngine's own loaders, not files."""
 
 
 class NothingToResume(Exception):
@@ -141,22 +127,18 @@ def _last_checkpoint(work_dir: Path, cfg: Config, *, required: bool = True) -> s
                 + _offer(work_dir, cfg, None)
             )
         return None  # nothing to resume: MMEngine starts the run from scratch
-    try:
-        named = find_latest_checkpoint(str(work_dir)) or ""
-    except (OSError, UnicodeDecodeError) as err:
-        raise DamagedCheckpointError(
-            f"cannot resume: {record} cannot be read ({err}); " + _offer(work_dir, cfg, None)
-        ) from None
-    if not named or "\n" in named:
+    named = resume_checkpoint(work_dir)
+    if named is None:
+        try:
+            find_latest_checkpoint(str(work_dir))
+        except (OSError, UnicodeDecodeError) as err:
+            raise DamagedCheckpointError(
+                f"cannot resume: {record} cannot be read ({err}); " + _offer(work_dir, cfg, None)
+            ) from None
         raise DamagedCheckpointError(
             f"cannot resume: {record} does not name a checkpoint; " + _offer(work_dir, cfg, None)
         )
-    if _REMOTE.match(named) and not os.path.exists(named):
-        return named
-    here = work_dir / Path(named).name
-    if here.is_file() and _real(named).parent != _real(work_dir):
-        return str(here)  # the work dir was moved or copied: its own checkpoint, not the old one
-    if not os.path.isfile(named):
+    if _is_local(named) and not os.path.isfile(named):
         raise DamagedCheckpointError(
             f"cannot resume: {record} names {named}, which does not exist; "
             + _offer(work_dir, cfg, None)
@@ -261,27 +243,10 @@ def plan_load(
 ) -> LoadPlan:
     """Check the file the runner will load, before anything is written; pin it in ``cfg``.
 
-    Which file: ``resume_from`` (``--resume-from``: exactly that one, as a resume); with
-    ``cfg.resume`` (``--resume``), the file ``last_checkpoint`` in the work dir names (in the
-    work dir itself if that folder was moved), as Detectron2's ``--resume`` takes the output
-    dir's: a run's own newest checkpoint wins over the ``load_from`` it started from, so a
-    preempted fine-tuning run goes on from its own work; with no checkpoint in the work dir,
-    ``cfg.load_from``: resumed if the runner wrote it, else loaded as the weights a new run
-    starts from (the run never wrote a checkpoint: nothing to resume). Without ``--resume``,
-    ``cfg.load_from`` (weights only). Files on MMEngine's remote schemes (``s3://``...) are left
-    to MMEngine.
-
-    Args:
-        cfg (Config): the training config (``resume``, ``load_from``, ``work_dir``; changed in
-            place: ``load_from`` becomes the checked file when resuming).
-        resume_from (str, optional): ``--resume-from``.
-        check_budget (callable, optional): ``(cfg, checkpoint, path)`` raising a one-line
-            ``ValueError`` when the checkpoint's budget is not the config's.
-        check_weights (callable, optional): ``(cfg, checkpoint, path)`` raising a one-line
-            ``ValueError`` when weights to start from (not resumed) do not fit the model.
-
-    Returns:
-        LoadPlan: the file and whether it is resumed.
+    Which file: ``resume_from`` (exactly that one, as a resume); with ``cfg.resume``, the file
+    ``last_checkpoint`` names (:func:`budgeted.runs.mmengine.resume_checkpoint`: the run's own
+    newest checkpoint wins over ``load_from``), else ``cfg.load_from`` (resumed if the runner
+    wrote it, else loaded as weights). Remote files (``s3://``...) are left to MMEngine.
 
     Raises:
         UnsafeCheckpointError, DamagedCheckpointError, BudgetMismatchError, ValueError: one
@@ -362,21 +327,15 @@ def _check_weights(path: str, checkpoint: Any) -> None:
 
 
 def saved_scheduler_states(saved: Any) -> dict[tuple[str | None, int], Mapping]:
-    """Each scheduler state of a checkpoint's ``param_schedulers`` (a list, or a dict of lists
-    per optimizer) by ``(optimizer name or None, position)``: how MMEngine's ``Runner.resume``
-    pairs them with the config's schedulers (``zip`` of the two lists).
+    """:func:`budgeted.runs.mmengine.saved_schedulers` of a checkpoint's ``param_schedulers``,
+    by ``(optimizer name or None, position)``.
 
     Example:
         >>> saved_scheduler_states([{"last_step": 3}, "not a state"])
         {(None, 0): {'last_step': 3}}
     """
-    groups = saved.items() if isinstance(saved, Mapping) else [(None, saved)]
-    return {
-        (group, index): state
-        for group, states in groups
-        for index, state in enumerate(states if isinstance(states, list) else [])
-        if isinstance(state, Mapping)
-    }
+    found = saved_schedulers({"param_schedulers": saved})
+    return {scheduler_place(key): state for key, state in found.items()}
 
 
 def state_place(group: str | None, index: int) -> str:
@@ -387,19 +346,16 @@ def state_place(group: str | None, index: int) -> str:
 def check_scheduler_steps(path: str, checkpoint: Mapping, cfg: Config) -> None:
     """Refuse a checkpoint whose budget schedulers have not stepped as its iteration says.
 
-    The runner steps every iteration-based scheduler once per iteration, so after ``N``
-    iterations (``meta.iter``, where the resumed loop goes on) a scheduler of ``[begin, end)``
-    holds ``_global_step = N`` and ``last_step = min(N, end - 1) - begin`` (``-1`` before
-    ``begin``). A file whose counts disagree (edited, or assembled from two runs) would train
-    every remaining iteration off the schedule (a ``last_step`` moved by 20 leaves the LR at its
-    end value), so it is refused. Budget schedulers only (their state holds ``budget``).
+    After ``N`` iterations (``meta.iter``) a scheduler of ``[begin, end)`` holds
+    ``_global_step = N`` and ``last_step = min(N, end - 1) - begin`` (``-1`` before ``begin``);
+    other counts (an edited or mixed file) would train off the schedule.
 
     Raises:
         ValueError: one line naming the scheduler, both counts and what to do.
     """
     iteration = checkpoint["meta"]["iter"]
-    for (group, index), state in saved_scheduler_states(checkpoint.get("param_schedulers")).items():
-        where = state_place(group, index)
+    for key, state in saved_schedulers(checkpoint).items():
+        where = state_place(*scheduler_place(key))
         begin, end = state.get("begin", 0), state.get("end")
         if "budget" not in state or not isinstance(begin, int) or not isinstance(end, int):
             continue
@@ -426,17 +382,12 @@ def _time_seconds(cfg: Config) -> float | None:
 
 
 def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None, path: str) -> None:
-    """Compare a time budget with the checkpoint's before the runner exists, as the scheduler
-    does when the runner resumes it (:meth:`budgeted.schedules.clock.TimeBudget.resume`): another
-    ``seconds`` (unless ``budget_on_resume="replan"``), a re-plan that cannot be made (a
-    deadline already passed), a time budget resumed as an iteration budget or the reverse are
-    one line; a time budget already spent is :class:`NothingToResume`.
-
-    Args:
-        cfg (Config): the training config (``train_cfg``: the loop, its ``seconds``).
-        scheduler: the budget scheduler the config builds there (a stand-in optimizer's).
-        saved (Mapping, optional): that scheduler's state in the checkpoint.
-        path (str): the checkpoint, for messages.
+    """The pre-flight's resume of one budget scheduler (the one built on a stand-in optimizer):
+    its ``saved`` state in the checkpoint through the one route
+    (:func:`~budgeted.mmengine.scheduler_checks.resume_budget`), the time budget that
+    ``train_cfg`` gives (a ``TimeBudgetTrainLoop``'s ``seconds``) included, before the runner
+    exists; a time budget resumed as an iteration budget is refused, and a time budget already
+    spent is :class:`NothingToResume`.
 
     Raises:
         BudgetMismatchError, BudgetReplanError: one line.
@@ -444,6 +395,8 @@ def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None,
     """
     seconds = _time_seconds(cfg)
     old = (saved or {}).get("time_budget")
+    time = None if seconds is None else scheduler.over_seconds(seconds)
+    elapsed = resume_budget(scheduler, saved, time).elapsed
     if seconds is None:
         if isinstance(old, Mapping) and isinstance(old.get("seconds"), (int, float)):
             raise BudgetMismatchError(
@@ -452,21 +405,7 @@ def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None,
                 f"{old['seconds']:g}s), or start a new run from its weights with "
                 f"load_from={path} and resume=False"
             )
-        return
-    budget = TimeBudget(
-        scheduler.schedule,
-        seconds,
-        scheduler.warmup_iters,
-        scheduler.warmup_factor,
-        scheduler.warmup_method,
-        scheduler.params,
-    )
-    elapsed = float(((saved or {}).get("clock") or {}).get("elapsed", 0.0))
-    try:
-        budget.resume(old, elapsed, scheduler.on_resume)
-    except BudgetReplanError as err:
-        raise BudgetReplanError(f"{type(scheduler).__name__}: {err}") from None
-    if isinstance(old, Mapping) and old.get("seconds") == seconds and budget.done(elapsed):
+    elif isinstance(old, Mapping) and old.get("seconds") == seconds and time.done(elapsed):
         raise NothingToResume(
             f"nothing to resume: {path} is after {elapsed:.1f} s of training, its whole time "
             f"budget of {seconds:g} s (nothing was written); to train it longer, start a new run "

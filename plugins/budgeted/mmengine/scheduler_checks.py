@@ -14,20 +14,22 @@ from __future__ import annotations
 import difflib
 import numbers
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from mmengine.optim.scheduler.param_scheduler import INF
 
 from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
-from ..schedules import BudgetSchedule, schedule_params
+from ..schedules import BudgetSchedule, TimeBudget, schedule_params
+from ..schedules.contract import BudgetFieldError, check_fields
 from .compat import GLOBAL_STEP, global_step
 
 __all__ = [
+    "ARGUMENT_NAMES",
     "RESUME_NAMES",
     "SCHEDULER_ARGUMENTS",
+    "Resumed",
     "check_at_first_step",
-    "check_budget_resume",
     "check_epoch_arguments",
     "check_epoch_entry_end",
     "check_loop_end",
@@ -35,6 +37,7 @@ __all__ = [
     "check_param_name",
     "check_resumed",
     "check_scheduler_arguments",
+    "resume_budget",
     "resume_step",
 ]
 
@@ -42,6 +45,9 @@ SCHEDULER_ARGUMENTS = (
     "begin", "end", "by_epoch", "warmup_iters", "warmup_factor", "warmup_method", "on_resume",
 )  # fmt: skip
 """The arguments every budget scheduler takes (besides ``optimizer`` and the schedule's own)."""
+
+ARGUMENT_NAMES = {"total": "end - begin", "warmup": "warmup_iters"}
+"""How the core's budget fields read in a refused argument's message (MMEngine's names)."""
 
 RESUME_NAMES = {"total": "train_cfg.max_iters (end - begin)", "warmup": "warmup_iters"}
 """How the core's budget keys read in a refused resume's message (MMEngine's names)."""
@@ -53,13 +59,6 @@ def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bo
     A budget that ends before the loop trains on at the last value; one that ends after it is
     cut short and never decays to its end. Either way the run would not train the budget the
     config states.
-
-    Args:
-        name (str): The scheduler's type name, for the message.
-        end (int): The scheduler's ``end`` in iterations.
-        max_iters (int, optional): The train loop's length in iterations; None skips the check.
-        epoch_loop (bool): the loop is an ``EpochBasedTrainLoop`` (its length is
-            ``train_cfg.max_epochs``, there is no ``max_iters`` key to set).
 
     Raises:
         BudgetConfigError: one line naming both values and the fix.
@@ -90,13 +89,6 @@ def check_epoch_entry_end(
 ) -> None:
     """Refuse an epoch-based entry (``convert_to_iter_based=True``) whose length in iterations is
     not the train loop's.
-
-    Args:
-        name (str): the scheduler's type name.
-        epochs (tuple): ``(end in epochs, iterations an epoch)``.
-        max_iters (int): the train loop's length in iterations.
-        epoch_loop (bool): the loop is an ``EpochBasedTrainLoop``.
-        loop_name (str): the loop's type name, for the message.
 
     Raises:
         BudgetConfigError: one line naming both lengths and the loop's own key.
@@ -153,8 +145,13 @@ def check_scheduler_arguments(
     end: Any,
     warmup_iters: Any,
     by_epoch: bool | None,
+    warmup_factor: Any = 0.001,
+    warmup_method: Any = "linear",
 ) -> None:
-    """The arguments of a budget scheduler, before it is built (no optimizer, no runner).
+    """The arguments of a budget scheduler, before it is built (no optimizer, no runner): its
+    own (``by_epoch``, whole iterations), then the budget contract's fields
+    (:func:`budgeted.schedules.contract.check_fields`, named as MMEngine names them:
+    :data:`ARGUMENT_NAMES`).
 
     ``by_epoch=None``: the entry does not set it, and MMEngine's default (True) applies; the
     refusal then says so, since the config never wrote ``by_epoch=True``.
@@ -192,12 +189,13 @@ def check_scheduler_arguments(
             f"{name}: end is not set; pass end=<last iteration + 1> or let the runner fill it "
             "from train_cfg.max_iters"
         )
-    if end <= begin + warmup_iters:
-        raise BudgetConfigError(
-            f"{name}: end={end} <= begin + warmup_iters = {begin} + {warmup_iters}: the decay "
-            "phase would be empty; allowed: end > begin + warmup_iters (end defaults to "
-            "train_cfg.max_iters)"
-        )
+    try:
+        check_fields(
+            total=end - begin, warmup=warmup_iters, warmup_factor=warmup_factor,
+            warmup_method=warmup_method,
+        )  # fmt: skip
+    except BudgetFieldError as err:
+        raise BudgetConfigError(f"{name}: {err.render(ARGUMENT_NAMES)}") from None
 
 
 def check_epoch_arguments(
@@ -308,14 +306,10 @@ def check_resumed(scheduler: Any, loaded: bool, iteration: int) -> None:
 
 
 def check_at_first_step(scheduler: Any, epochs: tuple[int, int] | None, loaded: bool) -> None:
-    """:func:`check_loop_end` (or :func:`check_epoch_entry_end` for an epoch entry of ``(end,
-    epoch length)``) and :func:`check_resumed` of a budget scheduler at its first step in a
-    runner that did not bind it, from the ``max_iters`` / ``iter`` MMEngine's ``RuntimeInfoHook``
-    published in the runner's ``MessageHub`` (the one the scheduler's ``OptimWrapper`` holds);
-    nothing outside a runner's training (:mod:`~budgeted.mmengine.scheduler_hook`, point 3). The
-    hub must be at this scheduler's own step (or the scheduler resumed): a hub that another
-    runner, stopped by an error, left in the process is not this scheduler's runner. A resume
-    that gave the scheduler no state therefore needs point 1 or 2 to be refused.
+    """:func:`check_loop_end` (or :func:`check_epoch_entry_end`) and :func:`check_resumed` at a
+    budget scheduler's first step in a runner that did not bind it, from what ``RuntimeInfoHook``
+    published in the runner's ``MessageHub`` (:mod:`~budgeted.mmengine.scheduler_hook`, point 3);
+    a hub at another step than the scheduler's (another runner's) is ignored.
 
     Raises:
         BudgetConfigError, BudgetMismatchError: one line.
@@ -343,25 +337,41 @@ def check_at_first_step(scheduler: Any, epochs: tuple[int, int] | None, loaded: 
     check_resumed(scheduler, loaded, iteration)
 
 
-def check_budget_resume(
-    scheduler: Any, saved: Mapping[str, Any] | None, at: int | None = None
-) -> tuple[BudgetSchedule, str | None]:
-    """Refuse to resume ``scheduler`` (a budget scheduler) from a checkpoint whose budget differs
-    from its own (unless ``on_resume="replan"`` and only the length differs); return the budget to
-    go on with and the re-plan line to log (None: not re-planned).
+class Resumed(NamedTuple):
+    """The core's decision on a budget scheduler's saved state (:func:`resume_budget`)."""
 
-    Args:
-        scheduler (BudgetParamScheduler): the config's scheduler.
-        saved (dict, optional): the ``budget`` of the checkpoint's scheduler state; None for a
-            scheduler that is not budget-aware.
-        at (int, optional): the checkpoint's ``last_step`` (where a re-plan starts).
+    plan: BudgetSchedule
+    """The iteration budget to go on with."""
+    line: str | None
+    """The re-plan line to log (None: not re-planned)."""
+    elapsed: float | None = None
+    """A time budget's training seconds to restore the clock to (None: no time budget)."""
+    time_line: str | None = None
+    """A time budget's re-plan line to log."""
+
+
+def resume_budget(
+    scheduler: Any, state: Mapping[str, Any] | None, time: TimeBudget | None = None
+) -> Resumed:
+    """The one resume route of a budget scheduler: its saved ``state``
+    (:func:`budgeted.runs.mmengine.saved_schedulers`; None: none at its place), decided by the
+    core (:meth:`budgeted.schedules.BudgetSchedule.resume`, and
+    :meth:`budgeted.schedules.TimeBudget.resume_from` for ``time``, its time budget).
 
     Raises:
         BudgetMismatchError: one line naming what differs and what to do.
         BudgetReplanError: a re-plan that cannot be made (one line).
+
+    Example:
+        >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        >>> from budgeted.mmengine import BudgetLinearLR
+        >>> sched = BudgetLinearLR(opt, end=900, warmup_iters=100, by_epoch=False)
+        >>> resume_budget(sched, sched.state_dict()).line is None  # the same budget
+        True
     """
-    if saved is not None and not isinstance(saved, Mapping):
-        saved = None
+    name = type(scheduler).__name__
+    saved = state.get("budget") if state is not None else None
+    saved = saved if isinstance(saved, Mapping) else None
     old_end = None
     if saved is not None and isinstance(saved.get("total"), (int, float)):
         old_end = int(saved.get("begin", 0) + saved["total"])
@@ -376,20 +386,23 @@ def check_budget_resume(
             f"cannot resume: the checkpoint's budget has begin={saved.get('begin')!r}, the "
             f"config's begin={scheduler.begin!r}; {fix}"
         )
-    state = None if saved is None else {k: v for k, v in saved.items() if k != "begin"}
     replan = scheduler.on_resume == "replan"
     try:
-        return scheduler._plan.resume(
-            state,
-            at=at or 0,
+        plan, line = scheduler._plan.resume(
+            None if saved is None else {k: v for k, v in saved.items() if k != "begin"},
+            at=resume_step(state) if state is not None else 0,
             on_resume=scheduler.on_resume,
             names={"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
             if replan
             else RESUME_NAMES,
             fix=fix,
         )
+        if time is None:
+            return Resumed(plan, line)
+        elapsed, time_line = time.resume_from(state or {}, scheduler.on_resume, owner=name)
     except BudgetReplanError as err:
-        raise BudgetReplanError(f"{type(scheduler).__name__}: {err}") from None
+        raise BudgetReplanError(f"{name}: {err}") from None
+    return Resumed(plan, line, elapsed, time_line)
 
 
 def resume_step(state: Mapping[str, Any]) -> int:

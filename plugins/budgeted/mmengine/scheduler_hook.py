@@ -1,33 +1,14 @@
-"""How a budget scheduler learns the runner that trains it, without changing MMEngine's hooks.
+"""How a budget scheduler learns the runner that trains it, without changing MMEngine's hooks
+(``HOOKS.get("ParamSchedulerHook")`` stays MMEngine's own). At the first of three points:
 
-MMEngine's runner builds a scheduler from its config entry (filling a missing ``end`` with the
-train loop's ``max_iters``) but passes it neither the loop nor the config. Importing
-``budgeted.mmengine`` changes no MMEngine class and no registry entry of MMEngine's:
-``HOOKS.get("ParamSchedulerHook")`` stays MMEngine's own hook, for every runner. A budget
-scheduler learns its runner at the first of three points:
-
-1. :class:`BudgetParamSchedulerHook`, named in the config
-   (``default_hooks.param_scheduler=dict(type="BudgetParamSchedulerHook")``): MMEngine's
-   ``ParamSchedulerHook`` (it steps every scheduler, as before) that in ``before_run`` (built,
-   nothing resumed or trained yet) calls :func:`bind_budget_schedulers` (``end`` must be the
-   loop's ``max_iters``, the config's ``budget_on_resume`` is the policy where the entry gives
-   none) and in ``before_train`` (resumed, before the first iteration)
-   :func:`check_budget_schedulers_in_runner` (no other scheduler of the same parameter in an
-   overlapping range, a resume that gave every budget scheduler its state). Our tools write it
-   into the config they train (:func:`~budgeted.mmengine.config_edits.add_reliability_hooks`,
-   also in the config they dump for MMSegmentation's, MMDetection's or MMPretrain's own
-   ``tools/train.py``), and the shipped configs name it.
+1. :class:`BudgetParamSchedulerHook`, named in the config (our tools write it): in
+   ``before_run`` :func:`bind_budget_schedulers` (``end`` is the loop's ``max_iters``, the
+   config's ``budget_on_resume``), in ``before_train`` :func:`check_budget_schedulers_in_runner`
+   (no overlapping scheduler, every budget scheduler resumed with its state);
 2. :class:`~budgeted.mmengine.time_budget.TimeBudgetTrainLoop` calls the same two functions from
-   the hook it registers itself, whatever the config's ``ParamSchedulerHook``: a time budget needs
-   its clock before the runner resumes the schedulers.
-3. A config that only imports ``budgeted.mmengine`` (``custom_imports``), with MMEngine's own
-   ``ParamSchedulerHook`` or a subclass of it: each budget scheduler checks itself at its first
-   ``step()`` (after the first iteration, before that iteration's checkpoint: the
-   ``ParamSchedulerHook`` has priority ``LOW``, the ``CheckpointHook`` ``VERY_LOW``), against
-   what MMEngine's ``RuntimeInfoHook`` publishes for components without the runner in the
-   runner's ``MessageHub`` (``max_iters``, ``iter``): ``end`` is checked; a resume that gave
-   a scheduler no state, ``budget_on_resume`` and the other schedulers need point 1 or 2 (an
-   entry's own ``on_resume`` works everywhere).
+   its own hook (a time budget needs its clock before the runner resumes the schedulers);
+3. with MMEngine's own ``ParamSchedulerHook``, each budget scheduler checks ``end`` at its first
+   ``step()`` against what ``RuntimeInfoHook`` publishes in the runner's ``MessageHub``.
 """
 
 from __future__ import annotations

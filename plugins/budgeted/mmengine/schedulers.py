@@ -1,15 +1,10 @@
 """MMEngine parameter schedulers computed by :class:`budgeted.schedules.BudgetSchedule`.
 
-One entry does warmup and decay: ``value = base_value * m(t)`` with ``t`` the scheduler's step
-count since ``begin`` (MMEngine's ``last_step``), a budget of ``end - begin`` steps, a warmup of
-``warmup_iters`` steps and the decay over ``[begin + warmup_iters, end)``. The value is computed in
-closed form from the initial value, so these schedulers are not meant to be chained with another
-scheduler of the same parameter.
-
-Every schedule registered in the core (:func:`budgeted.register_schedule`, built-in or later)
-becomes ``Budget<Label>LR`` here, in MMEngine's ``PARAM_SCHEDULERS`` and as an attribute of this
-module (``linear`` -> ``BudgetLinearLR``, ``htd`` -> ``BudgetHTDLR``, a later ``sqrt`` ->
-``BudgetSqrtLR``), through :func:`budgeted.schedules.on_schedule_registered`.
+One entry does warmup and decay: ``value = base_value * m(t)``, ``t`` the steps since ``begin``
+(MMEngine's ``last_step``), over a budget of ``end - begin`` steps, in closed form from the
+initial value (not to be chained with another scheduler of the same parameter). Every schedule
+registered in the core becomes ``Budget<Label>LR`` here (``linear`` -> ``BudgetLinearLR``), in
+``PARAM_SCHEDULERS`` and as an attribute of this module.
 """
 
 from __future__ import annotations
@@ -26,8 +21,8 @@ from mmengine.runner.loops import EpochBasedTrainLoop
 
 from ..errors import BudgetConfigError
 from ..schedules import (
+    DEFAULTS,
     BudgetMismatchError,
-    BudgetReplanError,
     BudgetSchedule,
     ScheduleInfo,
     TimeBudget,
@@ -36,11 +31,10 @@ from ..schedules import (
     on_schedule_registered,
 )
 from .base_lrs import check_scheduler_base_values
-from .compat import ParamScheduler, set_last_value
+from .compat import GLOBAL_STEP, ParamScheduler, set_last_value
 from .scheduler_checks import (
     RESUME_NAMES,
     check_at_first_step,
-    check_budget_resume,
     check_epoch_arguments,
     check_epoch_entry_end,
     check_loop_end,
@@ -48,6 +42,7 @@ from .scheduler_checks import (
     check_param_name,
     check_resumed,
     check_scheduler_arguments,
+    resume_budget,
     resume_step,
 )
 
@@ -73,28 +68,6 @@ class BudgetParamScheduler(ParamScheduler):
     runner from a config, ``end`` must be the train loop's ``max_iters`` (leave it out and the
     runner fills it); a resumed checkpoint must hold the same budget (:meth:`check_resume`).
 
-    Args:
-        optimizer (OptimWrapper or Optimizer): the (wrapped) optimizer.
-        param_name (str): the ``param_groups`` key to schedule.
-        schedule (str, optional): a registered schedule name (fixed in the ``Budget<Label>LR``
-            classes); default ``"linear"``.
-        warmup_iters (int): warmup length in iterations (kept in iterations when converting from
-            epochs). Defaults to 500.
-        warmup_factor (float): the multiplier at the first iteration of the warmup, in (0, 1].
-            Defaults to 0.001.
-        warmup_method (str): ``"linear"`` or ``"constant"`` warmup. Defaults to ``"linear"``.
-        begin (int): the first iteration of the budget. Defaults to 0.
-        end (int): the iteration after the budget; the runner fills a missing ``end`` with
-            ``train_cfg.max_iters``.
-        last_step (int): as in MMEngine. Defaults to -1.
-        by_epoch (bool, optional): must be False, or True with ``convert_to_iter_based=True``
-            (the budget is planned in iterations). Not given: True, as in MMEngine (refused).
-        verbose (bool): as in MMEngine. Defaults to False.
-        on_resume (str, optional): a checkpoint of another ``train_cfg.max_iters`` is refused
-            (``"refuse"``) or re-planned (``"replan"``: :meth:`budgeted.schedules.BudgetSchedule.
-            replan`, one line logged). Default: the config's ``budget_on_resume``, else refuse.
-        **params: the schedule's parameters (``power``, ``eta``, ``milestones``, ``gamma``...).
-
     Example:
         >>> import torch
         >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1, momentum=0.9)
@@ -113,9 +86,9 @@ class BudgetParamScheduler(ParamScheduler):
         optimizer: OptimizerType,
         param_name: str,
         schedule: str | None = None,
-        warmup_iters: int = 500,
-        warmup_factor: float = 0.001,
-        warmup_method: str = "linear",
+        warmup_iters: int = DEFAULTS["warmup"],
+        warmup_factor: float = DEFAULTS["warmup_factor"],
+        warmup_method: str = DEFAULTS["warmup_method"],
         begin: int = 0,
         end: int = INF,
         last_step: int = -1,
@@ -130,7 +103,7 @@ class BudgetParamScheduler(ParamScheduler):
         schedule = self._resolved_schedule(schedule)
         check_scheduler_arguments(
             name, schedule, params, begin=begin, end=end, warmup_iters=warmup_iters,
-            by_epoch=by_epoch,
+            by_epoch=by_epoch, warmup_factor=warmup_factor, warmup_method=warmup_method,
         )  # fmt: skip
         check_param_name(name, optimizer, param_name)
         try:
@@ -187,10 +160,6 @@ class BudgetParamScheduler(ParamScheduler):
         policy where the entry gives no ``on_resume``; a ``TimeBudgetTrainLoop`` makes the decay
         run over its seconds, on its clock.
 
-        Args:
-            loop (BaseLoop): the runner's train loop.
-            budget_on_resume (str, optional): the config's ``budget_on_resume``.
-
         Raises:
             BudgetConfigError: one line naming the value and what is allowed.
 
@@ -221,23 +190,23 @@ class BudgetParamScheduler(ParamScheduler):
                     f"{name}: on_resume='branch' is for iteration budgets; a time budget "
                     "allows: refuse, replan"
                 )
-            plan = self._plan
-            self._time = TimeBudget(
-                plan.schedule, loop.seconds, plan.warmup, plan.warmup_factor,
-                plan.warmup_method, dict(plan.params),
-            )  # fmt: skip
+            self._time = self.over_seconds(loop.seconds)
             self._clock = loop.clock
             self._apply_value()
+
+    def over_seconds(self, seconds: Any) -> TimeBudget:
+        """This budget's schedule and warmup over ``seconds`` of training (a time budget)."""
+        plan = self._plan
+        return TimeBudget(
+            plan.schedule, seconds, plan.warmup, plan.warmup_factor, plan.warmup_method,
+            dict(plan.params),
+        )  # fmt: skip
 
     def check_in_runner(self, schedulers: Any, iteration: int) -> None:
         """Refuse what only the built runner shows (before the first iteration, after resuming):
         another scheduler of the same parameter and optimizer active in an overlapping range
         (:func:`~budgeted.mmengine.scheduler_checks.check_no_overlap`), and a resume that gave
         this scheduler no state (:func:`~budgeted.mmengine.scheduler_checks.check_resumed`).
-
-        Args:
-            schedulers: the runner's ``param_schedulers`` (a list, or a dict of lists).
-            iteration (int): the iteration the runner starts at.
 
         Raises:
             BudgetConfigError, BudgetMismatchError: one line.
@@ -307,14 +276,6 @@ class BudgetParamScheduler(ParamScheduler):
 
         MMEngine calls it for ``convert_to_iter_based=True``; ``warmup_iters`` stays as given.
 
-        Args:
-            *args: the positional arguments of the class.
-            begin (int): first epoch of the budget. Defaults to 0.
-            end (int): the epoch after the budget (the runner fills ``train_cfg.max_epochs``).
-            by_epoch (bool): must be True (an epoch-based entry).
-            epoch_length (int): iterations per epoch (the runner passes the dataloader's length).
-            **kwargs: the other arguments of the class.
-
         Example:
             >>> import torch
             >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
@@ -332,9 +293,6 @@ class BudgetParamScheduler(ParamScheduler):
 
     def multiplier(self, step: int | None = None) -> float:
         """The multiplier of the initial value ``step`` steps after ``begin`` (default: now).
-
-        Args:
-            step (int, optional): steps since ``begin``; default the scheduler's ``last_step``.
 
         Example:
             >>> import torch
@@ -354,18 +312,8 @@ class BudgetParamScheduler(ParamScheduler):
     def check_resume(
         self, saved: Mapping[str, Any] | None, at: int | None = None
     ) -> tuple[BudgetSchedule, str | None]:
-        """Refuse to resume from a checkpoint whose budget differs from this scheduler's
-        (unless ``on_resume="replan"`` and only the length differs); return the budget to go on
-        with and the re-plan line to log (None: not re-planned).
-
-        Args:
-            saved (dict, optional): the ``budget`` of the checkpoint's scheduler state; None for a
-                scheduler that is not budget-aware.
-            at (int, optional): the checkpoint's ``last_step`` (where a re-plan starts).
-
-        Raises:
-            budgeted.schedules.BudgetMismatchError: one line naming what differs and what to
-            do. budgeted.schedules.BudgetReplanError: a re-plan that cannot be made (one line).
+        """The one resume route (:func:`~budgeted.mmengine.scheduler_checks.resume_budget`) of a
+        saved ``budget``, ``at`` steps trained: the budget to go on with and the re-plan line.
 
         Example:
             >>> import torch
@@ -374,7 +322,8 @@ class BudgetParamScheduler(ParamScheduler):
             >>> sched.check_resume(dict(sched.budget))[1] is None  # the same budget: resumes
             True
         """
-        return check_budget_resume(self, saved, at)
+        state = None if saved is None else {"budget": saved, GLOBAL_STEP: at or 0}
+        return resume_budget(self, state)[:2]
 
     _NOT_STATE: ClassVar[tuple[str, ...]] = (
         "optimizer", "_plan", "on_resume", "_on_resume_given", "_time", "_clock", "_loaded",
@@ -389,37 +338,27 @@ class BudgetParamScheduler(ParamScheduler):
             state["clock"] = self._clock.state()
         return state
 
-    def _resume_time(self, state_dict: Mapping[str, Any]) -> str | None:
-        """Go on with a checkpoint's clock (:meth:`budgeted.schedules.clock.TimeBudget.resume`)."""
-        assert self._time is not None and self._clock is not None
-        try:
-            elapsed, line = self._time.resume_from(
-                state_dict, self.on_resume, owner=type(self).__name__
-            )
-        except BudgetReplanError as err:
-            raise BudgetReplanError(f"{type(self).__name__}: {err}") from None
-        if line is not None:
-            print_log(f"{type(self).__name__}: {line}", logger="current")
-        self._clock.restore(elapsed)
-        return line
-
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Resume; refuse (:meth:`check_resume`) a checkpoint with another budget, or re-plan
-        it (``on_resume="replan"``); refuse one whose ``base_values`` are not this scheduler's,
-        the config's LR of each param group
+        """Resume through :func:`~budgeted.mmengine.scheduler_checks.resume_budget` (a checkpoint
+        of another budget refused, or re-planned with ``on_resume="replan"``); refuse one whose
+        ``base_values`` are not the config's LR of each param group
         (:func:`~budgeted.mmengine.base_lrs.check_scheduler_base_values`)."""
         check_scheduler_base_values(self, state_dict)
-        timed = self._resume_time(state_dict) if self._time is not None else None
-        plan, line = self.check_resume(state_dict.get("budget"), at=resume_step(state_dict))
-        keep = ("end", "budget") if line is not None else ()  # a re-plan keeps the new end
+        name = type(self).__name__
+        decided = resume_budget(self, state_dict, self._time)
+        if decided.time_line is not None:
+            print_log(f"{name}: {decided.time_line}", logger="current")
+        if self._clock is not None and decided.elapsed is not None:
+            self._clock.restore(decided.elapsed)
+        keep = ("end", "budget") if decided.line is not None else ()  # a re-plan keeps its end
         skip = (*self._NOT_STATE, *keep, "time_budget", "clock")
         self.__dict__.update({k: v for k, v in state_dict.items() if k not in skip})
-        self._plan = plan
+        self._plan = decided.plan
         self._loaded = True
-        self.budget = {"begin": self.begin, **plan.state()}
-        if line is not None:
-            print_log(f"{type(self).__name__}: {line}", logger="current")
-        if line is not None or timed is not None:
+        self.budget = {"begin": self.begin, **decided.plan.state()}
+        if decided.line is not None:
+            print_log(f"{name}: {decided.line}", logger="current")
+        if decided.line is not None or decided.time_line is not None:
             self._apply_value()  # the next iteration's value from the new plan
 
 

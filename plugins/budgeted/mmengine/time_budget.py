@@ -5,25 +5,11 @@
     train_cfg = dict(type="TimeBudgetTrainLoop", seconds="6h", max_iters=80000, val_interval=80000)
     param_scheduler = [dict(type="BudgetLinearLR", warmup_iters=500, by_epoch=False)]
 
-(``tools/train_seg.py --budget-time 6h`` makes the loop so.) An ``IterBasedTrainLoop`` whose
-``max_iters`` only caps the iterations; the budget is ``seconds`` of training time
-(:mod:`budgeted.schedules.clock`), counted from the first training iteration: each iteration's
-``train_step`` (its data loading included), not the hooks around it, validation, checkpoint
-writing, start-up or the final validation. The loop registers :class:`TimeBudgetClockHook`
-(priority ``HIGHEST``): it starts the clock before ``train_step`` and, after it, pauses it,
-agrees the seconds across ranks and publishes them before the ``ParamSchedulerHook`` steps. The
-budget schedulers built by the same runner then run their warmup over ``warmup_iters``
-iterations and their decay over the seconds left. When the budget is spent the hook makes that
-iteration the last (``max_iters`` becomes it): the ``CheckpointHook`` saves the last checkpoint
-and the loop runs the final validation, as at the end of any budget. Resuming goes on with the
-checkpoint's clock (in the schedulers' state).
-
-A run that ends before its schedule decayed (the deadline inside the warmup; the deadline reached in
-few, long iterations with the LR still high; ``max_iters`` reached before the deadline) is saved and
-validated as usual; then :class:`TimeBudgetEndHook` (priority ``LOWEST``, registered by the loop
-too) prints one line saying why (:meth:`budgeted.schedules.clock.TimeBudget.shortfall`: the rule
-both adapters share, :data:`budgeted.schedules.clock.DECAYED_PROGRESS`) and raises
-:class:`Undecayed`: exit status :data:`budgeted.safety.preemption.UNDECAYED_EXIT_CODE` (4).
+An ``IterBasedTrainLoop`` whose ``max_iters`` only caps the iterations; the budget is ``seconds``
+of training time (each iteration's ``train_step``), kept by :class:`TimeBudgetClockHook` and
+agreed across ranks. The budget schedulers warm up over ``warmup_iters`` iterations and decay over
+the seconds left; when the budget is spent that iteration is the last. A run that ended before its
+schedule decayed exits 4 (:class:`TimeBudgetEndHook`, :class:`Undecayed`).
 """
 
 from __future__ import annotations
@@ -58,18 +44,7 @@ __all__ = [
 
 @LOOPS.register_module()
 class TimeBudgetTrainLoop(IterBasedTrainLoop):
-    """``IterBasedTrainLoop`` over a wall-clock budget (see the module).
-
-    Args:
-        runner: the runner.
-        dataloader: the train dataloader (or its config).
-        seconds (float or str): the budget: seconds, or ``"6h"``, ``"90m"``, ``"2h30m"``.
-        max_iters (int): the most iterations (the time budget usually ends training first).
-        clock_sync_period (int): share rank 0's clock every this many iterations.
-        prog (str): the name the line of an undecayed run starts with (``tools/train_seg.py``
-            passes ``"train_seg"``).
-        **kwargs: the rest of ``IterBasedTrainLoop``'s arguments (``val_interval``, ...).
-    """
+    """``IterBasedTrainLoop`` over a wall-clock budget (see the module)."""
 
     def __init__(
         self,

@@ -8,6 +8,15 @@ built-in ones are the modules :mod:`budgeted.runs.detectron2`, :mod:`budgeted.ru
 Each is imported the first time it is asked for, so reading one framework's runs never imports
 another's reader.
 
+A reader may also say where a run's budget is saved, for the one resume route
+(:func:`saved_budget`): ``resume_checkpoint(folder)``, the file the tool's ``--resume`` loads, and
+``saved_schedulers(checkpoint)``, the LR scheduler states a loaded checkpoint holds by place
+(and ``load_checkpoint(path)`` where its checkpoints name more than tensors and containers, as
+MMEngine's message hub does: :func:`budgeted.safety.load_checkpoint` with its globals). The
+adapters' pre-flights and schedulers read a checkpoint through the same two functions, and the
+core (:meth:`budgeted.schedules.BudgetSchedule.resume`, :meth:`~budgeted.schedules.TimeBudget.
+resume_from`) decides.
+
 Adding a framework is one module with the four functions and one line, as plain PyTorch's:
 
     register_reader("pytorch", "budgeted.runs.pytorch")
@@ -23,11 +32,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import RecordError
 
-__all__ = ["RunFolderReader", "reader", "readers", "register_reader"]
+__all__ = ["BUDGET_KEYS", "RunFolderReader", "reader", "readers", "register_reader", "saved_budget"]
 
 Folder = str | os.PathLike[str]
 
@@ -106,6 +115,52 @@ def reader(framework: str) -> RunFolderReader:
             )
         _READERS[framework] = found
     return found
+
+
+BUDGET_KEYS = ("budget", "time_budget")
+"""Where a budget-aware LR scheduler's state keeps its budget: an iteration budget
+(:meth:`budgeted.schedules.BudgetSchedule.state`) or a time budget
+(:meth:`budgeted.schedules.TimeBudget.state`, beside ``clock``)."""
+
+
+def saved_budget(framework: str, folder: Folder) -> tuple[str, dict[str, Any] | None] | None:
+    """The checkpoint ``--resume`` would load from the run ``folder`` of ``framework``, and the
+    budget its budget-aware LR scheduler saved there (``{"budget": ...}`` or ``{"time_budget":
+    ..., "clock": ...}``; None: the checkpoint has no budget-aware scheduler); None where the
+    folder has no checkpoint to resume (or its reader cannot say).
+
+    The checkpoint is untrusted: it is loaded with :func:`budgeted.safety.load_checkpoint`
+    (the reader's ``load_checkpoint``, where it has one; nothing in it runs) and walked by the
+    reader's ``saved_schedulers``.
+
+    Raises:
+        UnsafeCheckpointError, DamagedCheckpointError: the file cannot be loaded as data
+            (one line naming it).
+        RecordError: ``last_checkpoint`` names a file outside the folder (read nothing).
+
+    Example:
+        >>> saved_budget("pytorch", "/no/such/run") is None
+        True
+    """
+    found = reader(framework)
+    where = getattr(found, "resume_checkpoint", None)
+    path = where(folder) if callable(where) else None
+    if path is None:
+        return None
+    inside = os.path.realpath(folder)
+    if os.path.commonpath([os.path.realpath(path), inside]) != inside:
+        raise RecordError(
+            f"{os.path.join(folder, 'last_checkpoint')} names {os.fspath(path)!r}, outside the "
+            "run folder (or through a link); allowed: a checkpoint file inside it"
+        )
+    load = getattr(found, "load_checkpoint", None)  # with the framework's own allowed globals
+    if not callable(load):
+        from ..safety import load_checkpoint as load
+    schedulers = found.saved_schedulers(load(path))  # type: ignore[attr-defined]
+    for state in schedulers.values():
+        if any(isinstance(state.get(key), dict) for key in BUDGET_KEYS):
+            return os.fspath(path), {k: state[k] for k in (*BUDGET_KEYS, "clock") if k in state}
+    return os.fspath(path), None
 
 
 register_reader("detectron2", "budgeted.runs.detectron2")

@@ -32,7 +32,9 @@ __all__ = [
     "final_metrics",
     "holds_run",
     "max_iter",
+    "resume_checkpoint",
     "run_config_kept",
+    "saved_schedulers",
     "train_curve",
     "write_evaluation",
 ]
@@ -103,6 +105,41 @@ def max_iter(folder: str | os.PathLike[str]) -> int | None:
         if isinstance(value, int):
             return value
     return None
+
+
+def resume_checkpoint(folder: str | os.PathLike[str]) -> str | None:
+    """The checkpoint file ``--resume`` would load from run ``folder``: the one its
+    ``last_checkpoint`` names (maybe a missing file); None without a readable ``last_checkpoint``.
+
+    Example:
+        >>> resume_checkpoint("/nonexistent/folder") is None
+        True
+    """
+    try:
+        name = Path(folder, "last_checkpoint").read_bytes().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    return os.path.join(folder, name.strip())
+
+
+def saved_schedulers(checkpoint: Any) -> dict[str, dict[str, Any]]:
+    """The LR scheduler states a loaded (untrusted) checkpoint holds, by where they are:
+    ``{"LRScheduler": state}`` (``trainer.hooks.LRScheduler``, what Detectron2's
+    ``hooks.LRScheduler`` saves; a state that is not a dict reads as ``{}``, which no scheduler
+    loads); ``{}`` where there is none.
+
+    Example:
+        >>> saved_schedulers({"trainer": {"hooks": {"LRScheduler": {"last_epoch": 4}}}})
+        {'LRScheduler': {'last_epoch': 4}}
+        >>> saved_schedulers({"trainer": ["junk"]})
+        {}
+    """
+    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
+    hooks = trainer.get("hooks") if isinstance(trainer, dict) else None
+    if not isinstance(hooks, dict) or hooks.get("LRScheduler") is None:
+        return {}
+    state = hooks["LRScheduler"]
+    return {"LRScheduler": state if isinstance(state, dict) else {}}
 
 
 def _is_eval_key(key: str) -> bool:

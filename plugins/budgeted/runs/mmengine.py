@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,12 @@ __all__ = [
     "evaluations",
     "final_metrics",
     "holds_run",
+    "load_checkpoint",
+    "resume_checkpoint",
     "run_files",
+    "saved_schedulers",
+    "scheduler_key",
+    "scheduler_place",
     "train_curve",
 ]
 
@@ -66,6 +73,87 @@ class WorkDirLock(FolderLock):
             "work dir {folder} is in use: {holder} is training there (it holds {lock}); wait "
             "for it to end, stop it, or choose another --work-dir (nothing was written)",
         )
+
+
+def scheduler_key(group: Any, index: int) -> str:
+    """Where a scheduler state is in a checkpoint: ``param_schedulers[0]``, or
+    ``param_schedulers.<optimizer>[<i>]`` where each optimizer has its list."""
+    return f"param_schedulers{'' if group is None else f'.{group}'}[{index}]"
+
+
+def scheduler_place(key: str) -> tuple[str | None, int]:
+    """``(optimizer name or None, position)`` of a :func:`scheduler_key`.
+
+    Example:
+        >>> scheduler_place("param_schedulers.backbone[1]"), scheduler_place("param_schedulers[0]")
+        (('backbone', 1), (None, 0))
+    """
+    head, _, index = key[: -len("]")].rpartition("[")
+    group = head[len("param_schedulers.") :] if head != "param_schedulers" else None
+    return group, int(index)
+
+
+def saved_schedulers(checkpoint: Any) -> dict[str, dict[str, Any]]:
+    """The LR scheduler states a loaded (untrusted) checkpoint holds, by :func:`scheduler_key`
+    (``{}`` where none): ``param_schedulers`` is a list, or a dict of lists (one per optimizer),
+    paired with the config's schedulers by position as MMEngine's ``Runner.resume`` does (a
+    ``zip``); an entry that is not a state is left out.
+
+    Example:
+        >>> saved_schedulers({"param_schedulers": [{"last_step": 3}, "junk"]})
+        {'param_schedulers[0]': {'last_step': 3}}
+        >>> saved_schedulers({"param_schedulers": {"head": [{"begin": 0}]}, "meta": None})
+        {'param_schedulers.head[0]': {'begin': 0}}
+    """
+    saved = checkpoint.get("param_schedulers") if isinstance(checkpoint, Mapping) else None
+    groups = saved.items() if isinstance(saved, Mapping) else [(None, saved)]
+    return {
+        scheduler_key(group, index): dict(state)
+        for group, states in groups
+        for index, state in enumerate(states if isinstance(states, list) else [])
+        if isinstance(state, Mapping)
+    }
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> Any:
+    """A work dir's checkpoint, loaded as untrusted data with the globals MMEngine's checkpoints
+    carry (the message hub's ``HistoryBuffer``, numpy values), which the shared loader refuses:
+    :func:`budgeted.mmengine.checkpoint.load_mmengine_checkpoint` (imports MMEngine and torch).
+
+    Raises:
+        UnsafeCheckpointError, DamagedCheckpointError: one line naming the file.
+    """
+    from ..mmengine.checkpoint import load_mmengine_checkpoint
+
+    return load_mmengine_checkpoint(path)
+
+
+_REMOTE = re.compile(r"^[\w.+-]*:(//)?")
+"""``s3://...``, ``open-mmlab://...``: MMEngine's own loaders, not files."""
+
+
+def resume_checkpoint(folder: str | os.PathLike[str]) -> str | None:
+    """The checkpoint file ``--resume`` would load from work dir ``folder``: the one its
+    ``last_checkpoint`` names (read as ``mmengine.runner.find_latest_checkpoint`` reads it; maybe
+    a missing file), or the folder's own file of that name where the folder was moved or copied
+    since; None without a ``last_checkpoint`` naming one file.
+
+    Example:
+        >>> resume_checkpoint("/nonexistent/folder") is None
+        True
+    """
+    try:
+        named = Path(folder, "last_checkpoint").read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    if not named or "\n" in named:
+        return None
+    if _REMOTE.match(named) and not os.path.exists(named):
+        return named
+    here = Path(folder, Path(named).name)
+    if here.is_file() and Path(os.path.realpath(named)).parent != Path(os.path.realpath(folder)):
+        return str(here)
+    return named
 
 
 _NOT_METRICS = frozenset({"step", "iter", "epoch", "time", "data_time"})

@@ -41,6 +41,8 @@ __all__ = [
     "evaluations",
     "final_metrics",
     "holds_run",
+    "resume_checkpoint",
+    "saved_schedulers",
     "train_curve",
 ]
 
@@ -51,6 +53,23 @@ METRICS_FILE = "metrics.jsonl"
 CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm"}
 """:data:`budgeted.runs.records.CURVE_KEYS` -> the key in ``metrics.jsonl``."""
 _NOT_METRICS = frozenset({"iteration", "final", "lr", "loss"})
+
+
+def resume_checkpoint(folder: str | os.PathLike[str]) -> None:
+    """None: the example saves no checkpoint (a stopped run starts again)."""
+    return None
+
+
+def saved_schedulers(checkpoint: Any) -> dict[str, dict[str, Any]]:
+    """``{"scheduler": state}`` where a checkpoint of a PyTorch script keeps its LR scheduler's
+    state under ``scheduler`` (the usual ``torch.save({"model": ..., "scheduler": ...})``);
+    ``{}`` otherwise.
+
+    >>> saved_schedulers({"scheduler": {"budget": {"total": 9}}}), saved_schedulers([1])
+    ({'scheduler': {'budget': {'total': 9}}}, {})
+    """
+    state = checkpoint.get("scheduler") if isinstance(checkpoint, dict) else None
+    return {"scheduler": state} if isinstance(state, dict) else {}
 
 
 def holds_run(folder: str | os.PathLike[str]) -> bool:

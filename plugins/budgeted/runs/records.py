@@ -18,16 +18,9 @@ from typing import Any
 from ..errors import RecordError
 
 __all__ = [
-    "CELL_STATUSES",
-    "CURVE_KEYS",
-    "RecordError",
-    "cell_record_problem",
-    "curve",
-    "non_finite_loss",
-    "number",
-    "read_json_lines",
-    "shown",
-]
+    "CELL_STATUSES", "CURVE_KEYS", "RecordError", "cell_record_problem", "curve", "non_finite_loss",
+    "number", "read_json_lines", "shown"
+]  # fmt: skip
 
 
 CURVE_KEYS = ("lr", "loss", "grad_norm")

@@ -1,15 +1,7 @@
-"""Run safety: untrusted files loaded safely, atomic writes, preemption, folder locks, what ranks
-agree on. Import every public name from here: ``from budgeted.safety import load_checkpoint``.
-
-- :mod:`~budgeted.safety.loading`: untrusted checkpoints loaded without running code
-  (:func:`load_checkpoint`: ``torch.load(weights_only=True)`` or a restricted unpickler, with an
-  allow-list of globals);
-- :mod:`~budgeted.safety.writing`: files written atomically (a temporary file, fsync, rename);
-- :mod:`~budgeted.safety.checkpoint_files`: a run folder's checkpoints (the newest intact one,
-  later ones a resume would overwrite);
-- :mod:`~budgeted.safety.preemption`: SIGTERM / SIGUSR1 turned into a stop at a safe point;
-- :mod:`~budgeted.safety.locks`: one live process per run folder;
-- :mod:`~budgeted.safety.ranks`: what the ranks of a distributed run agree on.
+"""Run safety: untrusted checkpoints loaded without running code (:mod:`~.loading`), atomic writes
+(:mod:`~.writing`), a run folder's checkpoints (:mod:`~.checkpoint_files`), preemption signals as
+a stop at a safe point (:mod:`~.preemption`), one live process per folder (:mod:`~.locks`), what
+the ranks agree on (:mod:`~.ranks`). Import every public name from here.
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "model_0000007.pth"
@@ -56,37 +48,12 @@ from .writing import (
 )
 
 __all__ = [
-    "DIVERGED_EXIT_CODE",
-    "NUMPY_GLOBALS",
-    "PICKLE_ALLOWED",
-    "PREEMPTED_EXIT_CODE",
-    "PREEMPTION_SIGNALS",
-    "TORCH_ALLOWED",
-    "UNDECAYED_EXIT_CODE",
-    "DamagedCheckpointError",
-    "FolderBusyError",
-    "FolderLock",
-    "Preempted",
-    "PreemptionGuard",
-    "RestrictedUnpickler",
-    "UnsafeCheckpointError",
-    "active_guard",
-    "agree_max",
-    "atomic_save",
-    "atomic_write",
-    "atomic_write_text",
-    "broadcast_from_rank0",
-    "check_later_checkpoints_kept",
-    "checkpoint_iteration",
-    "checkpoint_iterations",
-    "ignore_late_signals",
-    "is_zip_checkpoint",
-    "load_checkpoint",
-    "newest_intact_checkpoint",
-    "remove_stale_temporaries",
-    "restore_default_signals",
-    "save_weights_subset",
-    "signal_name",
-    "unwritable",
-    "world_size",
-]
+    "DIVERGED_EXIT_CODE", "NUMPY_GLOBALS", "PICKLE_ALLOWED",
+    "PREEMPTED_EXIT_CODE", "PREEMPTION_SIGNALS", "TORCH_ALLOWED", "UNDECAYED_EXIT_CODE",
+    "DamagedCheckpointError", "FolderBusyError", "FolderLock", "Preempted", "PreemptionGuard",
+    "RestrictedUnpickler", "UnsafeCheckpointError", "active_guard", "agree_max", "atomic_save",
+    "atomic_write", "atomic_write_text", "broadcast_from_rank0", "check_later_checkpoints_kept",
+    "checkpoint_iteration", "checkpoint_iterations", "ignore_late_signals", "is_zip_checkpoint",
+    "load_checkpoint", "newest_intact_checkpoint", "remove_stale_temporaries",
+    "restore_default_signals", "save_weights_subset", "signal_name", "unwritable", "world_size"
+]  # fmt: skip

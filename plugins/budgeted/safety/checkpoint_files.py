@@ -1,13 +1,6 @@
 """Checkpoint files in a run folder: which iteration a name holds, the newest intact one, and the
 later ones a resume would overwrite.
 
-A checkpoint's iteration is the last number in its name (``model_0000007.pth`` -> 7,
-``iter_16.pth`` -> 16; a ``*final*`` name is the last of all): :func:`checkpoint_iteration`.
-:func:`newest_intact_checkpoint` offers the newest checkpoint that :func:`load_checkpoint
-<budgeted.safety.loading.load_checkpoint>` reads (intact and safe);
-:func:`check_later_checkpoints_kept` refuses a resume that would overwrite later intact ones;
-:func:`checkpoint_iterations` checks the iterations to save a checkpoint after.
-
 >>> import pathlib, tempfile
 >>> from budgeted.safety.writing import atomic_save
 >>> run = pathlib.Path(tempfile.mkdtemp())
@@ -30,11 +23,9 @@ from ..errors import DamagedCheckpointError, UnsafeCheckpointError
 from .loading import load_checkpoint
 
 __all__ = [
-    "check_later_checkpoints_kept",
-    "checkpoint_iteration",
-    "checkpoint_iterations",
-    "newest_intact_checkpoint",
-]
+    "check_later_checkpoints_kept", "checkpoint_iteration", "checkpoint_iterations",
+    "newest_intact_checkpoint"
+]  # fmt: skip
 
 
 def checkpoint_iteration(path: str | os.PathLike[str]) -> float:
@@ -59,14 +50,9 @@ def checkpoint_iterations(
     ``budgeted-branch``): ``values``, a list or tuple of whole numbers > 0 (NumPy's too), as
     plain ints, sorted, without repeats.
 
-    Args:
-        key (str): the config key or argument, for the message.
-        values: the value given.
-        example (str): an example of an allowed value, in the config's own syntax.
-        allow_empty (bool): whether no counts at all is allowed.
-
     Raises:
-        ValueError: one line naming ``key``, the value and what is allowed.
+        ValueError: one line naming ``key`` (the config key), the value and what is allowed
+            (with ``example``, in the config's own syntax).
 
     Example:
         >>> checkpoint_iterations("SOLVER.BUDGET.SAVE_AT", (6080, 3040, 6080))
@@ -100,17 +86,12 @@ def check_later_checkpoints_kept(
     """Refuse (one line) a resume from ``source``, ``at`` iterations (or epochs) in, into a
     folder holding intact checkpoints of later ones (``candidates`` named as the trainer names
     them, :func:`checkpoint_iteration`): training on from ``source`` would overwrite them.
-    Damaged ones do not count (replacing them is what a resume from an earlier one is for).
-
-    Args:
-        source (str or PathLike): the checkpoint resumed from (never counted itself).
-        at (float): its iteration (or epoch), in the unit of the names' numbers.
-        candidates (Iterable): the checkpoints in the folder the resumed run writes to.
-        folder_key (str): that folder's option or config key, for the message.
-        extra_globals (Mapping[str, Any], optional): as for :func:`load_checkpoint`.
+    Damaged ones do not count (replacing them is what a resume from an earlier one is for);
+    ``source`` itself never counts.
 
     Raises:
-        ValueError: one line naming the checkpoints that would be overwritten and the ways on.
+        ValueError: one line naming the checkpoints that would be overwritten and the ways on
+            (``folder_key``: the option or config key of the folder written to).
     """
     source = Path(source)
     later = sorted(
@@ -144,19 +125,9 @@ def newest_intact_checkpoint(
     """The newest checkpoint in ``folder`` that :func:`load_checkpoint` reads (intact and safe).
 
     Candidates are the files matching ``pattern`` (temporary files of :func:`atomic_write`
-    start with a dot and never match), newest first by ``key`` (default: the iteration in the
-    name, :func:`checkpoint_iteration`, then the modification time); each is loaded until one
-    loads.
-
-    Args:
-        folder (str or PathLike): a run folder.
-        pattern (str): a glob pattern. Defaults to ``"*.pth"``.
-        exclude (Iterable[str | os.PathLike[str]]): files not to offer (e.g. the damaged one).
-        key (callable, optional): ``Path -> sort key``, larger is newer.
-        extra_globals (Mapping[str, Any], optional): as for :func:`load_checkpoint`.
-
-    Returns:
-        Path or None: the newest intact checkpoint, or None when there is none.
+    start with a dot and never match) but those in ``exclude``, newest first by ``key`` (``Path ->
+    sort key``, larger is newer; default: :func:`checkpoint_iteration`, then the modification
+    time); each is loaded until one loads. None when none does.
     """
     folder = Path(folder)
     if not folder.is_dir():

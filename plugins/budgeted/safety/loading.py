@@ -42,15 +42,9 @@ from typing import IO, Any
 from ..errors import DamagedCheckpointError, UnsafeCheckpointError
 
 __all__ = [
-    "NUMPY_GLOBALS",
-    "PICKLE_ALLOWED",
-    "TORCH_ALLOWED",
-    "DamagedCheckpointError",
-    "RestrictedUnpickler",
-    "UnsafeCheckpointError",
-    "is_zip_checkpoint",
-    "load_checkpoint",
-]
+    "NUMPY_GLOBALS", "PICKLE_ALLOWED", "TORCH_ALLOWED", "DamagedCheckpointError",
+    "RestrictedUnpickler", "UnsafeCheckpointError", "is_zip_checkpoint", "load_checkpoint"
+]  # fmt: skip
 
 
 # --- what a checkpoint may name ------------------------------------------------------------------
@@ -149,13 +143,8 @@ _TORCH_WHAT = "tensors, builtin containers and scalars, OrderedDict, numpy array
 
 
 class RestrictedUnpickler(pickle.Unpickler):
-    """A ``pickle.Unpickler`` that resolves only the globals in ``allowed``.
-
-    Args:
-        file: a binary file object.
-        path (str or PathLike): the file's name, for messages.
-        allowed (Mapping[str, Any], optional): ``"module.name" -> object``; default
-            :data:`PICKLE_ALLOWED` (resolved lazily).
+    """A ``pickle.Unpickler`` that resolves only :data:`PICKLE_ALLOWED` and ``allowed``
+    (``"module.name" -> object``); ``path`` names the file in messages.
 
     Raises:
         UnsafeCheckpointError: (from ``load``) the pickle names any other global.
@@ -297,10 +286,9 @@ def _load_pickle(path: str | os.PathLike[str], extra: Mapping[str, Any]) -> Any:
         raise UnsafeCheckpointError(
             f"refusing to load {_short(path)}: {err}; nothing of it was loaded"
         ) from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
-        raise _damaged(path, err) from None
     # LookupError: IndexError, KeyError, and an unknown error handler named to _codecs.encode
-    except (LookupError, MemoryError, OverflowError, UnicodeDecodeError) as err:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, LookupError,
+            MemoryError, OverflowError) as err:  # fmt: skip
         raise _damaged(path, err) from None
 
 
@@ -310,21 +298,9 @@ def load_checkpoint(
     map_location: Any = "cpu",
     extra_globals: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Load an untrusted checkpoint file without letting it run code.
-
-    The format is read from the file, not its name: a zip archive or torch's legacy format is
-    loaded with ``torch.load(weights_only=True)`` and :data:`TORCH_ALLOWED`; any other file
-    (Detectron2's model-zoo ``.pkl``, a plain pickle) with :class:`RestrictedUnpickler` and
-    :data:`PICKLE_ALLOWED`.
-
-    Args:
-        path (str or PathLike): the file.
-        map_location: where torch puts the tensors. Defaults to ``"cpu"``.
-        extra_globals (Mapping[str, Any], optional): further globals to allow,
-            ``"module.name" -> object`` (an adapter's own checkpoint classes).
-
-    Returns:
-        The unpickled object (usually a dict).
+    """Load an untrusted checkpoint file without letting it run code: a zip archive or torch's
+    legacy format through ``torch.load(weights_only=True)``, any other file through
+    :class:`RestrictedUnpickler`. ``extra_globals`` (``"module.name" -> object``) allows more.
 
     Raises:
         UnsafeCheckpointError: the file names a global outside the allow-list (one line naming

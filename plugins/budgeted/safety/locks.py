@@ -1,14 +1,8 @@
-"""One process at a time in a folder: an exclusive ``flock`` on a lock file inside it.
-
-Framework-free (standard library only). ``tools/train_seg.py`` holds one in its work dir
-(:class:`budgeted.runs.mmengine.WorkDirLock`) and ``budgeted-sweep`` one in its ``--out``
-folder, so a second run or sweep on the same folder is refused in one line naming the holder's
-PID instead of writing into the same files.
-
-The kernel drops an ``flock`` when its process ends, however it ends (exit, crash, SIGKILL), so
-a lock file left by a dead process is never in the way: the next process simply takes it over.
-The file holds the holder's PID only for the message. Checking (:meth:`FolderLock.check`) writes
-nothing; only :meth:`FolderLock.acquire` creates the file.
+"""One process at a time in a folder: an exclusive ``flock`` on a lock file inside it (standard
+library only), so a second run or sweep on the same folder is refused in one line naming the
+holder's PID. The kernel drops an ``flock`` when its process ends, however it ends (exit, crash,
+SIGKILL), so a lock file left by a dead process is never in the way. Checking
+(:meth:`FolderLock.check`) writes nothing; only :meth:`FolderLock.acquire` creates the file.
 """
 
 from __future__ import annotations
@@ -27,9 +21,6 @@ __all__ = ["FolderBusyError", "FolderLock", "check_writable", "unwritable"]
 def unwritable(folder: str | os.PathLike[str]) -> str | None:
     """Why nothing can be created in ``folder`` (where it does not exist yet: in the nearest
     folder above it that does), as ``"<folder>: Read-only file system"``; None where it can.
-
-    A tool about to write asks first, so that a read-only output folder is refused in one line
-    with nothing written, rather than failing halfway with an ``OSError`` traceback.
 
     Example:
         >>> import tempfile
@@ -57,8 +48,7 @@ def check_writable(
     """Refuse, before anything is written, a folder in which nothing can be created: one line
     ``"<what> <folder> cannot be written (<why>); allowed: <allowed> (nothing was written)"``.
 
-    The one check of every tool's output folder (Detectron2's ``OUTPUT_DIR``, MMEngine's work
-    dir, the sweep's ``--out``); a URL (``s3://...``) is the framework's to check.
+    The one check of every tool's output folder; a URL (``s3://...``) is the framework's to check.
 
     Raises:
         error: the line above, ``why`` from :func:`unwritable`.
@@ -81,13 +71,8 @@ def check_writable(
 
 
 class FolderLock:
-    """An exclusive ``flock`` on ``<folder>/<name>`` while this process works in ``folder``.
-
-    Args:
-        folder (str or PathLike): the folder.
-        name (str): the lock file's name in it (a dot file, e.g. ``".sweep.lock"``).
-        busy (str): the refusal, formatted with ``holder`` (``"pid 4242"``), ``lock`` (the lock
-            file) and ``folder``.
+    """An exclusive ``flock`` on ``<folder>/<name>`` while this process works in ``folder``;
+    ``busy`` is the refusal, formatted with ``holder`` (``"pid 4242"``), ``lock`` and ``folder``.
 
     Example:
         >>> import tempfile
@@ -126,6 +111,16 @@ class FolderLock:
             self.busy.format(holder=self.holder(), lock=self.path, folder=self.path.parent)
         )
 
+    def _lock(self, fd: int) -> None:
+        """Lock ``fd``; where a live process holds the lock, close it and raise the refusal."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise self._busy() from None
+        except OSError:
+            pass  # a file system without flock (some network file systems): run unlocked
+
     def check(self) -> None:
         """Raise :class:`FolderBusyError` if a live process holds the lock (writes nothing)."""
         if self._fd is not None:
@@ -134,14 +129,8 @@ class FolderLock:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:
             return  # no lock file (or unreadable): nobody works here through our tools
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise self._busy() from None
-        except OSError:
-            pass  # a file system without flock: nothing to check
-        finally:
-            os.close(fd)
+        self._lock(fd)
+        os.close(fd)
 
     def acquire(self) -> None:
         """Create the lock file (and the folder), take the lock, record this PID.
@@ -153,13 +142,7 @@ class FolderLock:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise self._busy() from None
-        except OSError:
-            pass  # a file system without flock (some network file systems): run unlocked
+        self._lock(fd)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd

@@ -1,16 +1,10 @@
 """Preemption: turn SIGTERM / SIGUSR1 into a request to stop at the next safe point.
 
-Framework-free (standard library only), shared by the Detectron2 and MMEngine adapters and the
-sweep tools. A cluster scheduler stops a job with SIGTERM (Slurm: at preemption, ``scancel``,
-and the time limit) and can warn it ahead of time with another signal (``sbatch
---signal=USR1@120``: SIGUSR1 120 s before the end). With :class:`PreemptionGuard` installed,
-those signals only set a flag; the training loop looks at it after each iteration, writes a
-checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`, which a job script answers by requeueing
-the job (``tools/slurm_train_net.sh``), and ``--resume`` continues where it stopped.
-
-The handler does nothing but record the signal, so a second signal (during the checkpoint's write,
-say) changes nothing; the checkpoint itself is written atomically
-(:func:`budgeted.safety.writing.atomic_save`).
+Standard library only. A cluster scheduler stops a job with SIGTERM (Slurm: preemption,
+``scancel``, the time limit) and can warn it ahead (``sbatch --signal=USR1@120``). Under
+:class:`PreemptionGuard` those signals only set a flag; the training loop looks at it after each
+iteration, writes a checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`, which a job script
+answers by requeueing the job, and ``--resume`` continues where it stopped.
 
 Example::
 
@@ -35,18 +29,10 @@ from typing import Any
 from ..errors import DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE
 
 __all__ = [
-    "DIVERGED_EXIT_CODE",
-    "PREEMPTED_EXIT_CODE",
-    "PREEMPTION_SIGNALS",
-    "UNDECAYED_EXIT_CODE",
-    "Preempted",
-    "PreemptionGuard",
-    "PreemptionPolicy",
-    "active_guard",
-    "ignore_late_signals",
-    "restore_default_signals",
-    "signal_name",
-]
+    "DIVERGED_EXIT_CODE", "PREEMPTED_EXIT_CODE", "PREEMPTION_SIGNALS", "UNDECAYED_EXIT_CODE",
+    "Preempted", "PreemptionGuard", "PreemptionPolicy", "active_guard", "ignore_late_signals",
+    "restore_default_signals", "signal_name"
+]  # fmt: skip
 
 PREEMPTED_EXIT_CODE = 75
 """The exit status of a run stopped by a preemption signal after saving its state: 75 is
@@ -81,11 +67,7 @@ class Preempted(SystemExit):
 
     A ``SystemExit`` (so ``except Exception`` blocks, Detectron2's training loop among them,
     let it through untouched) whose ``code`` is :data:`PREEMPTED_EXIT_CODE`: uncaught, the
-    interpreter exits with 75 and prints nothing (the trainer printed its line already).
-
-    Args:
-        message (str): the one-line account (``train_net: preempted by SIGTERM at ...``).
-        signum (int, optional): the signal.
+    interpreter exits with 75 and prints nothing (the trainer printed ``message`` already).
     """
 
     def __init__(self, message: str = "preempted", signum: int | None = None) -> None:
@@ -106,10 +88,6 @@ class PreemptionGuard:
     to its workers); it raises nothing, so whatever the process is doing (an iteration, the
     write of a checkpoint) finishes. Only the main thread can install signal handlers: entered
     from another thread, the guard installs nothing and only :meth:`request` sets it.
-
-    Args:
-        signals (Iterable[int]): the signals to catch. Defaults to :data:`PREEMPTION_SIGNALS`.
-        on_signal (callable, optional): called with the signal number from the handler.
 
     Example:
         >>> import os
@@ -187,27 +165,11 @@ class PreemptionPolicy:
     """The one stop policy both frameworks' preemption hooks call: which signal stops the run,
     agreed by every rank, and after which iteration.
 
-    - :meth:`begin` (before the first iteration) takes the guard a tool installed around the
-      whole run (:func:`active_guard`; a signal that came while the model was built is not
-      lost) or installs its own, and returns the agreed signal: non-zero means stop now, with
-      nothing new to save.
-    - :meth:`stop_after` (after each iteration) returns the agreed signal to stop on, 0 to go
-      on. With several ranks the flag is all-reduced (max, :func:`budgeted.safety.ranks.agree_max`)
-      every ``interval`` iterations, at the same iterations on every rank; a rank that learns
-      the signal from another records it in its guard. A signal during the last iteration lets
-      the run end as planned (0).
-    - :meth:`end` releases a guard it installed and returns one line of the all-reduces' cost
-      (None without any).
-
-    The hook then writes the checkpoint, waits for every rank and raises :class:`Preempted`
-    (exit status :data:`PREEMPTED_EXIT_CODE`).
-
-    Args:
-        guard (PreemptionGuard, optional): the guard to read; default: the active one, else one
-            installed by :meth:`begin`.
-        interval (int): with several ranks, agree every ``interval`` iterations.
-        world_size (callable): the number of ranks (default
-            :func:`budgeted.safety.ranks.world_size`).
+    A hook calls :meth:`begin` before the first iteration, :meth:`stop_after` after each and
+    :meth:`end` at the end. With several ranks the flag is all-reduced (max) every ``interval``
+    iterations, at the same iterations on every rank; a rank that learns the signal from another
+    records it in its guard. On a signal the hook writes the checkpoint, waits for every rank and
+    raises :class:`Preempted`.
 
     Example:
         >>> import os
@@ -246,7 +208,8 @@ class PreemptionPolicy:
             self._own = self.guard = PreemptionGuard().__enter__()
 
     def begin(self) -> int:
-        """Take (or install) the guard; the signal any rank got already (0: none)."""
+        """Take (or install) the guard; the signal any rank got already (0: none; else stop now,
+        with nothing new to save)."""
         self.take_guard()
         return self.agreed()
 
@@ -266,7 +229,8 @@ class PreemptionPolicy:
         return agreed
 
     def stop_after(self, trained: int, total: int) -> int:
-        """The agreed signal to stop on after ``trained`` of ``total`` iterations (0: go on)."""
+        """The agreed signal to stop on after ``trained`` of ``total`` iterations (0: go on, and
+        after the last one, when the run ends as planned)."""
         if self.world_size() > 1 and trained % self.interval:
             return 0
         signum = self.agreed()
@@ -291,15 +255,10 @@ def restore_default_signals(
     """Give ``signals`` their default disposition in this process (and in what it execs).
 
     A command started in the background by a non-interactive shell inherits SIGINT as
-    *ignored*, and Python and ``subprocess`` pass that on: Ctrl-C (or ``kill -INT``) then does
-    nothing. ``subprocess.Popen(..., preexec_fn=restore_default_signals)`` gives a child the
-    default dispositions (``SIG_DFL``; a Python child then installs its own SIGINT handler at
-    startup, as in a terminal); ``restore_default_signals(python=True)`` does it for the
-    running Python process, SIGINT raising ``KeyboardInterrupt``.
-
-    Args:
-        signals (Iterable[int]): the signals. Defaults to SIGINT, SIGTERM, SIGUSR1.
-        python (bool): SIGINT gets Python's ``default_int_handler`` rather than ``SIG_DFL``.
+    *ignored*, and Python and ``subprocess`` pass that on: Ctrl-C then does nothing.
+    ``subprocess.Popen(..., preexec_fn=restore_default_signals)`` gives a child the default
+    dispositions; ``python=True`` gives this Python process's SIGINT ``default_int_handler``
+    (``KeyboardInterrupt``) rather than ``SIG_DFL``.
 
     Example:
         >>> restore_default_signals([signal.SIGUSR2])

@@ -1,12 +1,6 @@
 """Files written atomically: a reader (or a resumed run) sees the old file or the new one, never a
-torn one.
-
-:func:`atomic_write` writes to a temporary file ``.<name>.tmp-<random>`` in the same folder (the
-same file system), flushes and fsyncs it, then renames it over the target (``os.replace``, atomic
-on POSIX) and fsyncs the folder; an exception removes the temporary file and leaves the target as
-it was. :func:`atomic_save` (``torch.save``) and :func:`atomic_write_text` (``last_checkpoint``,
-records) write through it; :func:`remove_stale_temporaries` removes what a killed write left;
-:func:`save_weights_subset` writes some of a checkpoint's weights to a new file.
+torn one (:func:`atomic_write` and the writers through it); :func:`remove_stale_temporaries`
+removes what a killed write left.
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "last_checkpoint"
@@ -33,13 +27,9 @@ from typing import IO, Any
 from .loading import load_checkpoint
 
 __all__ = [
-    "atomic_save",
-    "atomic_write",
-    "atomic_write_text",
-    "remove_stale_temporaries",
-    "replace_durably",
-    "save_weights_subset",
-]
+    "atomic_save", "atomic_write", "atomic_write_text", "remove_stale_temporaries",
+    "replace_durably", "save_weights_subset"
+]  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -48,12 +38,8 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     to ``path`` (atomic on POSIX); on an exception remove it and leave ``path`` as it was.
 
     The temporary file is ``.<name>.tmp-<random>`` in the same folder (the same file system, so
-    the rename is atomic; the leading dot keeps it out of ``*.pth`` globs). Its permissions
-    follow the umask, as a plain ``open`` would.
-
-    Args:
-        path (str or PathLike): the file to write.
-        mode (str): ``"wb"`` (default) or ``"w"`` (text, UTF-8).
+    the rename is atomic; the leading dot keeps it out of ``*.pth`` globs), its permissions as a
+    plain ``open``'s. ``mode``: ``"wb"`` or ``"w"`` (text, UTF-8).
 
     Example:
         >>> import json, tempfile
@@ -72,14 +58,11 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if mode == "w" else {})) as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        replace_durably(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_folder(folder)
 
 
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-[0-9a-f]{8}")
@@ -120,16 +103,12 @@ def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[str]:
 
 def _fsync_folder(folder: str) -> None:
     """Make the rename itself durable (best effort: not every file system allows it)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
@@ -193,23 +172,10 @@ def save_weights_subset(
     """Save the weights of checkpoint ``src`` whose names start with ``prefix`` to a new ``dst``.
 
     The new file keeps the names and the source's layout: ``{"model": {name: tensor}}`` from a
-    Detectron2 checkpoint, which ``MODEL.WEIGHTS`` loads (the other parameters keep their random
-    init, and it says which); ``{"state_dict": {name: tensor}}`` from an MMEngine one, which
-    ``init_cfg=dict(type="Pretrained", checkpoint=dst, prefix=prefix)`` loads. It is how the toy
-    evidence grid starts every run from one toy-pretrained backbone, as the paper's runs start
-    from ImageNet weights (tools/evidence.sh). ``src`` is loaded with :func:`load_checkpoint`
-    (untrusted); its weights are under ``"model"`` (Detectron2) or ``"state_dict"`` (MMEngine),
-    or are the file itself.
-
-    Args:
-        src (str or PathLike): the checkpoint to take weights from.
-        dst (str or PathLike): the file to write; an existing file is refused, never replaced.
-        prefix (str): the names to keep, e.g. ``"backbone.bottom_up."`` (Detectron2's ResNet) or
-            ``"backbone."`` (an MMSegmentation model's backbone).
-        extra_globals (Mapping[str, Any], optional): as :func:`load_checkpoint`'s.
-
-    Returns:
-        int: the number of tensors written.
+    Detectron2 checkpoint (``MODEL.WEIGHTS`` loads it), ``{"state_dict": {name: tensor}}`` from an
+    MMEngine one (``init_cfg=dict(type="Pretrained", checkpoint=dst, prefix=prefix)``); a file
+    that is the weights itself gives ``"model"``. ``src`` is loaded with :func:`load_checkpoint`
+    (untrusted). Returns the number of tensors written.
 
     Raises:
         ValueError: one line, for an existing ``dst`` or a ``prefix`` that names nothing in

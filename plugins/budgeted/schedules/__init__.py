@@ -33,6 +33,7 @@ from .budget import (
 )
 from .builtin import constant, cosine, exp, htd, linear, poly, rex, step, wsd
 from .clock import DECAYED_PROGRESS, TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
+from .contract import DEFAULTS, FIELDS, BudgetFieldError
 from .registry import (
     PARAM_RULES,
     Rule,
@@ -54,10 +55,13 @@ from .units import BUDGET_FRACTIONS, budget_iters, whole_number
 __all__ = [
     "BUDGET_FRACTIONS",
     "DECAYED_PROGRESS",
+    "DEFAULTS",
+    "FIELDS",
     "PARAM_RULES",
     "RESUME_POLICIES",
     "TIME_RESUME_POLICIES",
     "WARMUP_METHODS",
+    "BudgetFieldError",
     "BudgetMismatchError",
     "BudgetReplanError",
     "BudgetSchedule",

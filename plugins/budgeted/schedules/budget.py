@@ -37,7 +37,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
-from .contract import WARMUP_METHODS, check_fields
+from .contract import DEFAULTS, WARMUP_METHODS, check_fields
 from .registry import (
     check_params,
     full_params,
@@ -56,6 +56,7 @@ __all__ = [
     "BudgetSchedule",
     "check_on_resume",
     "lr_multiplier",
+    "mismatch",
     "name_keys",
 ]
 
@@ -101,6 +102,32 @@ def name_keys(message: str, names: Mapping[str, str]) -> str:
     return message
 
 
+def mismatch(
+    diff: Mapping[str, tuple[Any, Any]],
+    fix: str,
+    names: Mapping[str, str] | None = None,
+    *,
+    missing: bool = False,
+) -> BudgetMismatchError:
+    """The one-line refusal of a checkpoint whose budget differs from the config's in ``diff``
+    (``{key: (checkpoint's value, config's value)}``), keys written as ``names`` says; ``missing``:
+    the checkpoint saved no budget at all.
+
+    >>> print(mismatch({"total": (90, 900)}, "keep it", {"total": "max_iters"}))
+    cannot resume: the checkpoint's budget has max_iters=90, the config's max_iters=900; keep it
+    """
+    names = names or {}
+    old = (
+        "is missing (its scheduler was not budget-aware)"
+        if missing
+        else "has " + ", ".join(f"{names.get(k, k)}={v[0]!r}" for k, v in diff.items())
+    )
+    new = ", ".join(f"{names.get(k, k)}={v[1]!r}" for k, v in diff.items())
+    return BudgetMismatchError(
+        f"cannot resume: the checkpoint's budget {old}, the config's {new}; {fix}"
+    )
+
+
 @dataclass(frozen=True)
 class BudgetSchedule:
     """A warmup of fixed length ``warmup``, then ``schedule`` over the rest of the budget ``total``.
@@ -118,9 +145,9 @@ class BudgetSchedule:
 
     schedule: str
     total: float
-    warmup: float = 500
-    warmup_factor: float = 0.001
-    warmup_method: str = "linear"
+    warmup: float = DEFAULTS["warmup"]
+    warmup_factor: float = DEFAULTS["warmup_factor"]
+    warmup_method: str = DEFAULTS["warmup_method"]
     params: dict[str, Any] = field(default_factory=dict)
     replanned_at: float | None = None
     replanned_from: float = 0.0
@@ -309,17 +336,8 @@ class BudgetSchedule:
         cannot resume: the checkpoint's budget has max_iters=90, the config's max_i
         """
         diff = self.differences(saved)
-        if not diff:
-            return
-        names = names or {}
-        if saved is None:
-            old = "is missing (its scheduler was not budget-aware)"
-        else:
-            old = "has " + ", ".join(f"{names.get(k, k)}={v[0]!r}" for k, v in diff.items())
-        new = ", ".join(f"{names.get(k, k)}={v[1]!r}" for k, v in diff.items())
-        raise BudgetMismatchError(
-            f"cannot resume: the checkpoint's budget {old}, the config's {new}; {fix}"
-        )
+        if diff:
+            raise mismatch(diff, fix, names, missing=saved is None)
 
     RESUME_POLICIES: ClassVar[tuple[str, ...]] = RESUME_POLICIES
     """What a resume does with a checkpoint of another budget length: refuse it (the default);
@@ -433,9 +451,9 @@ def lr_multiplier(
     iteration: float,
     total_iters: float,
     *,
-    warmup_iters: float = 500,
-    warmup_factor: float = 0.001,
-    warmup_method: str = "linear",
+    warmup_iters: float = DEFAULTS["warmup"],
+    warmup_factor: float = DEFAULTS["warmup_factor"],
+    warmup_method: str = DEFAULTS["warmup_method"],
     **params: Any,
 ) -> float:
     """The base-LR multiplier at 0-based ``iteration`` of a budget of ``total_iters``."""

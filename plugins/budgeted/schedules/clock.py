@@ -45,7 +45,9 @@ from .budget import (
     BudgetReplanError,
     BudgetSchedule,
     check_on_resume,
+    mismatch,
 )
+from .contract import DEFAULTS
 from .registry import same_params
 from .state import ELAPSED, check_state, plain_value
 from .units import whole_number
@@ -231,9 +233,9 @@ class TimeBudget:
 
     schedule: str
     seconds: float
-    warmup_iters: int = 500
-    warmup_factor: float = 0.001
-    warmup_method: str = "linear"
+    warmup_iters: int = DEFAULTS["warmup"]
+    warmup_factor: float = DEFAULTS["warmup_factor"]
+    warmup_method: str = DEFAULTS["warmup_method"]
     params: dict[str, Any] = field(default_factory=dict)
     warmup_seconds: float | None = None
     replan: dict[str, float] | None = None  # {"at": seconds, "from_progress": p0}: see resume
@@ -391,14 +393,8 @@ another checkpoint, or start a new run from its weights
         kept = same_params(theirs.get("schedule"), theirs.get("params"), self.schedule, self.params)
         diff = [k for k in mine if theirs.get(k) != mine[k] and not (k == "params" and kept)]
         if diff and (on_resume == "refuse" or diff != ["seconds"]):
-            raise BudgetMismatchError(
-                "cannot resume: the checkpoint's budget has "
-                + ", ".join(f"{k}={theirs.get(k)!r}" for k in diff)
-                + ", the config's "
-                + ", ".join(f"{k}={mine[k]!r}" for k in diff)
-                + f"; {fix}"
-                + ("" if on_resume == "replan" or diff != ["seconds"] else " (or re-plan it)")
-            )
+            also = "" if on_resume == "replan" or diff != ["seconds"] else " (or re-plan it)"
+            raise mismatch({k: (theirs.get(k), mine[k]) for k in diff}, fix + also)
         old = TimeBudget(**saved)
         self.warmup_seconds, self.replan = old.warmup_seconds, old.replan
         self._plan = None

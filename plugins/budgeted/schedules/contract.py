@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import BudgetConfigError
 from .registry import is_finite_number
 
-__all__ = ["FIELDS", "WARMUP_METHODS", "BudgetFieldError", "Field", "check_fields"]
+__all__ = ["DEFAULTS", "FIELDS", "WARMUP_METHODS", "BudgetFieldError", "Field", "check_fields"]
 
 WARMUP_METHODS = ("linear", "constant")
 """How the warmup rises: linearly from ``warmup_factor`` to 1, or constant at ``warmup_factor``."""
@@ -42,22 +42,44 @@ class Field:
     subject: str = ""
     """What the core's message says before the field's own name (an adapter's key stands
     alone)."""
+    type: type = float
+    default: Any = None
+    """The value a budget has where none is given (None: it must be given)."""
 
 
 FIELDS: tuple[Field, ...] = (
     Field("total", lambda v, _: is_finite_number(v) and v > 0, "a number > 0", subject="budget "),
-    Field("warmup", lambda v, _: is_finite_number(v) and v >= 0, "a number >= 0"),
+    Field("warmup", lambda v, _: is_finite_number(v) and v >= 0, "a number >= 0", default=500),
     Field(
         "warmup",
         lambda v, f: v < f["total"],
         "0 <= {warmup} < {total}",
         "is not shorter than the budget {total}={total!r}: the decay phase would be empty",
     ),
-    Field("warmup_factor", lambda v, _: is_finite_number(v) and 0 < v <= 1, "a number in (0, 1]"),
-    Field("warmup_method", lambda v, _: v in WARMUP_METHODS, ", ".join(WARMUP_METHODS)),
+    Field(
+        "warmup_factor",
+        lambda v, _: is_finite_number(v) and 0 < v <= 1,
+        "a number in (0, 1]",
+        default=0.001,
+    ),
+    Field(
+        "warmup_method",
+        lambda v, _: v in WARMUP_METHODS,
+        ", ".join(WARMUP_METHODS),
+        type=str,
+        default="linear",
+    ),
 )
 """The rules of a budget's fields, checked in this order (``total`` before the warmup that
-must be shorter than it)."""
+must be shorter than it), with each field's type and default (on its first rule)."""
+
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS if f.default is not None}
+"""Each budget field's default, the one every adapter's signature and config key takes: the
+paper's fixed warmup of 500 iterations rising linearly from 0.001.
+
+>>> DEFAULTS
+{'warmup': 500, 'warmup_factor': 0.001, 'warmup_method': 'linear'}
+"""
 
 
 class BudgetFieldError(BudgetConfigError):

@@ -1,26 +1,17 @@
 """A deterministic synthetic CIFAR-10 in the real archive's binary format (``cifar-10-batches-py``).
 
-The real archive holds six pickles written by Python 2: ``data_batch_1`` .. ``data_batch_5`` and
-``test_batch``, each a dict with the keys ``batch_label`` (a string), ``labels`` (a list of ints in
-0..9), ``data`` (a ``uint8`` numpy array ``N x 3072``: each row the R, G and B planes of a 32x32
-image, row-major) and ``filenames`` (a list of strings); and ``batches.meta`` with
-``label_names`` (10 strings), ``num_cases_per_batch`` and ``num_vis`` (3072). Python 2 strings
-load as ``bytes`` with ``pickle.load(f, encoding="bytes")`` (the archive's own reading recipe:
-``b"data"``, ``b"labels"``, ...) and as ``str`` with ``encoding="latin1"`` (torchvision's
-``CIFAR10``). A Python 3 pickle of ``bytes`` cannot give both, so :func:`make_toy_cifar10` writes
-the pickles opcode by opcode as Python 2 did (protocol 2, ``SHORT_BINSTRING`` / ``BINSTRING``
-strings, the array as ``numpy.core.multiarray._reconstruct``), and the files load exactly like the
-real ones.
+Six pickles as Python 2 wrote them (``data_batch_1`` .. ``data_batch_5``, ``test_batch``: dicts of
+``batch_label``, ``labels``, ``data`` (``uint8`` ``N x 3072``, the R, G, B planes of a 32x32 image)
+and ``filenames``) and ``batches.meta``. Python 2 strings load as ``bytes`` with
+``encoding="bytes"`` (the archive's own recipe) and as ``str`` with ``encoding="latin1"``
+(torchvision's ``CIFAR10``); a Python 3 pickle cannot give both, so the pickles are written opcode
+by opcode (protocol 2, the array as ``numpy.core.multiarray._reconstruct``) and load exactly like
+the real ones. The stock readers check the real archive's md5 sums and so refuse this set; readers
+skip them for folders holding :data:`TOY_MARKER` (``examples/cifar10_budget.py``,
+:class:`budgeted.toys.compat.ToyCIFAR10`).
 
-The stock ``torchvision.datasets.CIFAR10`` (0.29) checks the md5 of every file against the real
-archive's before it reads anything, so it refuses any other set, this one included, with
-``RuntimeError: Dataset not found or corrupted``; its reading code takes these files unchanged once
-the checksums are switched off (``examples/cifar10_budget.py`` does that for folders holding
-:data:`TOY_MARKER`, the file that marks a toy set, and keeps the checks for every other folder).
-
-Each image is a class-coloured shape on a random dark background with Gaussian pixel noise: the
-class fixes the shape (square, disk, bar, ...) and pulls the colour towards its own, while the
-position, size, background and noise are random, so the set is learnable but not trivial.
+Each image is a class-coloured shape (the class fixes the shape and pulls the colour) at a random
+place and size on a random dark background with pixel noise: learnable, not trivial.
 """
 
 from __future__ import annotations
@@ -33,15 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from . import check_count, refuse_existing
+
 __all__ = [
-    "BASE_FOLDER",
-    "LABEL_NAMES",
-    "MAX_TEST",
-    "MAX_TRAIN",
-    "TOY_MARKER",
-    "TOY_ROOT",
-    "make_toy_cifar10",
-]
+    "BASE_FOLDER", "LABEL_NAMES", "MAX_TEST", "MAX_TRAIN", "TOY_MARKER", "TOY_ROOT",
+    "make_toy_cifar10"
+]  # fmt: skip
 
 BASE_FOLDER = "cifar-10-batches-py"
 """The folder the real archive extracts to (``torchvision.datasets.CIFAR10.base_folder``)."""
@@ -49,17 +37,8 @@ TOY_ROOT = "datasets/toy_cifar10"
 """Where the toy set goes by default: the ``data_root`` of the MMPretrain toy configs
 (``configs/mmpretrain/toy/resnet18-toy_cifar10_*``) and ``--data`` of the example."""
 LABEL_NAMES = (
-    "airplane",
-    "automobile",
-    "bird",
-    "cat",
-    "deer",
-    "dog",
-    "frog",
-    "horse",
-    "ship",
-    "truck",
-)
+    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+)  # fmt: skip
 """CIFAR-10's class names, in label order (the toy classes only borrow them)."""
 MAX_TRAIN, MAX_TEST = 50000, 10000
 """The real set's sizes: the toy set is at most as large."""
@@ -68,20 +47,9 @@ TOY_MARKER = "budgeted_toy.json"
 _SIDE = 32
 _TRAIN_BATCHES = 5
 CLASS_COLOURS = np.array(
-    [
-        [230, 40, 40],
-        [40, 200, 40],
-        [50, 80, 240],
-        [240, 220, 40],
-        [220, 40, 220],
-        [40, 220, 220],
-        [250, 140, 30],
-        [150, 60, 250],
-        [240, 240, 240],
-        [120, 180, 60],
-    ],
-    dtype=np.float64,
-)
+    [[230, 40, 40], [40, 200, 40], [50, 80, 240], [240, 220, 40], [220, 40, 220], [40, 220, 220],
+     [250, 140, 30], [150, 60, 250], [240, 240, 240], [120, 180, 60]], dtype=np.float64,
+)  # fmt: skip
 """One RGB colour per class (label order); an image's shapes are drawn near its colour."""
 
 
@@ -192,27 +160,15 @@ def _save(obj: Any, out: bytearray) -> None:
         raise TypeError(f"cannot write {type(obj).__name__} as a CIFAR pickle")
 
 
-def _check_size(name: str, value: Any, most: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 10 <= value <= most:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: a whole number in [10, {most}]")
-
-
 def make_toy_cifar10(
     root: str | Path, *, num_train: int = 1000, num_test: int = 200, seed: int = 0
 ) -> Path:
     """Write ``<root>/cifar-10-batches-py/`` in CIFAR-10's real format (the same seed, the same
     bytes).
 
-    ``num_train`` images are split over ``data_batch_1`` .. ``data_batch_5`` as evenly as can be
-    (the first batches take one more); ``num_test`` go to ``test_batch``. Labels are balanced: label
-    ``i % 10`` for image ``i``, shuffled.
-
-    Args:
-        root: the folder that will hold ``cifar-10-batches-py`` (``--data`` of the example,
-            ``root`` of ``torchvision.datasets.CIFAR10``).
-        num_train: training images, in [10, 50000]. Defaults to 1000.
-        num_test: test images, in [10, 10000]. Defaults to 200.
-        seed: a whole number >= 0. Defaults to 0.
+    ``num_train`` (in [10, 50000]) images are split over ``data_batch_1`` .. ``data_batch_5`` as
+    evenly as can be (the first batches take one more); ``num_test`` (in [10, 10000]) go to
+    ``test_batch``. Labels are balanced: label ``i % 10`` for image ``i``, shuffled.
 
     Returns:
         The ``cifar-10-batches-py`` folder.
@@ -231,13 +187,11 @@ def make_toy_cifar10(
         >>> batch[b"data"].shape, batch[b"data"].dtype.name, batch[b"batch_label"]
         ((4, 3072), 'uint8', b'training batch 1 of 5')
     """
-    _check_size("num_train", num_train, MAX_TRAIN)
-    _check_size("num_test", num_test, MAX_TEST)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} is invalid; allowed: a whole number >= 0")
+    check_count("num_train", num_train, 10, MAX_TRAIN)
+    check_count("num_test", num_test, 10, MAX_TEST)
+    check_count("seed", seed, 0)
     folder = Path(root) / BASE_FOLDER
-    if folder.exists():
-        raise FileExistsError(f"{folder} already exists; remove it to write the toy set again")
+    refuse_existing(folder, [folder])
     rng = np.random.default_rng(seed)
     train_labels = rng.permutation(np.arange(num_train) % 10)
     test_labels = rng.permutation(np.arange(num_test) % 10)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from . import check_count, refuse_existing
 from .cityscapes_labels import convert
 
 __all__ = ["CITIES", "COLORS", "TOY_ROOT", "make_toy_cityscapes"]
@@ -99,26 +99,13 @@ def render(objects: list[dict], rng: np.random.RandomState) -> Image.Image:
     return Image.fromarray(pixels)
 
 
-def make_toy_cityscapes(
-    root: str | os.PathLike[str] = TOY_ROOT,
-    *,
-    train_per_city: int = 12,
-    val_per_city: int = 6,
-    seed: int = 0,
-    overwrite: bool = False,
-) -> Path:
+def make_toy_cityscapes(root: str | os.PathLike[str] = TOY_ROOT, *, train_per_city: int = 12,
+                        val_per_city: int = 6, seed: int = 0,
+                        overwrite: bool = False) -> Path:  # fmt: skip
     """Write the toy set under ``root`` and convert its polygons.
 
-    Args:
-        root (str or PathLike): where to write (``leftImg8bit/`` and ``gtFine/`` go under it).
-            Defaults to ``datasets/toy_cityscapes``, the toy configs' ``data_root``.
-        train_per_city (int): train images per train city (2 cities). Defaults to 12.
-        val_per_city (int): validation images (1 city). Defaults to 6.
-        seed (int): the same seed and counts give byte-identical files. Defaults to 0.
-        overwrite (bool): replace a set already under ``root``; without it that is refused.
-
-    Returns:
-        Path: ``root``.
+    ``train_per_city`` images for each of the 2 train cities, ``val_per_city`` for the 1 val city;
+    the same seed and counts give byte-identical files.
 
     Raises:
         ValueError: one line for a bad count or an existing set without ``overwrite``.
@@ -130,17 +117,9 @@ def make_toy_cityscapes(
         ['train', 'val']
     """
     root = Path(root)
-    for name, value in (("train_per_city", train_per_city), ("val_per_city", val_per_city)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= 1")
-    if any((root / d).exists() for d in ("leftImg8bit", "gtFine")):
-        if not overwrite:
-            raise ValueError(
-                f"{root} already holds a dataset; pass --overwrite (overwrite=True) to "
-                "regenerate it"
-            )
-        for d in ("leftImg8bit", "gtFine"):
-            shutil.rmtree(root / d, ignore_errors=True)
+    check_count("train_per_city", train_per_city, 1)
+    check_count("val_per_city", val_per_city, 1)
+    refuse_existing(root, [root / "leftImg8bit", root / "gtFine"], overwrite)
     index = 0
     for split, count in (("train", train_per_city), ("val", val_per_city)):
         for city in CITIES[split]:

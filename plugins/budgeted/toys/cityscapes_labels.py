@@ -24,10 +24,7 @@ OUTPUTS = {
 
 
 def find_polygon_files(root: str | os.PathLike[str]) -> list[Path]:
-    """All ``*_gtFine_polygons.json`` under ``root/gtFine``, sorted.
-
-    Args:
-        root (str or PathLike): the Cityscapes root (holding ``gtFine/``).
+    """All ``*_gtFine_polygons.json`` under ``root/gtFine`` (the Cityscapes root's), sorted.
 
     Raises:
         ValueError: one line when ``gtFine/`` or its polygon files are missing.
@@ -51,12 +48,8 @@ def find_polygon_files(root: str | os.PathLike[str]) -> list[Path]:
 
 
 def convert_one(task: tuple[str, tuple[str, ...], bool]) -> int:
-    """Write the requested label PNGs of one polygon file; return how many were written.
-
-    Args:
-        task (tuple): ``(polygon json path, kinds from OUTPUTS, overwrite)`` (one picklable
-            argument, for worker processes).
-    """
+    """Write the label PNGs ``task`` asks for; how many were written. ``task`` is ``(polygon json
+    path, kinds from OUTPUTS, overwrite)``, one picklable argument for worker processes."""
     from cityscapesscripts.preparation.json2instanceImg import json2instanceImg
     from cityscapesscripts.preparation.json2labelImg import json2labelImg
 
@@ -78,16 +71,9 @@ def convert_one(task: tuple[str, tuple[str, ...], bool]) -> int:
 def convert(
     root: str | os.PathLike[str], *, all_ids: bool = False, overwrite: bool = False, nproc: int = 1
 ) -> tuple[int, int]:
-    """Convert every polygon file under ``root``, with a progress bar.
-
-    Args:
-        root (str or PathLike): the Cityscapes root (holding ``gtFine/``).
-        all_ids (bool): also write ``*_labelIds.png`` and ``*_instanceIds.png``.
-        overwrite (bool): rewrite existing PNGs.
-        nproc (int): worker processes.
-
-    Returns:
-        tuple[int, int]: (polygon files, PNGs written).
+    """Convert every polygon file under ``root`` with ``nproc`` worker processes and a progress
+    bar; ``all_ids`` adds ``*_labelIds.png`` and ``*_instanceIds.png``, ``overwrite`` rewrites
+    existing PNGs. Returns (polygon files, PNGs written).
 
     Example:
         ``convert("data/cityscapes", nproc=8)`` writes the ``*_labelTrainIds.png`` MMSeg reads.

@@ -1,19 +1,16 @@
 """A deterministic synthetic instance-segmentation set in the real COCO json format (no framework).
 
-Each image holds 1-3 filled shapes (square, circle, triangle; ``objects`` sets how many) of radius
-12-25 % of the image side (``radius``) on a noisy background; each shape is one annotation with
-its polygon mask, box and area (a later shape may hide part of an earlier one, whose annotation
-stays whole). The same arguments give the same bytes.
-One set is a folder laid out as MMDetection's COCO configs read it::
+Each image holds 1-3 filled shapes (square, circle, triangle) on a noisy background; each shape is
+one annotation with its polygon mask, box and area (a later shape may hide part of an earlier one,
+whose annotation stays whole). The same arguments give the same bytes. A set is a folder laid out
+as MMDetection's COCO configs read it::
 
     <folder>/train/000001.png ...              <folder>/annotations/instances_train.json
     <folder>/val/000001.png ...                <folder>/annotations/instances_val.json
 
-:func:`write_toy_coco` writes it in a folder of your choice (MMDetection's ``data_root``, by
-default ``datasets/toy_coco``); :func:`make_toy_coco` writes it as ``toy_coco/`` under a datasets
-folder, where Detectron2 finds it (``budgeted.detectron2.data.register_toy_coco``). Both are the
-same bytes: ``make_toy_coco(root)`` is ``write_toy_coco(root/toy_coco)``. Only numpy, Pillow and
-the standard library are imported (Detectron2 and MMDetection users share it).
+:func:`write_toy_coco` writes it in any folder (MMDetection's ``data_root``);
+:func:`make_toy_coco` as ``toy_coco/`` under a datasets folder, where Detectron2 finds it
+(``budgeted.detectron2.data.register_toy_coco``). Only numpy and Pillow are imported.
 """
 
 from __future__ import annotations
@@ -21,19 +18,18 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from . import check_count, refuse_existing
+
 __all__ = [
-    "TOY_CATEGORIES",
-    "TOY_DATASETS",
-    "TOY_SPLITS",
-    "datasets_root",
-    "make_toy_coco",
-    "write_toy_coco",
-]
+    "TOY_CATEGORIES", "TOY_DATASETS", "TOY_SPLITS", "datasets_root", "make_toy_coco",
+    "write_toy_coco"
+]  # fmt: skip
 
 TOY_CATEGORIES = ("square", "circle", "triangle")
 """The toy set's categories, ids 1, 2, 3 in its COCO json."""
@@ -74,15 +70,8 @@ def _polygon(kind: str, cx: float, cy: float, r: float, angle: float) -> list[tu
     ]
 
 
-def _split(
-    rng: np.random.RandomState,
-    count: int,
-    size: int,
-    folder: str,
-    first_ann: int,
-    objects: tuple[int, int],
-    radius: tuple[float, float],
-) -> dict:
+def _split(rng: np.random.RandomState, count: int, size: int, folder: str, first_ann: int,
+           objects: tuple[int, int], radius: tuple[float, float]) -> dict:  # fmt: skip
     images, annotations = [], []
     ann_id = first_ann
     for image_id in range(1, count + 1):
@@ -137,31 +126,16 @@ def _is_pair(value: object, kind: type | tuple[type, ...]) -> bool:
     )
 
 
-def write_toy_coco(
-    folder: str | os.PathLike[str],
-    *,
-    num_train: int = 64,
-    num_val: int = 16,
-    size: int = 128,
-    seed: int = 0,
-    objects: tuple[int, int] = (1, 3),
-    radius: tuple[float, float] = (0.12, 0.25),
-) -> dict[str, str]:
+def write_toy_coco(folder: str | os.PathLike[str], *, num_train: int = 64, num_val: int = 16,
+                   size: int = 128, seed: int = 0, objects: tuple[int, int] = (1, 3),
+                   radius: tuple[float, float] = (0.12, 0.25)) -> dict[str, str]:  # fmt: skip
     """Write one toy set in ``folder``: ``{train,val}/*.png`` and
     ``annotations/instances_{train,val}.json`` (:data:`TOY_SPLITS`).
 
-    Args:
-        folder (str or PathLike): the set's folder (MMDetection's ``data_root``).
-        num_train (int): training images. Defaults to 64.
-        num_val (int): validation images. Defaults to 16.
-        size (int): image side in pixels, >= 32. Defaults to 128.
-        seed (int): the same seed writes the same bytes. Defaults to 0.
-        objects (tuple[int, int]): shapes per image, drawn uniformly from ``min..max`` inclusive,
-            ``1 <= min <= max <= 20``. Defaults to (1, 3).
-        radius (tuple[float, float]): a shape's radius as a fraction of the side, drawn uniformly
-            from ``[min, max)``, ``0 < min <= max <= 0.5`` and ``min x size >= 2`` pixels.
-            Defaults to (0.12, 0.25). The defaults
-            write the same bytes as before these two arguments existed.
+    ``size`` (the image side in pixels) is at least 32. Each image holds ``objects`` (``min..max``
+    inclusive, ``1 <= min <= max <= 20``) shapes of radius ``radius`` (``[min, max)`` fractions of
+    the side, ``0 < min <= max <= 0.5``, ``min x size >= 2`` pixels); the same seed writes the same
+    bytes.
 
     Returns:
         dict[str, str]: split (``train``, ``val``) -> annotation json path.
@@ -176,15 +150,10 @@ def write_toy_coco(
         >>> sorted(paths), paths["val"].endswith("annotations/instances_val.json")
         (['train', 'val'], True)
     """
-    for name, value in (("num_train", num_train), ("num_val", num_val), ("size", size)):
-        if not isinstance(value, int) or value < 1 or (name == "size" and value < 32):
-            raise ValueError(
-                f"{name}={value!r} is invalid; allowed: a whole number >= "
-                f"{32 if name == 'size' else 1}"
-            )
-    if not (
-        _is_pair(objects, int) and 1 <= objects[0] <= objects[1] <= 20  # type: ignore[index]
-    ):
+    check_count("num_train", num_train, 1)
+    check_count("num_val", num_val, 1)
+    check_count("size", size, 32)
+    if not (_is_pair(objects, int) and 1 <= objects[0] <= objects[1] <= 20):  # type: ignore[index]
         raise ValueError(
             f"objects={objects!r} is invalid; allowed: two whole numbers min <= max in 1..20"
         )
@@ -196,9 +165,7 @@ def write_toy_coco(
             f"(min >= {2 / size:.3g}), a shape smaller has no mask to annotate"
         )
     folder = os.fspath(folder)
-    ann_dir = os.path.join(folder, "annotations")
-    if os.path.exists(ann_dir):
-        raise FileExistsError(f"{ann_dir} already exists; remove it to write the toy set again")
+    refuse_existing(Path(folder), [Path(folder, "annotations")])
     rng = np.random.RandomState(seed)
     out = {}
     first_ann = 1
@@ -217,16 +184,8 @@ def write_toy_coco(
 
 def make_toy_coco(root: str, **sizes: Any) -> dict[str, str]:
     """Write ``toy_coco/`` under ``root`` (the datasets folder, ``$DETECTRON2_DATASETS``):
-    :func:`write_toy_coco` of ``root/toy_coco`` with the same keyword arguments (``num_train``,
-    ``num_val``, ``size``, ``seed``, ``objects``, ``radius``), each split named as Detectron2
-    registers it.
-
-    Returns:
-        dict[str, str]: dataset name -> annotation json path.
-
-    Raises:
-        ValueError: a count or size out of range (one line).
-        FileExistsError: ``toy_coco/annotations`` exists already (it is never overwritten).
+    :func:`write_toy_coco` of ``root/toy_coco`` with ``sizes``, its errors included; returns
+    dataset name (as Detectron2 registers it) -> annotation json path.
 
     Example:
         >>> import tempfile

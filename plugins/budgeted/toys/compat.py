@@ -25,18 +25,10 @@ __all__ = ["ToyCIFAR10"]
 class ToyCIFAR10(CIFAR10):
     """MMPretrain's ``CIFAR10``, reading a toy set without the real archive's checksums.
 
-    A folder whose ``cifar-10-batches-py/`` holds :data:`budgeted.toys.cifar10.TOY_MARKER` (written
-    by :func:`write_cifar10`, ``tools/make_toy_cifar10.py``) is read with the stock reading code
-    and no md5 checks; any other folder goes through the stock class unchanged (the real
-    CIFAR-10 is read, checksums and all; anything else is refused by the stock checks).
-    ``download`` defaults to False: a toy config never downloads the real archive.
-
-    Args:
-        data_root (str): the folder that holds ``cifar-10-batches-py``.
-        split (str): ``"train"`` or ``"test"``.
-        download (bool): what the stock class does with a folder that fails its checks.
-            Defaults to False.
-        **kwargs: the other arguments of ``mmpretrain.datasets.CIFAR10``.
+    A folder whose ``cifar-10-batches-py/`` holds :data:`budgeted.toys.cifar10.TOY_MARKER` is read
+    with the stock reading code and no md5 checks; any other folder goes through the stock class
+    unchanged (checksums and all). ``download`` defaults to False: a toy config never downloads
+    the real archive.
 
     Example:
         >>> import tempfile

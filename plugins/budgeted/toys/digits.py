@@ -1,34 +1,21 @@
 """The UCI handwritten digits (scikit-learn's bundled copy), split once, as the files MMPretrain's
 stock ``CustomDataset`` reads.
 
-The data: ``sklearn.datasets.load_digits()``, a copy of the *test* set of the UCI "Optical
-Recognition of Handwritten Digits" (E. Alpaydin, C. Kaynak, 1998; CC BY 4.0 on the UCI page,
-https://archive.ics.uci.edu/dataset/80): 1,797 scans from 13 writers (the UCI set's 43 writers
-are split 30 / 13 between its training and test files), 10 classes. Each scan was a 32x32 bitmap;
-the 8x8 image counts the "on" pixels of each 4x4 block, an integer in 0..16. No download: the
-values ship inside the scikit-learn wheel.
+The data: ``sklearn.datasets.load_digits()``, the *test* set of the UCI "Optical Recognition of
+Handwritten Digits" (E. Alpaydin, C. Kaynak, 1998; CC BY 4.0, https://archive.ics.uci.edu/dataset/80):
+1,797 8x8 images of 13 writers, each value the "on" pixels (0..16) of a 4x4 block of a 32x32 scan;
+no download. Every digits run trains on :func:`upscale`'s 32x32 pixels (the input of MMPretrain's
+``LeNet5``) and uses one split (:func:`stratified_split`): 397 images held out for validation,
+never trained on (new images of the same writers: the set has no writer ids), 1,400 train,
+stratified by class.
 
-The pixels every digits run trains on (:func:`upscale`): each count scaled to 0..255
-(``rint(v * 255 / 16)``) and repeated over the 4x4 block it counts, a 32x32 image at the scan's
-own resolution, the input MMPretrain's stock ``LeNet5`` backbone (the MNIST classic) is built for;
-no interpolation, so the same pixels come out of every library.
-
-The split (:func:`stratified_split`), the same in every run, framework and example: 397 images
-held out for validation, never trained on, 1,400 train; stratified by class (each class gives its
-share of the 397, rounded by largest remainder: 39 or 40 images), drawn with
-``numpy.random.default_rng(0)`` (the PCG64 stream numpy keeps stable across versions). The set
-holds no writer ids, so the held-out images are new images of the same 13 writers.
-
-The files (:func:`write_digits`, ``tools/make_digits.py``; the layout of MMPretrain's
-``CustomDataset`` with an annotation file)::
+The files (:func:`write_digits`, ``tools/make_digits.py``; the same call writes the same bytes)::
 
     <root>/train/00000.png ...   1,400 32x32 8-bit grey PNGs, named by their load_digits index
     <root>/val/00001.png ...     the 397 held out
     <root>/meta/train.txt        "00000.png 0" a line: file under train/, label
     <root>/meta/val.txt          the same for val/ (written last: the set's marker)
     <root>/README.txt            source, licence and split
-
-The same call writes the same bytes (Pillow's PNG writer, no timestamps).
 
     >>> split = digits_split()
     >>> split.train_images.shape, split.val_images.shape, split.val_images.dtype
@@ -48,24 +35,10 @@ import numpy as np
 from .._require import require
 
 __all__ = [
-    "CLASSES",
-    "DIGITS_ROOT",
-    "MARKER",
-    "MEAN",
-    "NUM_IMAGES",
-    "SCALE",
-    "SIDE",
-    "SPLIT_SEED",
-    "STD",
-    "TRAIN_SIZE",
-    "VAL_SIZE",
-    "DigitsSplit",
-    "digits_split",
-    "load_digits_arrays",
-    "stratified_split",
-    "upscale",
-    "write_digits",
-]
+    "CLASSES", "DIGITS_ROOT", "MARKER", "MEAN", "NUM_IMAGES", "SCALE", "SIDE", "SPLIT_SEED", "STD",
+    "TRAIN_SIZE", "VAL_SIZE", "DigitsSplit", "digits_split", "load_digits_arrays",
+    "stratified_split", "upscale", "write_digits"
+]  # fmt: skip
 
 DIGITS_ROOT = "datasets/digits"
 """Where the digits configs read their set (``data_root``), relative to the current folder."""
@@ -207,14 +180,7 @@ def write_digits(root: str | os.PathLike[str] = DIGITS_ROOT) -> Path:
     """Write the split (:func:`digits_split`) under ``root`` in ``CustomDataset``'s layout.
 
     The set is written into a temporary folder beside ``root`` and renamed into place, so
-    ``root`` never holds half a set.
-
-    Args:
-        root (str or PathLike): the digits configs' ``data_root``. Defaults to
-            :data:`DIGITS_ROOT`.
-
-    Returns:
-        Path: ``root``.
+    ``root`` never holds half a set. Returns ``root``.
 
     Raises:
         FileExistsError: ``root`` exists and is not an empty folder (never overwritten).

@@ -18,11 +18,12 @@ arguments give byte-identical files. ``tools/make_toy_kinetics.py`` is its comma
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from . import check_count, refuse_existing
 
 __all__ = ["CLASSES", "HEIGHT", "TOY_ROOT", "WIDTH", "clip_frames", "write"]
 
@@ -71,29 +72,14 @@ def clip_frames(label: int, frames: int, rng: np.random.RandomState) -> list[Ima
     return out
 
 
-def write(
-    root: str | os.PathLike[str] = TOY_ROOT,
-    *,
-    train_per_class: int = 8,
-    val_per_class: int = 4,
-    frames: int = 20,
-    seed: int = 0,
-    overwrite: bool = False,
-) -> Path:
+def write(root: str | os.PathLike[str] = TOY_ROOT, *, train_per_class: int = 8,
+          val_per_class: int = 4, frames: int = 20, seed: int = 0,
+          overwrite: bool = False) -> Path:  # fmt: skip
     """Write the toy set under ``root``.
 
-    Args:
-        root (str or PathLike): where to write. Defaults to ``datasets/toy_kinetics400``, the
-            toy configs' ``data_root``.
-        train_per_class (int): training clips per class (4 classes). Defaults to 8.
-        val_per_class (int): validation clips per class. Defaults to 4.
-        frames (int): frames per clip; the toy configs sample 8 frames 2 apart (16 frames).
-            Defaults to 20.
-        seed (int): the same seed and counts give byte-identical files. Defaults to 0.
-        overwrite (bool): replace a set already under ``root``; without it that is refused.
-
-    Returns:
-        Path: ``root``.
+    ``train_per_class`` and ``val_per_class`` clips of each of the 4 classes, ``frames`` frames a
+    clip (the toy configs sample 8 frames 2 apart); the same seed and counts give byte-identical
+    files.
 
     Raises:
         ValueError: one line for a bad count or an existing set without ``overwrite``.
@@ -105,25 +91,11 @@ def write(
         'red_falling/val_0000 2 0'
     """
     root = Path(root)
-    for name, value, least in (
-        ("train_per_class", train_per_class, 1),
-        ("val_per_class", val_per_class, 1),
-        ("frames", frames, 1),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {least}")
+    check_count("train_per_class", train_per_class, 1)
+    check_count("val_per_class", val_per_class, 1)
+    check_count("frames", frames, 1)
     ours = [root / f"rawframes_{s}" for s in SPLITS] + [root / ann_file(s) for s in SPLITS]
-    if any(p.exists() for p in ours):
-        if not overwrite:
-            raise ValueError(
-                f"{root} already holds a dataset; pass --overwrite (overwrite=True) to "
-                "regenerate it"
-            )
-        for path in ours:
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
+    refuse_existing(root, ours, overwrite)
     root.mkdir(parents=True, exist_ok=True)
     index = 0
     for split, count in (("train", train_per_class), ("val", val_per_class)):

@@ -1,27 +1,20 @@
 """The toy sets of the MMPretrain toy configs (``configs/mmpretrain/toy/``), and the md5-free
 CIFAR-10 dataset class that reads the toy CIFAR-10.
 
-* :func:`write_cifar10` writes ``<root>/cifar-10-batches-py/`` in CIFAR-10's real pickle format
-  (:func:`budgeted.toys.cifar10.make_toy_cifar10`, the set ``examples/cifar10_budget.py`` reads;
-  ``tools/make_toy_cifar10.py --root datasets/toy_cifar10`` is its command line).
-* :func:`write_imagenet` writes a toy ImageNet in the layout MMPretrain documents for its
-  ``ImageNet`` dataset (``tools/make_toy_imagenet.py`` is its command line)::
+* :func:`write_cifar10`: the toy CIFAR-10 (:mod:`budgeted.toys.cifar10`,
+  ``tools/make_toy_cifar10.py``).
+* :func:`write_imagenet`: a toy ImageNet in the layout MMPretrain documents for ``ImageNet``
+  (``tools/make_toy_imagenet.py``)::
 
       <root>/train/n01440764/n01440764_0000.JPEG ...     one folder per class (wnid)
       <root>/val/ILSVRC2012_val_00000001.JPEG ...         flat, as the real validation set
       <root>/meta/train.txt      "n01440764/n01440764_0000.JPEG 0" a line
       <root>/meta/val.txt        "ILSVRC2012_val_00000001.JPEG 0" a line
 
-  Ten classes, ImageNet's first ten wnids (:data:`IMAGENET_WNIDS`) with their real label
-  indices 0-9, so the stock 1000-class names still name them. Each image is a class-coloured
-  shape (the class fixes the shape and pulls the colour) at a random place and size on a random
-  dark background with pixel noise: learnable, not trivial. The same arguments write the same
-  bytes.
-* :class:`ToyCIFAR10`, registered in MMPretrain's ``DATASETS`` when this module is imported (the
-  toy CIFAR-10 configs import it through ``custom_imports``): MMPretrain's ``CIFAR10`` checks the
-  md5 of every file against the real archive's and so refuses any other set; this class reads a
-  folder that carries the toy marker (:data:`budgeted.toys.cifar10.TOY_MARKER`) without those
-  checksums, and any other folder exactly as the stock class does, checksums and all.
+  ImageNet's first ten classes (:data:`IMAGENET_WNIDS`, their real labels 0-9), each image a
+  class-coloured shape on a noisy background, as the toy CIFAR-10's.
+* :class:`ToyCIFAR10` (:mod:`budgeted.toys.compat`), registered in MMPretrain's ``DATASETS`` when
+  this module is imported (the toy configs' ``custom_imports``).
 """
 
 from __future__ import annotations
@@ -32,54 +25,33 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from . import check_count, refuse_existing
 from .cifar10 import CLASS_COLOURS, TOY_ROOT, make_toy_cifar10
 from .compat import ToyCIFAR10  # registered in MMPretrain's DATASETS there
 
 __all__ = [
-    "CIFAR10_ROOT",
-    "IMAGENET_ROOT",
-    "IMAGENET_WNIDS",
-    "ToyCIFAR10",
-    "write_cifar10",
-    "write_imagenet",
-]
+    "CIFAR10_ROOT", "IMAGENET_ROOT", "IMAGENET_WNIDS", "ToyCIFAR10", "write_cifar10",
+    "write_imagenet"
+]  # fmt: skip
 
 CIFAR10_ROOT = TOY_ROOT
 """Where the toy CIFAR-10 configs read their set (``data_root``), relative to the current folder."""
 IMAGENET_ROOT = "datasets/toy_imagenet"
 """Where the toy ImageNet configs read their set (``data_root``), relative to the current folder."""
 IMAGENET_WNIDS = (
-    "n01440764",  # tench
-    "n01443537",  # goldfish
-    "n01484850",  # great white shark
-    "n01491361",  # tiger shark
-    "n01494475",  # hammerhead
-    "n01496331",  # electric ray
-    "n01498041",  # stingray
-    "n01514668",  # cock
-    "n01514859",  # hen
-    "n01518878",  # ostrich
-)
-"""The toy ImageNet's classes: ImageNet-1k's first ten wnids, label ``i`` for ``IMAGENET_WNIDS[i]``
-(their labels in the real set too)."""
+    "n01440764", "n01443537", "n01484850", "n01491361", "n01494475", "n01496331", "n01498041",
+    "n01514668", "n01514859", "n01518878",
+)  # fmt: skip
+"""The toy ImageNet's classes: ImageNet-1k's first ten wnids (tench, goldfish, great white shark,
+tiger shark, hammerhead, electric ray, stingray, cock, hen, ostrich), label ``i`` for
+``IMAGENET_WNIDS[i]`` as in the real set."""
 
 
 def write_cifar10(root: str | os.PathLike[str] = CIFAR10_ROOT, **kwargs: int) -> Path:
     """Write the toy CIFAR-10 in ``root`` (``<root>/cifar-10-batches-py/``, the real format).
 
-    :func:`budgeted.toys.cifar10.make_toy_cifar10` with its defaults (1,000 train / 200 test
-    images, seed 0) unless ``kwargs`` say otherwise.
-
-    Args:
-        root (str or PathLike): the toy configs' ``data_root``. Defaults to :data:`CIFAR10_ROOT`.
-        **kwargs: ``num_train``, ``num_test``, ``seed`` of ``make_toy_cifar10``.
-
-    Returns:
-        Path: ``root``.
-
-    Raises:
-        ValueError: a size or the seed is out of range (one line).
-        FileExistsError: ``<root>/cifar-10-batches-py`` exists already (never overwritten).
+    :func:`budgeted.toys.cifar10.make_toy_cifar10` with ``kwargs`` (``num_train``, ``num_test``,
+    ``seed``), its errors included; returns ``root``.
 
     Example:
         >>> import tempfile
@@ -132,35 +104,12 @@ def _image(rng: np.random.Generator, label: int, size: int) -> Image.Image:
     return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8))
 
 
-def _check(name: str, value: int, least: int, most: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-        raise ValueError(
-            f"{name}={value!r} is invalid; allowed: a whole number in [{least}, {most}]"
-        )
-
-
-def write_imagenet(
-    root: str | os.PathLike[str] = IMAGENET_ROOT,
-    *,
-    train_per_class: int = 20,
-    val_per_class: int = 5,
-    size: int = 80,
-    seed: int = 0,
-) -> Path:
+def write_imagenet(root: str | os.PathLike[str] = IMAGENET_ROOT, *, train_per_class: int = 20,
+                   val_per_class: int = 5, size: int = 80, seed: int = 0) -> Path:  # fmt: skip
     """Write the toy ImageNet in ``root``, in the layout MMPretrain's ``ImageNet`` reads.
 
-    Args:
-        root (str or PathLike): the toy configs' ``data_root``. Defaults to
-            :data:`IMAGENET_ROOT`.
-        train_per_class (int): training images per class (10 classes), in [1, 1300].
-            Defaults to 20.
-        val_per_class (int): validation images per class, in [1, 50]. Defaults to 5.
-        size (int): image side in pixels, in [32, 512]. Defaults to 80 (the toy configs crop
-            64).
-        seed (int): a whole number >= 0; the same arguments write the same bytes. Defaults to 0.
-
-    Returns:
-        Path: ``root``.
+    ``train_per_class`` in [1, 1300] (10 classes), ``val_per_class`` in [1, 50], ``size`` (the
+    side in pixels) in [32, 512]: the toy configs crop 64. The same arguments write the same bytes.
 
     Raises:
         ValueError: a count, the size or the seed out of range (one line).
@@ -175,14 +124,12 @@ def write_imagenet(
         >>> (root / "meta" / "train.txt").read_text().splitlines()[0]
         'n01440764/n01440764_0000.JPEG 0'
     """
-    _check("train_per_class", train_per_class, 1, 1300)
-    _check("val_per_class", val_per_class, 1, 50)
-    _check("size", size, 32, 512)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} is invalid; allowed: a whole number >= 0")
+    check_count("train_per_class", train_per_class, 1, 1300)
+    check_count("val_per_class", val_per_class, 1, 50)
+    check_count("size", size, 32, 512)
+    check_count("seed", seed, 0)
     root = Path(root)
-    if (root / "meta").exists():
-        raise FileExistsError(f"{root / 'meta'} already exists; remove {root} to write it again")
+    refuse_existing(root, [root / "meta"])
     rng = np.random.default_rng(seed)
     train_lines = []
     for label, wnid in enumerate(IMAGENET_WNIDS):

@@ -2,15 +2,11 @@
 
     budgeted-report output/sweep/mmseg_toy [MORE_SWEEPS ...] [--csv FILE.csv] [--plot FILE.png]
 
-For each metric, read by the framework's run-folder reader (:func:`budgeted.runs.reader`; a run
-counts once its evaluation after the last iteration is logged), Markdown tables: every cell as
-``mean ± std (n)`` over seeds; with several base LRs or seeds the best-LR, paired-difference and
-normalized tables; with ``--best-progress`` where the best evaluation fell (Table 4). ``--csv``:
-one row per run; ``--plot``: the paper's Figures 1 and 3 (docs/sweeps.md, "Reports").
-
-The parts: :mod:`budgeted.experiments.sweep.records` reads the sweep folders, :mod:`.model`
-groups them and picks the best LRs, :mod:`.tables` and :mod:`.plots` write, :mod:`.cli` is the
-command line. No framework is imported but a sweep's run-folder reader.
+Markdown tables per metric (every cell as ``mean ± std (n)`` over seeds; with several base LRs
+or seeds the best-LR, paired-difference and normalized tables), ``--csv`` one row per run,
+``--plot`` the paper's Figures 1 and 3 (docs/sweeps.md, "Reports"). The parts: :mod:`.model`,
+:mod:`.tables`, :mod:`.plots`, :mod:`.cli`; the folders are read by
+:mod:`budgeted.experiments.sweep.records`.
 """
 
 from __future__ import annotations
@@ -85,8 +81,7 @@ RUNS_MODULES = {
     **dict.fromkeys(("mmseg", "mmdet", "mmpretrain", "mmaction"), "budgeted.runs.mmengine"),
     "pytorch": "budgeted.runs.pytorch",
 }
-"""framework -> the module that reads its run folders. Kept for old callers: the experiments
-find a framework's reader with :func:`budgeted.runs.reader`."""
+"""framework -> the module reading its run folders (old callers; :func:`budgeted.runs.reader`)."""
 
 
 def runs_module(framework: str) -> Any:

@@ -1,8 +1,6 @@
 """Tabulate and plot a sweep (``budgeted-sweep``) in the paper's form.
 
-``budgeted-report``'s command line: check the outputs before reading anything
-(:func:`check_outputs`), read the sweeps into groups (:mod:`.model`), print the tables
-(:mod:`.tables`), write ``--csv`` and ``--plot`` (:mod:`.plots`).
+``budgeted-report``'s command line (:func:`check_outputs` before reading anything).
 """
 
 from __future__ import annotations
@@ -25,14 +23,10 @@ __all__ = ["check_outputs", "main"]
 
 
 def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequence[Path]) -> None:
-    """Refuse, before reading anything, an output that would overwrite what is not ours.
-
-    ``--csv`` must end in ``.csv`` and be new or an earlier report's CSV (its first row is
-    :data:`CSV_HEADER`); ``--plot`` must end in a format matplotlib writes, and each of its
-    :func:`plot_files` be new or an earlier report's figure (:func:`written_by_report`);
-    neither may be a folder, lie inside a run folder of a reported sweep or in a folder that
-    cannot be written (read-only). Raises :class:`ReportError`.
-    """
+    """Refuse (:class:`ReportError`), before reading anything, an output that would overwrite
+    what is not ours: ``--csv`` new or an earlier report's CSV, ``--plot`` in a format matplotlib
+    writes and each of its :func:`plot_files` new or an earlier report's figure; none a folder,
+    inside a run folder of a reported sweep, or in a folder that cannot be written."""
     for flag, out in (("--csv", csv_path), ("--plot", plot_path)):
         if out is None:
             continue
@@ -84,15 +78,7 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``budgeted-report``: print the tables, write ``--csv`` / ``--plot``; the exit status.
-
-    Args:
-        argv: the arguments (default: ``sys.argv[1:]``).
-
-    Example:
-        >>> main(["output/sweep/mmseg_toy", "--csv", "mmseg.csv"])  # doctest: +SKIP
-        0
-    """
+    """``budgeted-report``: print the tables, write ``--csv`` / ``--plot``; the exit status."""
     parser = tool_parser("report", "budgeted-report", __doc__)
     parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders (budgeted-sweep --out)")
     parser.add_argument("--csv", type=Path, metavar="FILE.csv", help="write one row per run")

@@ -1,7 +1,6 @@
-"""The report's model: the cells of one or more sweep folders (:func:`load_sweep`), merged per
-framework and config family into a :class:`Group`, whose :meth:`Group.best` picks each schedule's
-best base LR at a budget (the paper's protocol: the highest mean over seeds, never an LR at which
-a run diverged or ended undecayed).
+"""The report's model: the cells of one or more sweep folders merged per framework and config
+family into a :class:`Group`, whose :meth:`Group.best` picks each schedule's best base LR at a
+budget (the highest mean over seeds, never an LR at which a run diverged or ended undecayed).
 """
 
 from __future__ import annotations

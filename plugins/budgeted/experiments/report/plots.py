@@ -1,17 +1,9 @@
-"""The figures of ``budgeted-report --plot FILE.png`` (needs matplotlib, imported only to plot).
-
-- ``FILE.png``: each metric against the budget fraction (log x), one line per schedule at its
-  best base LR, error bars one std over seeds (the paper's Figure 1, right);
-- ``FILE_lr.png`` and ``FILE_loss.png``: the LR and the training loss the runs *logged* against
-  the iteration (not the formula: a broken run shows), one panel per budget, one line per
-  schedule at its best LR (the first seed that finished); each only where runs logged it (a
-  sweep of evaluations, ``budgeted-sweep --evaluate-from``, logged neither);
-- ``FILE_grad_norm.png``, where runs logged it (``FullGradNormHook``): the full-gradient norm
-  against the LR, one panel per schedule, one line per budget (the paper's Figure 3).
-
-Unfinished runs are left out; the best LR is chosen by the group's first metric (box AP, mIoU).
-Each figure carries :data:`PLOT_MARK`, so a later report replaces its own figures and nothing
-else (:func:`written_by_report`).
+"""The figures of ``budgeted-report --plot FILE.png`` (matplotlib, imported only to plot):
+``FILE.png`` each metric against the budget (the paper's Figure 1), ``FILE_lr.png`` and
+``FILE_loss.png`` the logged LR and loss against the iteration, ``FILE_grad_norm.png`` the
+full-gradient norm against the LR (Figure 3); each schedule at its best base LR, unfinished runs
+left out (docs/sweeps.md). Each figure carries :data:`PLOT_MARK`, so a later report replaces its
+own figures and nothing else.
 """
 
 from __future__ import annotations
@@ -29,14 +21,9 @@ from ..sweep.records import Cell
 from .model import Group
 
 __all__ = [
-    "MARKED_PLOT_FORMATS",
-    "PLOT_ENDINGS",
-    "PLOT_MARK",
-    "plot_files",
-    "plot_formats",
-    "plot_sweeps",
+    "MARKED_PLOT_FORMATS", "PLOT_ENDINGS", "PLOT_MARK", "plot_files", "plot_formats", "plot_sweeps",
     "written_by_report",
-]
+]  # fmt: skip
 
 
 PLOT_MARK = "budgeted-report"
@@ -52,8 +39,7 @@ PLOT_ENDINGS = ("", "_lr", "_loss", "_grad_norm")
 
 
 def plot_files(path: Path) -> list[Path]:
-    """The figures ``--plot path`` may write: ``path`` and, beside it, the ``_lr``, ``_loss``
-    and ``_grad_norm`` ones.
+    """The figures ``--plot path`` may write.
 
     >>> [p.name for p in plot_files(Path("out/g.png"))]
     ['g.png', 'g_lr.png', 'g_loss.png', 'g_grad_norm.png']
@@ -104,12 +90,7 @@ Curves = dict[tuple[int, str, float], list[dict[str, float]]]
 
 
 def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
-    """Write the figures (see the module's docstring) beside ``path``; the files written.
-
-    Args:
-        groups: the report's groups (:func:`budgeted.experiments.report.group_sweeps`).
-        path: the metric figure; its stem and file type name the others.
-    """
+    """Write the figures of ``groups`` (module docstring), named after ``path``; the files."""
     import matplotlib
 
     matplotlib.use("Agg")

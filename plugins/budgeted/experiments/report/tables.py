@@ -70,9 +70,7 @@ def _status_notes(group: Group) -> list[str]:
 
 
 def markdown(group: Group) -> str:
-    """The report's tables for ``group``, one section per metric (see the module's docstring):
-    every cell as ``mean ± std (n)`` over seeds (``-`` where none finished); with several base
-    LRs or seeds, the best-LR, paired-difference and normalized tables."""
+    """The report's tables for ``group``, one section per metric (module docstring)."""
     blocks = []
     done = sum(c.final is not None for c in group.cells.values())
     diverged = sum(c.status == "diverged" for c in group.cells.values())
@@ -191,10 +189,9 @@ def _best_tables(group: Group, metric: str) -> list[str]:
 
 
 def best_progress(group: Group) -> str:
-    """Where the best periodic evaluation fell in training (iteration / the run's length), per
-    budget and schedule at the best base LR: mean over seeds (the paper's Table 4). Runs need
-    periodic evaluation (``TEST.EVAL_PERIOD``, ``train_cfg.val_interval``) for it to say
-    anything; with one evaluation at the end it is 1.00."""
+    """Where the best periodic evaluation fell (iteration / the run's length), per budget and
+    schedule at the best base LR, mean over seeds (the paper's Table 4; 1.00 without periodic
+    evaluation)."""
     runs = reader(group.framework)
     blocks = []
     for metric, key in group.metrics:
@@ -225,10 +222,8 @@ then one column per metric, ``wall_s``, ``run_dir`` and ``status`` (:func:`run_s
 
 
 def write_csv(groups: Sequence[Group], path: Path) -> None:
-    """One row per run: its axes, iterations, each metric (empty where the run has not
-    finished or diverged), wall time, folder and status (``finished``, ``undecayed``,
-    ``diverged``; empty while unfinished). Written atomically (a temporary file renamed into
-    place)."""
+    """One row per run (axes, iterations, each metric, wall time, folder, status), written
+    atomically."""
     metrics = list(dict.fromkeys(m for g in groups for m, _ in g.metrics))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "w") as f:

@@ -21,96 +21,12 @@ from __future__ import annotations
 from ...errors import SweepError
 from ..families import FRAMEWORKS
 from .cli import main, parse_args
-from .commands import (
-    LR_KEYS,
-    MMENGINE_FRAMEWORKS,
-    RESERVED,
-    SEED_KEYS,
-    TRAIN_TOOLS,
-    axis_overrides,
-    build_command,
-    check_extra,
-    short,
-    show,
-    split_mmseg_extra,
-    tool_command,
-)
-from .cost import PRIOR_COST, cost_model, estimate
-from .execute import (
-    ENDED,
-    Interrupted,
-    SignalForwarder,
-    check_writable,
-    ended_status,
-    run_cell,
-    save_sweep,
-    skip_text,
-    sweep_lock,
-    try_status,
-)
-from .local import run_cells
-from .plan import (
-    EVALUATED_WEIGHTS,
-    Plan,
-    check_grid,
-    committed_configs,
-    describe,
-    make_toy_data,
-    parse_budget,
-    parse_lr,
-    parse_seed,
-    plan_cell,
-    plan_cells,
-    plan_evaluations,
-    toy_data,
-    toy_environment,
-)
+from .commands import RESERVED, TRAIN_TOOLS, build_command
+from .execute import sweep_lock
+from .plan import Plan, committed_configs, make_toy_data, parse_budget
 from .records import SWEEP_LOCK
 
 __all__ = [
-    "ENDED",
-    "EVALUATED_WEIGHTS",
-    "FRAMEWORKS",
-    "LR_KEYS",
-    "MMENGINE_FRAMEWORKS",
-    "PRIOR_COST",
-    "RESERVED",
-    "SEED_KEYS",
-    "SWEEP_LOCK",
-    "TRAIN_TOOLS",
-    "Interrupted",
-    "Plan",
-    "SignalForwarder",
-    "SweepError",
-    "axis_overrides",
-    "build_command",
-    "check_extra",
-    "check_grid",
-    "check_writable",
-    "committed_configs",
-    "cost_model",
-    "describe",
-    "ended_status",
-    "estimate",
-    "main",
-    "make_toy_data",
-    "parse_args",
-    "parse_budget",
-    "parse_lr",
-    "parse_seed",
-    "plan_cell",
-    "plan_cells",
-    "plan_evaluations",
-    "run_cell",
-    "run_cells",
-    "save_sweep",
-    "short",
-    "show",
-    "skip_text",
-    "split_mmseg_extra",
-    "sweep_lock",
-    "tool_command",
-    "toy_data",
-    "toy_environment",
-    "try_status",
-]
+    "FRAMEWORKS", "RESERVED", "SWEEP_LOCK", "TRAIN_TOOLS", "Plan", "SweepError", "build_command",
+    "committed_configs", "main", "make_toy_data", "parse_args", "parse_budget", "sweep_lock",
+]  # fmt: skip

@@ -1,7 +1,6 @@
 """Run the paper's comparison: one training run per (schedule, budget, base LR, seed).
 
-``budgeted-sweep``'s command line: parse the arguments, plan every cell (:mod:`.plan`), then
-print the plan (``--dry-run``) or run it (:mod:`.execute`) under the sweep's lock.
+``budgeted-sweep``'s command line: plan (:mod:`.plan`), then ``--dry-run`` or run (:mod:`.execute`).
 """
 
 from __future__ import annotations
@@ -22,27 +21,16 @@ from .execute import SignalForwarder, check_writable, save_sweep, skip_text, swe
 from .local import jobs_environment, run_cells
 from .plan import Plan, check_grid, make_toy_data, plan_cells, plan_evaluations, toy_environment
 from .records import family_label
-from .slurm import (
-    SLURM_FLAGS,
-    add_slurm_arguments,
-    check_cluster,
-    run_on_slurm,
-    show_options,
-    slurm_options,
-)
+from .slurm import run_on_slurm, show_options
+from .slurm_options import SLURM_FLAGS, add_slurm_arguments, check_cluster, slurm_options
 from .status import status_main
 
 T = TypeVar("T")
 
 __all__ = [
-    "add_own_arguments",
-    "build_parser",
-    "main",
-    "own_experiment",
-    "own_only_options",
-    "parse_args",
+    "add_own_arguments", "build_parser", "main", "own_experiment", "own_only_options", "parse_args",
     "print_dry_run",
-]
+]  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -124,9 +112,8 @@ GRID_ARGUMENTS: tuple[Option, ...] = (
 
 
 def add_own_arguments(parser: argparse.ArgumentParser, script: bool = True) -> None:
-    """The options of the user's own experiment (:data:`OWN_ARGUMENTS`) and ``--status``:
-    ``budgeted-sweep``'s and ``budgeted-branch``'s (``script``: whether ``--script`` is
-    offered)."""
+    """The options of the user's own experiment (:data:`OWN_ARGUMENTS`) and ``--status``
+    (``script``: whether ``--script`` is offered)."""
     own = parser.add_argument_group(
         "your own experiment", "every cell trains your config or script at its budget and "
         "schedule (docs/sweeps.md, 'Sweep your own config')",
@@ -208,9 +195,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def shipped_family(parser: _Parser, args: argparse.Namespace, script: bool) -> None:
-    """A shipped family's arguments checked (a framework, no option of one's own experiment,
-    ``--data`` only with ``--toy``) and its family in ``args.family`` (``script``: whether the
-    tool takes ``--script``)."""
+    """A shipped family's arguments checked and its family in ``args.family``."""
     own = "--config PATH or --script PATH" if script else "--config PATH"
     if args.framework is None:
         flags = "--config / --script" if script else "--config"
@@ -264,16 +249,8 @@ def own_experiment(parser: _Parser, args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``budgeted-sweep``: plan, then run, skip or resume every cell; the exit status.
-
-    Args:
-        argv: the arguments (default: ``sys.argv[1:]``); overrides for the training tool after
-            ``--``.
-
-    Example:
-        >>> main(["mmseg", "--toy", "--budgets", "0.05", "--dry-run"])  # doctest: +SKIP
-        0
-    """
+    """``budgeted-sweep``: plan, then run, skip or resume every cell; the exit status (``argv``:
+    default ``sys.argv[1:]``; the training tool's overrides after ``--``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = parse_args(argv)
     if args.status is not None:
@@ -292,10 +269,9 @@ PLANNING_ERRORS = (SweepError, ReportError, FolderBusyError, ImportError, ValueE
 def prepare(
     label: str, args: argparse.Namespace, plan: Callable[[], tuple[Path | None, bool, T]]
 ) -> tuple[FolderLock, T] | int:
-    """Plan a sweep folder's cells (``plan()``: (the toy set's root, whether it exists, the plan);
-    planning writes nothing), then, unless ``--dry-run``, check that ``--out`` and the toy set's
-    folder can be written and take the sweep's lock: (the lock, the plan), or 2 after one line
-    ``<label>: error: ...``."""
+    """Plan (``plan()``: the toy set's root, whether it exists, the plan; writing nothing), then,
+    unless ``--dry-run``, check that the folders can be written and take the sweep's lock: (the
+    lock, the plan), or 2 after one line ``<label>: error: ...``."""
     lock = sweep_lock(args.out)
     try:
         if not args.dry_run:
@@ -317,9 +293,8 @@ def run_locked(
     label: str, args: argparse.Namespace, lock: FolderLock, plans: Sequence[Plan],
     data: Path | None, present: bool, run: Callable[[SignalForwarder], int],
 ) -> int:  # fmt: skip
-    """Under the sweep's lock, signals forwarded: write the toy set where it is missing and
-    ``sweep.json``, then ``run(forwarder)``: its exit status, or 1 after one line where a write
-    fails (a disk that filled up since it was checked, say)."""
+    """Under the sweep's lock, signals forwarded: write a missing toy set and ``sweep.json``, then
+    ``run(forwarder)``: its exit status, or 1 after one line where a write fails."""
     fam = args.family
     with lock, SignalForwarder() as forwarder:
         try:

@@ -1,9 +1,6 @@
 """The training tools' command lines of a sweep's cells: which tool runs a framework, which
-overrides the sweep sets itself (refused after ``--``), and each cell's command.
-
-Each cell runs the framework's own training tool (``budgeted-train-net``,
-``budgeted-train-seg``) in a subprocess, as this interpreter calling the console script's
-function (no ``bin/`` folder on ``PATH`` needed).
+overrides the sweep sets itself (refused after ``--``), and each cell's command (this
+interpreter calling the console script's function: no ``bin/`` on ``PATH`` needed).
 """
 
 from __future__ import annotations
@@ -21,22 +18,10 @@ from ..families import FRAMEWORKS
 from .records import number_text
 
 __all__ = [
-    "LR_KEYS",
-    "MMENGINE_FRAMEWORKS",
-    "RESERVED",
-    "SCHEDULER_KEYS",
-    "SEED_KEYS",
-    "TRAIN_TOOLS",
-    "axis_overrides",
-    "build_command",
-    "check_extra",
-    "schedule_overrides",
-    "script_command",
-    "short",
-    "show",
-    "split_mmseg_extra",
-    "tool_command",
-]
+    "LR_KEYS", "MMENGINE_FRAMEWORKS", "RESERVED", "SCHEDULER_KEYS", "SEED_KEYS", "TRAIN_TOOLS",
+    "axis_overrides", "build_command", "check_extra", "schedule_overrides", "script_command",
+    "short", "show", "split_mmseg_extra", "tool_command",
+]  # fmt: skip
 
 MMENGINE_FRAMEWORKS = tuple(f for f in FRAMEWORKS if f not in ("detectron2", "pytorch"))
 """The MMEngine codebases (mmseg, mmdet, mmpretrain, mmaction): one training tool, one set of
@@ -87,13 +72,10 @@ sets it where a family ships no config of a cell's schedule."""
 
 
 def schedule_overrides(framework: str, schedule: str) -> list[str]:
-    """The overrides that turn a family's ``linear`` budget config into registered ``schedule``
-    (its adapter's ``Budget<Label>`` name, the schedule's default parameters; the warmup, the
-    budget and everything else stay the config's).
+    """The overrides that turn a family's ``linear`` budget config into registered ``schedule``.
 
-    Example:
-        >>> schedule_overrides("detectron2", "rex"), schedule_overrides("mmseg", "cosine")
-        (['SOLVER.LR_SCHEDULER_NAME', 'BudgetRex'], ['param_scheduler.0.type=BudgetCosineLR'])
+    >>> schedule_overrides("detectron2", "rex"), schedule_overrides("mmseg", "cosine")
+    (['SOLVER.LR_SCHEDULER_NAME', 'BudgetRex'], ['param_scheduler.0.type=BudgetCosineLR'])
     """
     name = f"Budget{schedule_info(schedule).label}"
     if framework == "detectron2":
@@ -123,9 +105,8 @@ def check_extra(
 def axis_overrides(framework: str, lr: float | None, seed: int | None) -> list[str]:
     """The overrides that set a cell's base LR and seed, in the training tool's syntax.
 
-    Example:
-        >>> axis_overrides("detectron2", 0.03, 1), axis_overrides("mmseg", None, 2)
-        (['SOLVER.BASE_LR', '0.03', 'SEED', '1'], ['randomness.seed=2'])
+    >>> axis_overrides("detectron2", 0.03, 1), axis_overrides("mmseg", None, 2)
+    (['SOLVER.BASE_LR', '0.03', 'SEED', '1'], ['randomness.seed=2'])
     """
     pairs = [(LR_KEYS[framework], lr), (SEED_KEYS[framework], seed)]
     pairs = [(k, v) for k, v in pairs if v is not None]
@@ -143,13 +124,11 @@ def split_mmseg_extra(extra: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def tool_command(framework: str, args: Sequence[str], imports: Sequence[str] = ()) -> list[str]:
-    """The command that runs ``framework``'s training tool with ``args``: this interpreter
-    calling the console script's function (so it needs no ``bin/`` folder on ``PATH``), after
-    importing ``imports`` (the user's modules that register their datasets, ``--import``).
+    """The command that runs ``framework``'s training tool with ``args``, after importing
+    ``imports`` (``--import``).
 
-    Example:
-        >>> tool_command("mmseg", ["a.py"], ["my_data"])[2]
-        "import sys; import my_data; from budgeted.mmengine.cli import main as f; sys.argv[0] = 'budgeted-train-seg'; sys.exit(f())"
+    >>> tool_command("mmseg", ["a.py"], ["my_data"])[2]
+    "import sys; import my_data; from budgeted.mmengine.cli import main as f; sys.argv[0] = 'budgeted-train-seg'; sys.exit(f())"
     """  # noqa: E501
     script, module, function = TRAIN_TOOLS[framework]
     first = "".join(f"import {name}; " for name in imports)
@@ -162,11 +141,9 @@ def build_command(
     framework: str, config: Path, run_dir: Path, data: Path | None, extra: Sequence[str],
     resume: bool, launcher: Sequence[str] = (), imports: Sequence[str] = (),
 ) -> list[str]:  # fmt: skip
-    """The training tool's command line for one cell (``framework``: the tool, a framework or
-    ``detectron2-lazy``; ``extra``: the user's overrides, then the cell's :func:`axis_overrides`;
-    ``launcher``: the framework's launcher flags across a Slurm job's GPUs and nodes,
-    ``--num-gpus 8 --num-machines 2 ...`` or ``--launcher slurm``; ``imports``: the user's
-    modules, imported first)."""
+    """The training tool's command line for one cell (``framework``: a framework or
+    ``detectron2-lazy``; ``extra``: the user's overrides, then the cell's; ``launcher``: the
+    launcher flags across a Slurm job's GPUs and nodes)."""
     again = ["--resume"] if resume else []
     if framework == "detectron2":
         args = [
@@ -197,14 +174,12 @@ def script_command(
     script: Path, schedule: str, budget: float, full_iters: int, run_dir: Path,
     extra: Sequence[str],
 ) -> list[str]:  # fmt: skip
-    """A script family's cell (plain PyTorch): this interpreter running ``script`` with the
-    user's flags and the cell's :func:`axis_overrides` (``extra``), then the cell's own flags,
-    last so that they win (argparse keeps a flag's last value).
+    """A script family's cell: ``script`` with ``extra``, then the cell's own flags (last: they
+    win).
 
-    Example:
-        >>> show(script_command(Path("examples/digits_budget.py"), "rex", 0.01, 1720,
-        ...                     Path("out/rex_budget1_lr0.1"), ["--lr", "0.1"]))
-        'python examples/digits_budget.py --lr 0.1 --budget 0.01 --schedule rex --full-iters 1720 --out out/rex_budget1_lr0.1'
+    >>> show(script_command(Path("examples/digits_budget.py"), "rex", 0.01, 1720,
+    ...                     Path("out/rex_budget1_lr0.1"), ["--lr", "0.1"]))
+    'python examples/digits_budget.py --lr 0.1 --budget 0.01 --schedule rex --full-iters 1720 --out out/rex_budget1_lr0.1'
     """  # noqa: E501
     return [
         sys.executable, str(script), *extra, "--budget", number_text(budget), "--schedule",

@@ -21,16 +21,21 @@ PRIOR_COST: dict[str, tuple[float, float]] = {
 ``--dry-run``'s estimate before a run of the sweep has finished (see docs/sweeps.md)."""
 
 
+def _finished(out: Path) -> list[dict]:
+    """The records of the finished runs in ``out`` (checked by :func:`read_record`; a record
+    that is not one is left out)."""
+    found = []
+    for cell_file in out.glob(f"*/{CELL_FILE}"):
+        with contextlib.suppress(ReportError):
+            record = read_record(cell_file)
+            found += [record] if record.get("metrics") and record.get("wall_s") else []
+    return found
+
+
 def cost_model(plans: Sequence[Plan], out: Path) -> tuple[float, float, str] | None:
     """(seconds per run, seconds per iteration, where from): a least-squares line through the
     finished runs of this sweep (wall time against iterations), else :data:`PRIOR_COST`."""
-    points = []
-    for cell_file in out.glob(f"*/{CELL_FILE}"):
-        with contextlib.suppress(ReportError, KeyError, TypeError, ValueError):
-            record = read_record(cell_file)
-            if record.get("metrics") and record.get("wall_s"):
-                fam = plans[0].family
-                points.append((fam.iters(float(record["budget"])), float(record["wall_s"])))
+    points = [(plans[0].family.iters(r["budget"]), r["wall_s"]) for r in _finished(out)]
     if len({x for x, _ in points}) >= 2:
         n = len(points)
         mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
@@ -46,19 +51,13 @@ def cost_model(plans: Sequence[Plan], out: Path) -> tuple[float, float, str] | N
 
 
 def estimate(plans: Sequence[Plan], out: Path, jobs: int = 1) -> str:
-    """``--dry-run``'s first line: the grid's size, what is left, and its estimated cost (with
-    ``jobs`` > 1, also that cost shared by ``jobs`` runs at a time: a lower bound where they
-    share cores)."""
+    """``--dry-run``'s first line (module docstring; with ``jobs`` > 1 also the cost shared by
+    ``jobs`` runs at a time)."""
     todo = [p for p in plans if p.action != "skip"]
     if any("evaluated_from" in p.spec for p in plans):  # --evaluate-from: no training
         plural = "s" if len(plans) != 1 else ""
         head = f"[sweep] grid: {len(plans)} evaluation{plural} ({len(plans) - len(todo)} finished, "
-        walls = []
-        for cell_file in out.glob(f"*/{CELL_FILE}"):
-            with contextlib.suppress(ReportError, TypeError, ValueError):  # as cost_model
-                record = read_record(cell_file)
-                if record.get("metrics") and record.get("wall_s"):
-                    walls.append(float(record["wall_s"]))
+        walls = [record["wall_s"] for record in _finished(out)]
         if not todo or not walls:
             cost = "" if not todo else "; cost unknown until one has finished"
             return f"{head}{len(todo)} to run){cost}"

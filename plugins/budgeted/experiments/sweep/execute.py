@@ -1,12 +1,7 @@
-"""Running a sweep's planned cells: a cell's training process started and finished
-(:func:`start_cell`, :func:`finish_cell`), signals forwarded to every running one, every try
-recorded in the cell's ``sweep_cell.json`` (atomically, as each cell ends), and the sweep's exit
-status from what the cells came to. The local executor (``--jobs N``) is :mod:`.local`.
-
-The sweep holds a lock in its ``--out`` folder while it runs (:func:`sweep_lock`): one sweep at a
-time per folder, one controller starting every cell. SIGINT, SIGTERM and SIGUSR1 are forwarded to
-every running training process (:class:`SignalForwarder`), each of which saves and exits 75; the
-sweep then starts no other cell.
+"""Running a sweep's planned cells (:func:`start_cell`, :func:`finish_cell`; ``--jobs N``:
+:mod:`.local`): signals forwarded, every try recorded atomically in the cell's
+``sweep_cell.json``, the sweep's exit status from what the cells came to, one sweep per
+``--out`` folder (:func:`sweep_lock`).
 """
 
 from __future__ import annotations
@@ -59,7 +54,6 @@ __all__ = [
     "check_writable",
     "ended_status",
     "finish_cell",
-    "run_cell",
     "save_sweep",
     "skip_text",
     "start_cell",
@@ -74,13 +68,10 @@ def utc_now() -> str:
 
 
 def start_child(job: bool = False) -> None:
-    """In the training process, before it runs (``preexec_fn``): default signal handling
-    (whatever the sweep inherited: a background job's ignored SIGINT), its own process group (a
-    terminal's Ctrl-C reaches the sweep alone, which forwards it once), and SIGTERM when the
-    sweep dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``), so it is never left training
-    alone. ``job``: in a Slurm job (:mod:`.slurm_job`), SIGUSR2 ignored (Slurm signals every
-    process of the job step: submitit's process handles it and asks this one to save with
-    SIGUSR1)."""
+    """In the training process, before it runs (``preexec_fn``): default signal handling, its own
+    process group (Ctrl-C reaches the sweep alone, which forwards it), SIGTERM when the sweep dies
+    (``PR_SET_PDEATHSIG``). ``job``: in a Slurm job, SIGUSR2 ignored (submitit's process handles it
+    and asks this one to save with SIGUSR1)."""
     restore_default_signals()
     if job:
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
@@ -93,21 +84,14 @@ def start_child(job: bool = False) -> None:
 
 
 class SignalForwarder:
-    """While a sweep runs: SIGINT, SIGTERM and SIGUSR1 stop it cleanly instead of killing it.
-
-    A signal to the sweep is forwarded to every running training process (``--jobs``: one or
-    more), each of which finishes its iteration, writes a checkpoint and exits 75
-    (:mod:`budgeted.safety.preemption`): SIGTERM and SIGINT (Ctrl-C) as SIGTERM, SIGUSR1 as
-    SIGUSR1. The sweep waits for them, records their tries and starts no other cell. A second
-    SIGINT kills them at once (SIGKILL; their last checkpoints stay whole, checkpoints being
-    written atomically).
+    """While a sweep runs, SIGINT, SIGTERM and SIGUSR1 are forwarded to every running training
+    process (SIGINT as SIGTERM), each of which saves and exits 75; the sweep records their tries and
+    starts no other cell. A second SIGINT kills them (SIGKILL; checkpoints are written atomically).
 
     Example::
 
         with SignalForwarder() as forwarder:
-            code = forwarder.run(command, stdout=log)  # or start() ... release(), several
-            if forwarder.signum is not None:
-                ...  # interrupted: stop the sweep
+            child = forwarder.start(command, stdout=log)  # one or more; then release(child)
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
@@ -117,11 +101,6 @@ class SignalForwarder:
         self.count = 0
         self.children: list[subprocess.Popen] = []
         self._old: dict[int, Any] = {}
-
-    @property
-    def child(self) -> subprocess.Popen | None:
-        """The running training process started first (None: none runs)."""
-        return self.children[0] if self.children else None
 
     def __enter__(self) -> SignalForwarder:
         for signum in self.SIGNALS:
@@ -156,9 +135,8 @@ class SignalForwarder:
                     os.killpg(child.pid, forward)
 
     def start(self, command: Sequence[str], **popen: Any) -> subprocess.Popen | None:
-        """Start ``command`` (``subprocess.Popen`` keywords ``popen``) in its own process group,
-        signals forwarded to it until :meth:`release`; None where a signal came before (between
-        cells): nothing is started."""
+        """Start ``command`` in its own process group, signals forwarded to it until
+        :meth:`release`; None where a signal came before: nothing is started."""
         if self.signum is not None:
             return None
         child = subprocess.Popen(command, preexec_fn=start_child, **popen)
@@ -172,17 +150,6 @@ class SignalForwarder:
         """Forward nothing more to ``child`` (it has ended)."""
         if child in self.children:
             self.children.remove(child)
-
-    def run(self, command: Sequence[str], **popen: Any) -> int:
-        """Run ``command`` (``subprocess.Popen`` keywords ``popen``) to its end; its exit status.
-        A signal that came before it starts (between cells) starts nothing: -1."""
-        child = self.start(command, **popen)
-        if child is None:
-            return -1
-        try:
-            return child.wait()
-        finally:
-            self.release(child)
 
 
 class Interrupted(Exception):
@@ -213,22 +180,6 @@ def end_record(record: dict[str, Any], plan: Plan, code: int, status: str) -> No
     record["exit"] = code
     record["status"] = status
     record["metrics"] = None if plan.final is None else plan.final.metrics
-
-
-def run_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> float:
-    """Run one cell's command, its output appended to ``<run_dir>/sweep.log``; its wall time.
-
-    Every try is recorded in ``sweep_cell.json`` (written atomically): start, action, wall time,
-    exit status, and the signal that interrupted it; the cell's ``wall_s`` is the sum over its
-    tries, interrupted ones included, and its ``status`` what the last try came to
-    (:func:`try_status`; ``plan.status``): a run that diverged or ended undecayed is a result.
-
-    Raises:
-        Interrupted: a signal stopped the try (the training process saved and exited).
-        RuntimeError: the training tool failed (one line: its last log line, the log's path).
-    """
-    cell = start_cell(plan, env, forwarder)
-    return finish_cell(cell, cell.wait(), forwarder)
 
 
 @dataclass
@@ -278,7 +229,8 @@ def start_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> R
 
 
 def finish_cell(cell: RunningCell, code: int, forwarder: SignalForwarder) -> float:
-    """Record how a started cell's try ended (exit status ``code``), atomically; its wall time.
+    """Record how a started cell's try ended (exit status ``code``), atomically; its wall time (the
+    cell's ``wall_s`` sums every try's; its ``status``: :func:`try_status`).
 
     Raises:
         Interrupted: a signal stopped the try (the training process saved and exited).
@@ -309,15 +261,12 @@ def finish_cell(cell: RunningCell, code: int, forwarder: SignalForwarder) -> flo
 
 
 def try_status(plan: Plan, code: int, interrupted: bool) -> str:
-    """What a try that ended with exit status ``code`` came to (one of
+    """What a try that ended with exit status ``code`` came to (a
     :data:`budgeted.runs.records.CELL_STATUSES`); ``plan.final`` holds its result, if any.
 
-    :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`: ``diverged``; a signal: ``interrupted``,
-    unless the run's final evaluation was written before it came (then the run is whole, as the
-    sweep's plan and the report read it); 0 or
-    :data:`~budgeted.safety.preemption.UNDECAYED_EXIT_CODE` with the final evaluation logged:
-    ``finished`` or ``undecayed`` (``diverged`` where the log holds a non-finite loss all the
-    same: a tool that trained on through it); anything else: ``failed``.
+    Exit 3: ``diverged``; a signal: ``interrupted``, unless the final evaluation was written before
+    it; 0 or 4 with the final evaluation logged: ``finished`` or ``undecayed`` (``diverged`` where
+    the log holds a non-finite loss); anything else: ``failed``.
     """
     plan.final, plan.note = None, last_log_line(plan)
     if code == DIVERGED_EXIT_CODE:
@@ -358,9 +307,8 @@ def last_log_line(plan: Plan) -> str:
 def save_sweep(
     out: Path, framework: str, label: str, plans: Sequence[Plan], experiment: dict | None = None
 ) -> None:
-    """Write ``<out>/sweep.json``: the framework, family and every cell ever planned; for the
-    user's own config or script, its ``experiment`` record (source, sha256, full schedule,
-    warmup, metric: :func:`budgeted.experiments.own.family_record`)."""
+    """Write ``<out>/sweep.json``: framework, family, every cell ever planned and, for the user's
+    own config or script, its ``experiment`` record."""
     record = out / SWEEP_FILE
     cells = read_record(record)["cells"] if record.is_file() else []
     for plan in plans:

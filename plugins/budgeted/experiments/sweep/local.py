@@ -1,12 +1,5 @@
-"""The local executor: a sweep's cells on this machine, ``--jobs N`` training processes at a time
-(one by default; :func:`run_cells`), each started from this one controlling process, which waits
-for whichever ends first and records it at once (cells end out of order). With ``--jobs N`` > 1
-each run gets ``cores // N`` threads (at least 1) through ``OMP_NUM_THREADS`` and
-``MKL_NUM_THREADS`` (:func:`thread_share`), unless the user set them.
-
-Example:
-    >>> thread_share(2, cores=16), thread_share(4, cores=2)
-    (8, 1)
+"""The local executor: a sweep's cells on this machine, ``--jobs N`` at a time (:func:`run_cells`),
+each recorded as it ends; with N > 1 each run gets ``cores // N`` threads (:func:`thread_share`).
 """
 
 from __future__ import annotations
@@ -38,8 +31,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def thread_share(jobs: int, cores: int | None = None) -> int:
-    """The CPU threads each of ``jobs`` runs at once gets: ``cores // jobs``, at least 1
-    (``cores``: the CPUs this process may run on).
+    """The CPU threads each of ``jobs`` runs at once gets: ``cores // jobs``, at least 1.
 
     >>> thread_share(2, cores=16), thread_share(3, cores=2), thread_share(1, cores=8)
     (8, 1, 8)
@@ -53,9 +45,8 @@ def thread_share(jobs: int, cores: int | None = None) -> int:
 
 
 def jobs_environment(env: dict[str, str], jobs: int) -> tuple[dict[str, str], str]:
-    """The runs' environment with ``jobs`` at a time, and the line that says so: with
-    ``jobs`` > 1, :data:`THREAD_VARIABLES` set to :func:`thread_share` (a value the user set
-    is kept, and named); with 1, ``env`` as it is (one run: the tool's own thread count)."""
+    """The runs' environment with ``jobs`` at a time, and the line that says so: with ``jobs`` > 1,
+    :data:`THREAD_VARIABLES` set to :func:`thread_share` (a value the user set is kept)."""
     if jobs == 1:
         return env, ""
     share = thread_share(jobs)
@@ -102,13 +93,9 @@ def run_cells(
     out: Path, plans: Sequence[Plan], env: dict[str, str], forwarder: SignalForwarder,
     keep_going: bool = False, jobs: int = 1,
 ) -> int:  # fmt: skip
-    """Run, resume or skip each planned cell in order, up to ``jobs`` at a time (the local
-    executor's parallelism; each cell is recorded as it ends, in whatever order they end); the
-    sweep's exit status. A failed run stops the sweep (exit 1: no other cell starts, the running
-    ones end), or with ``keep_going`` is reported and the sweep goes on (exit 1 at the end). A
-    run that diverged or ended undecayed is a result: the sweep goes on, and ends with
-    :func:`ended_status`. With ``jobs`` 1 a cell's line ends with its result; with more, each
-    cell has a line when it starts and one when it ends."""
+    """Run, resume or skip each planned cell in order, up to ``jobs`` at a time; the sweep's exit
+    status. A failed run stops the sweep (exit 1), or with ``keep_going`` is reported and the sweep
+    goes on; a run that diverged or ended undecayed is a result (:func:`ended_status`)."""
     total = time.monotonic()
     counts = {"run": 0, "resume": 0, "skip": 0}
     failed: list[str] = []

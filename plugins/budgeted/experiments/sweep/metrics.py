@@ -1,8 +1,5 @@
-"""A finished run's final metric, as a sweep reports it: which metrics each framework's tool
-logs and in what range (:data:`METRICS`), the user's own ``--metric`` (:func:`metrics_of`), and
-the final evaluation of a run folder read and checked (:func:`read_final`).
-
-This module imports no framework; a run folder is read through its framework's reader.
+"""A finished run's final metric, as a sweep reports it (:func:`read_final`): each framework's
+metrics and their range (:data:`METRICS`), the user's ``--metric`` (:func:`metrics_of`).
 """
 
 from __future__ import annotations
@@ -16,14 +13,9 @@ from ...runs import reader
 from ..families import ConfigFamily
 
 __all__ = [
-    "LOGGED_AS_FRACTION",
-    "METRICS",
-    "NAN_LOGGED",
-    "NOTHING_PREDICTED",
-    "Final",
-    "metrics_of",
+    "LOGGED_AS_FRACTION", "METRICS", "NAN_LOGGED", "NOTHING_PREDICTED", "Final", "metrics_of",
     "read_final",
-]
+]  # fmt: skip
 
 METRICS: dict[str, tuple[tuple[str, str], ...]] = {
     "detectron2": (("box AP", "bbox/AP"), ("mask AP", "segm/AP")),
@@ -35,14 +27,10 @@ METRICS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 """framework -> (name shown, key in the training tool's log) of each reported metric."""
 LOGGED_AS_FRACTION = frozenset({"mmdet", "mmaction", "pytorch"})
-"""Frameworks whose metrics are logged as fractions (MMDetection's ``CocoMetric``: 0.375;
-MMAction2's ``AccMetric``; the plain-PyTorch examples' ``val_accuracy``): the report shows them
-in percent (37.5), as Detectron2's COCO AP, MMSegmentation's mIoU and MMPretrain's accuracy are
-logged."""
+"""Frameworks whose metrics are logged as fractions (0.375): the report shows them in percent."""
 NOTHING_PREDICTED = {"detectron2": "logged as NaN", "mmdet": "not logged"}
-"""framework -> how its COCO evaluation logs a metric when the model predicted nothing: the
-report counts such a metric as 0, the COCO AP of no detections, and names the run. Other
-frameworks' metrics are never missing from a finished run's final evaluation."""
+"""framework -> how its COCO evaluation logs a metric when the model predicted nothing (counted
+as 0, the COCO AP of no detections, the run named)."""
 NAN_LOGGED = frozenset({"detectron2"})
 """Frameworks that log NaN for a model that predicted nothing; any other NaN is not a result."""
 _FINAL_LOGS = {"detectron2": "metrics.json", "pytorch": "metrics.jsonl"}
@@ -62,14 +50,9 @@ def metrics_of(fam: ConfigFamily) -> tuple[tuple[str, str], ...]:
 
 @dataclass
 class Final:
-    """A finished run: its length in iterations and its final metrics (shown names).
-
+    """A finished run: its length in iterations and its final metrics (shown names);
     ``no_predictions``: the metrics its evaluation could not compute because the model predicted
-    nothing (Detectron2's ``COCOEvaluator`` after "No predictions from the model!" logs NaN, or
-    leaves a metric out beside a NaN; MMDetection's ``CocoMetric`` after "The testing results of
-    the whole dataset is empty." logs no metric at all, see :data:`NOTHING_PREDICTED`); they
-    count as 0, the COCO AP of no detections, and the report's tables name those runs.
-    """
+    nothing (:data:`NOTHING_PREDICTED`), counted as 0 and named in the report."""
 
     iters: int
     metrics: dict[str, float]
@@ -77,12 +60,8 @@ class Final:
 
 
 def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
-    """The final metrics of a finished run of ``fam`` at ``budget`` in ``run_dir``; else None.
-
-    Whether the run finished and its metrics come from the framework's run-folder reader
-    (:func:`budgeted.runs.reader`: its module is imported here, not before); its length is the
-    budget's iterations in the family (the sweep refuses overrides that change it).
-    """
+    """The final metrics of a finished run of ``fam`` at ``budget`` in ``run_dir`` (through its
+    framework's run-folder reader), else None."""
     if not run_dir.is_dir():
         return None
     try:
@@ -122,9 +101,8 @@ def _own_metric(fam: ConfigFamily, run_dir: Path, found: dict[str, float]) -> fl
 
 
 def _check_final(framework: str, run_dir: Path, found: dict[str, float]) -> None:
-    """Refuse a reported final metric outside the range its tool logs it in: [0, 1] where
-    :data:`LOGGED_AS_FRACTION`, else [0, 100] (percent); NaN only where :data:`NAN_LOGGED`. It
-    is not a result: one line naming the log and the value."""
+    """Refuse (one line) a final metric outside its tool's range: [0, 1] where
+    :data:`LOGGED_AS_FRACTION`, else [0, 100]; NaN only where :data:`NAN_LOGGED`."""
     low, high = 0.0, 1.0 if framework in LOGGED_AS_FRACTION else 100.0
     nan = framework in NAN_LOGGED
     for _, key in METRICS[framework]:

@@ -1,10 +1,7 @@
 """A sweep's plan: its cells (schedule, budget, base LR, seed), checked before anything runs,
-each with its run folder, its command and what it needs (new: run; started: resume; finished or
-diverged: skip); and ``--evaluate-from``'s evaluations (``--dry-run``'s cost: :mod:`.cost`).
-
-Planning writes nothing: it reads the ``--out`` folder's records (:mod:`.records`) and the run
-folders through their framework's reader. Raises :class:`~budgeted.errors.SweepError` (one line)
-for an argument or a folder it must refuse.
+each with its run folder, command and action (new: run; started: resume; finished or diverged:
+skip), and ``--evaluate-from``'s evaluations. Planning writes nothing; it refuses an argument or
+a folder with a one-line :class:`~budgeted.errors.SweepError`.
 """
 
 from __future__ import annotations
@@ -50,24 +47,10 @@ from .records import (
 )
 
 __all__ = [
-    "EVALUATED_WEIGHTS",
-    "Plan",
-    "cell_source",
-    "check_grid",
-    "committed_configs",
-    "describe",
-    "family_configs",
-    "find_script",
-    "make_toy_data",
-    "parse_budget",
-    "parse_lr",
-    "parse_seed",
-    "plan_cell",
-    "plan_cells",
-    "plan_evaluations",
-    "toy_data",
-    "toy_environment",
-]
+    "EVALUATED_WEIGHTS", "Plan", "cell_source", "check_grid", "committed_configs", "describe",
+    "family_configs", "find_script", "make_toy_data", "parse_budget", "parse_lr", "parse_seed",
+    "plan_cell", "plan_cells", "plan_evaluations", "toy_data", "toy_environment",
+]  # fmt: skip
 
 
 @dataclass
@@ -91,13 +74,9 @@ class Plan:
 def committed_configs(fam: ConfigFamily) -> dict[tuple[str, float], Path]:
     """(schedule, budget) -> config file, for every shipped config of ``fam``.
 
-    Args:
-        fam: a config family (:func:`budgeted.experiments.families.family`).
-
-    Example:
-        >>> from budgeted.experiments.families import MASK_RCNN_TOY
-        >>> committed_configs(MASK_RCNN_TOY)["step", 0.1].name
-        'mask_rcnn_toy_budget10_step.yaml'
+    >>> from budgeted.experiments.families import MASK_RCNN_TOY
+    >>> committed_configs(MASK_RCNN_TOY)["step", 0.1].name
+    'mask_rcnn_toy_budget10_step.yaml'
     """
     folder = config_root() / fam.folder
     if not folder.is_dir():
@@ -120,14 +99,12 @@ takes any registered schedule)."""
 
 
 def find_script(fam: ConfigFamily) -> Path:
-    """A script family's script: under the current folder, else in the checkout this package
-    runs from; :class:`SweepError` (one line) where neither holds it (an installed wheel ships
-    no ``examples/``).
+    """A script family's script: under the current folder, else in the checkout this package runs
+    from; :class:`SweepError` (one line) where neither holds it.
 
-    Example:
-        >>> from budgeted.experiments.families import LENET5_DIGITS_PYTORCH
-        >>> find_script(LENET5_DIGITS_PYTORCH).name
-        'digits_budget.py'
+    >>> from budgeted.experiments.families import LENET5_DIGITS_PYTORCH
+    >>> find_script(LENET5_DIGITS_PYTORCH).name
+    'digits_budget.py'
     """
     checkout = Path(__file__).resolve().parents[4]  # <checkout>/plugins/budgeted/experiments/sweep
     places = list(dict.fromkeys([Path.cwd(), checkout]))
@@ -142,9 +119,8 @@ def find_script(fam: ConfigFamily) -> Path:
 
 
 def family_configs(fam: ConfigFamily) -> dict[tuple[str, float], Path]:
-    """(schedule, budget) -> what trains it: the family's committed config files, or for a
-    script family (:attr:`~budgeted.experiments.families.ConfigFamily.script`) its script, for
-    every registered schedule at every budget."""
+    """(schedule, budget) -> what trains it: the family's shipped config files, or a script
+    family's script for every registered schedule at every budget."""
     if fam.source and not fam.script:
         return {}  # the user's own config trains every cell (cell_source)
     if not fam.script:
@@ -231,9 +207,7 @@ def toy_environment(
 
 
 def make_toy_data(fam: ConfigFamily, root: Path) -> None:
-    """Write the toy set as the demos do (the family's
-    :class:`~budgeted.experiments.families.ToyData` writer; Detectron2's toy COCO under
-    ``DETECTRON2_DATASETS``)."""
+    """Write the toy set as the demos do (the family's :class:`ToyData` writer)."""
     if fam.toy_data is not None:
         module, function = fam.toy_data.writer.split(":")
         getattr(importlib.import_module(module), function)(root)
@@ -246,18 +220,14 @@ def make_toy_data(fam: ConfigFamily, root: Path) -> None:
 def cell_source(
     fam: ConfigFamily, configs: dict[tuple[str, float], Path], schedule: str, budget: float
 ) -> tuple[Path, list[str]]:
-    """What trains a cell of a config family: (config file, overrides after the user's).
+    """What trains a cell of a config family: (config file, overrides after the user's): the
+    shipped config of ``schedule`` at ``budget`` where there is one, else the ``linear`` config with
+    :func:`~.commands.schedule_overrides`.
 
-    The family's committed config of ``schedule`` at ``budget`` where it ships one (the step-BAC
-    baselines, MMSegmentation's stock ``PolyLR``), else its ``linear`` config with
-    :func:`~.commands.schedule_overrides`: any registered schedule, with the config's warmup and
-    budget. A script family's cells take ``--schedule`` instead (:func:`~.commands.script_command`).
-
-    Example:
-        >>> from budgeted.experiments.families import PSPNET_TOY
-        >>> config, switch = cell_source(PSPNET_TOY, committed_configs(PSPNET_TOY), "rex", 0.05)
-        >>> config.name, switch
-        ('pspnet_r18-toy_cityscapes_budget5.py', ['param_scheduler.0.type=BudgetRexLR'])
+    >>> from budgeted.experiments.families import PSPNET_TOY
+    >>> config, switch = cell_source(PSPNET_TOY, committed_configs(PSPNET_TOY), "rex", 0.05)
+    >>> config.name, switch
+    ('pspnet_r18-toy_cityscapes_budget5.py', ['param_scheduler.0.type=BudgetRexLR'])
     """
     if fam.script:
         return find_script(fam), []
@@ -270,9 +240,8 @@ def cell_source(
 
 def check_schedules(fam: ConfigFamily, configs: dict, schedules: list[str],
                     budgets: list[float], extra: list[str]) -> None:  # fmt: skip
-    """Every schedule is registered (or shipped as configs) and has what trains it at every
-    budget; where one trains from the linear configs, ``extra`` leaves the scheduler's name
-    alone. Raises :class:`SweepError`."""
+    """Every schedule is registered (or shipped) and trainable at every budget; one trained from
+    the linear configs leaves ``extra`` the scheduler's name. Raises :class:`SweepError`."""
     registered = schedule_names()
     key = SCHEDULER_KEYS.get(fam.tool, "")
     clash = [t for t in extra if key and t.split("=", 1)[0] == key]
@@ -366,10 +335,8 @@ def plan_cell(
     fam: ConfigFamily, key: CellKey, configs: dict[tuple[str, float], Path], out: Path,
     data: Path | None, extra: list[str], config_schedule: str | None = None,
 ) -> Plan:  # fmt: skip
-    """One cell's plan: skip a finished run, resume a started one, else run it.
-
-    ``config_schedule``: whose committed config the cell trains (default: the cell's schedule;
-    ``budgeted-branch`` trains ``wsd`` cells from the ``linear`` configs plus overrides)."""
+    """One cell's plan: skip a finished run, resume a started one, else run it;
+    ``config_schedule``: whose shipped config it trains (default: the cell's schedule)."""
     framework = fam.framework
     schedule, budget, lr, seed = key
     if config_schedule is None or fam.source:  # one's own config: the cell sets its schedule
@@ -423,11 +390,9 @@ loads (Detectron2's; MMEngine runs are evaluated with MMEngine's ``tools/test.py
 def plan_evaluations(
     args: argparse.Namespace, grid: list[CellKey], extra: list[str], data: Path | None
 ) -> list[Plan]:
-    """``--evaluate-from``: each cell's plan to evaluate the final weights of the same cell of
-    those sweep folders (finished in exactly one) with the training tool's ``--eval-only``, on
-    ``--data``'s (or the config's) test set, into ``--out``. The overrides the run was trained
-    with come first (the model is built as it was trained), then ``extra``, then the weights.
-    Raises :class:`SweepError`."""
+    """``--evaluate-from``: each cell's plan to evaluate (``--eval-only``) the final weights of the
+    same cell of those sweep folders (finished in exactly one), with the run's overrides, then
+    ``extra``, then the weights. Raises :class:`SweepError`."""
     fam = args.family
     sources = [Path(p).resolve() for p in args.evaluate_from]
     key, name = EVALUATED_WEIGHTS

@@ -1,17 +1,9 @@
-"""A sweep folder read as data: its records (``sweep.json``, each cell's ``sweep_cell.json``),
-each cell's final metrics and what it came to (finished, undecayed, diverged).
+"""A sweep folder read as data: ``sweep.json``, each cell's ``sweep_cell.json``, each cell's
+final metrics and what it came to. The sweep, ``budgeted-report`` and ``budgeted-rank`` read it
+here; a run folder through its framework's :class:`~budgeted.runs.RunFolderReader`.
 
-``budgeted-sweep`` writes these records and reads them back to plan (what is finished, what is
-resumed), and ``budgeted-report`` / ``budgeted-rank`` read whole sweep folders with
-:func:`load_sweep`. A run folder is read through its framework's
-:class:`~budgeted.runs.RunFolderReader` (:func:`budgeted.runs.reader`); a record is read as JSON
-and checked field by field (:func:`read_record`), never run.
-
-A sweep folder is untrusted: :func:`read_sweep` (the report's, ``--status``'s and the sweep's way
-in) checks every value against what it may be, keeps every path inside the folder
-(:func:`check_no_links`) and every final metric in its tool's range; else one line.
-
-This module imports no framework.
+A sweep folder is untrusted: :func:`read_sweep` checks every value, keeps every path inside the
+folder (:func:`check_no_links`) and every final metric in its tool's range; else one line.
 """
 
 from __future__ import annotations
@@ -40,37 +32,12 @@ from .metrics import (
 )
 
 __all__ = [
-    "CELL_FILE",
-    "LOGGED_AS_FRACTION",
-    "METRICS",
-    "NAN_LOGGED",
-    "NOTHING_PREDICTED",
-    "SEED_LIMIT",
-    "SWEEP_FILE",
-    "SWEEP_LOCK",
-    "Cell",
-    "CellKey",
-    "CellRecord",
-    "Final",
-    "Sweep",
-    "SweepRecords",
-    "cell_key",
-    "cell_name",
-    "check_no_links",
-    "divergence",
-    "family_label",
-    "family_of",
-    "holds_run",
-    "load_sweep",
-    "metrics_of",
-    "metrics_text",
-    "number_text",
-    "read_cell_record",
-    "read_final",
-    "read_record",
-    "read_sweep",
-    "run_status",
-]
+    "CELL_FILE", "LOGGED_AS_FRACTION", "METRICS", "NAN_LOGGED", "NOTHING_PREDICTED", "SEED_LIMIT",
+    "SWEEP_FILE", "SWEEP_LOCK", "Cell", "CellKey", "CellRecord", "Final", "Sweep", "SweepRecords",
+    "cell_key", "cell_name", "check_no_links", "divergence", "family_label", "family_of",
+    "holds_run", "load_sweep", "metrics_of", "metrics_text", "number_text", "read_cell_record",
+    "read_final", "read_record", "read_sweep", "run_status",
+]  # fmt: skip
 
 SWEEP_FILE = "sweep.json"
 """The sweep folder's record: framework, config family, planned cells."""
@@ -94,9 +61,8 @@ class CellKey(NamedTuple):
 
 @dataclass
 class Cell:
-    """One run of a sweep; ``final`` is None until it has finished (and for a run that
-    diverged). ``status``: :func:`run_status` (``"finished"``, ``"undecayed"``,
-    ``"diverged"``; None while it has not finished)."""
+    """One run of a sweep; ``final`` is None until it has finished (and for a run that diverged);
+    ``status``: :func:`run_status`."""
 
     key: CellKey
     run_dir: Path
@@ -129,8 +95,7 @@ class Sweep:
 
 
 def number_text(value: float) -> str:
-    """``value`` as short as it reads back exactly: ``f"{value:g}"`` where that is ``value``,
-    else ``repr(value)`` (``:g`` keeps 6 significant digits).
+    """``value`` as short as it reads back exactly (``:g``, else ``repr``).
 
     >>> number_text(0.03), number_text(1e-05), number_text(0.12345678)
     ('0.03', '1e-05', '0.12345678')
@@ -142,13 +107,10 @@ def number_text(value: float) -> str:
 def cell_name(
     schedule: str, budget: float, lr: float | None = None, seed: int | None = None
 ) -> str:
-    """The cell's folder name: the schedule, the configs' budget tag (``budget5`` for 5 %) and,
-    where the sweep sets them, the base LR and the seed.
+    """The cell's folder name: schedule, budget tag and, where the sweep sets them, LR and seed.
 
-    >>> cell_name("linear", 0.05), cell_name("step", 0.005)
-    ('linear_budget5', 'step_budget0p5')
-    >>> cell_name("poly", 0.1, 0.03, 2)
-    'poly_budget10_lr0.03_seed2'
+    >>> cell_name("linear", 0.05), cell_name("step", 0.005), cell_name("poly", 0.1, 0.03, 2)
+    ('linear_budget5', 'step_budget0p5', 'poly_budget10_lr0.03_seed2')
     """
     name = f"{schedule}_budget{budget_tag(budget)}"
     if lr is not None:
@@ -159,8 +121,7 @@ def cell_name(
 
 
 def family_label(family: ConfigFamily) -> str:
-    """How a sweep records its config family: the budget files' path prefix in a checkout (a
-    script family: its script).
+    """How a sweep records its config family: the budget files' path prefix (a script: its path).
 
     >>> from budgeted.experiments.families import LENET5_DIGITS_PYTORCH, PSPNET_TOY
     >>> family_label(PSPNET_TOY), family_label(LENET5_DIGITS_PYTORCH)
@@ -170,18 +131,15 @@ def family_label(family: ConfigFamily) -> str:
 
 
 def read_record(path: Path) -> dict[str, Any]:
-    """A sweep record (``sweep.json``, ``sweep_cell.json``) as a dict; :class:`ReportError` in
-    one line if it is not one (damaged, hand-edited, another file under that name).
+    """A sweep record (``sweep.json``, ``sweep_cell.json``) as a dict; :class:`ReportError` in one
+    line where it is not one (damaged, hand-edited, another file).
 
-    Example:
-        >>> import tempfile
-        >>> bad = Path(tempfile.mkdtemp()) / SWEEP_FILE
-        >>> _ = bad.write_text('{"framework": ')
-        >>> try:
-        ...     read_record(bad)
-        ... except ReportError as err:
-        ...     print(str(err).split(" is ", 1)[1][:64])
-        not a sweep record: not valid JSON (line 1, column 15: Expecting
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / SWEEP_FILE
+    >>> _ = bad.write_text('{"framework": ')
+    >>> read_record(bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    budgeted.errors.ReportError: ... is not a sweep record: not valid JSON (line 1, column 15: ...
     """
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
@@ -252,9 +210,8 @@ def metrics_text(metrics: Any) -> str:
 
 
 def family_of(label: str, framework: str = "", experiment: Any = None) -> ConfigFamily:
-    """The config family a sweep records as ``label`` (:func:`family_label`); with
-    ``experiment`` (``sweep.json``'s record of the user's own config or script,
-    :func:`budgeted.experiments.own.family_record`), that one, read back without loading it."""
+    """The config family a sweep records as ``label``; with ``experiment`` (the user's own, as
+    :func:`budgeted.experiments.own.family_record` wrote it), that one, read without loading."""
     if experiment is not None:
         from ..own import family_from_record
 
@@ -267,17 +224,9 @@ def family_of(label: str, framework: str = "", experiment: Any = None) -> Config
 
 
 def run_status(framework: str, run_dir: Path, final: Final | None, recorded: Any) -> str | None:
-    """What a run came to: ``"diverged"`` (the sweep recorded it so: the training tool exited with
-    :data:`~budgeted.safety.preemption.DIVERGED_EXIT_CODE`; or its log holds a non-finite training
-    loss, whatever it evaluated after), else None for a run that has not finished, ``"undecayed"``
-    (the sweep recorded a time budget that ended before its LR decayed) or ``"finished"``.
-
-    Args:
-        framework: the sweep's framework.
-        run_dir: the run folder.
-        final: its final metrics (:func:`read_final`).
-        recorded: the ``status`` its ``sweep_cell.json`` holds (None without one).
-    """
+    """What a run came to: ``"diverged"`` (recorded so, or its log holds a non-finite training
+    loss), None (not finished), ``"undecayed"`` (recorded so) or ``"finished"``; ``recorded``: the
+    ``status`` of its ``sweep_cell.json``."""
     if recorded == "diverged":
         return "diverged"
     if final is None:
@@ -302,9 +251,8 @@ def holds_run(framework: str, run_dir: Path) -> bool:
 
 
 def check_no_links(path: Path) -> None:
-    """Refuse a path of a sweep folder (a cell folder, ``sweep.json``) that is a symbolic link, or
-    a folder that holds one (:class:`ReportError`, one line): a sweep folder is read and written
-    only inside it (through a link a tool would read a run from, or write into, any folder)."""
+    """Refuse (:class:`ReportError`, one line) a path of a sweep folder that is, or holds, a
+    symbolic link: a sweep folder is read and written only inside it."""
     links = [path] if path.is_symlink() else []
     for folder, dirs, files in os.walk(path) if not links else ():
         links += [Path(folder, n) for n in sorted(dirs + files) if Path(folder, n).is_symlink()]
@@ -366,10 +314,8 @@ def _cell_problem(
 
 
 def read_sweep(path: Path, metric: str = "") -> SweepRecords:
-    """Read and check a sweep folder's records and final metrics (see the module's docstring);
-    :class:`ReportError`: one line naming the file (or link), the value and what is allowed.
-    ``metric``: read that logged key as the final metric (``budgeted-report --metric``) instead
-    of the sweep's."""
+    """Read and check a sweep folder (module docstring; :class:`ReportError`: one line);
+    ``metric``: that logged key as the final metric (``budgeted-report --metric``)."""
     record = path / SWEEP_FILE
     if not record.is_file():
         raise ReportError(
@@ -436,12 +382,9 @@ def load_sweep(path: Path, metric: str = "") -> Sweep:
 
 
 def cell_key(schedule: Any, budget: Any, lr: Any = None, seed: Any = None) -> CellKey:
-    """A cell's key from a record's values; ``ValueError`` naming the value and what it may be
-    where they are not a registered schedule, a budget fraction in (0, 1], a positive LR or None,
-    and an integer seed in [0, :data:`SEED_LIMIT`) or None.
+    """A cell's key from a record's values; ``ValueError`` naming a value that is not a registered
+    schedule, a fraction in (0, 1], a positive LR or None, an integer seed in [0, 2**32) or None.
 
-    >>> cell_key("linear", 0.1, 0.03, 2)
-    CellKey(schedule='linear', budget=0.1, lr=0.03, seed=2)
     >>> cell_key("linear", 0.1, 0.03, 1.5)
     Traceback (most recent call last):
     ValueError: seed 1.5 is not an integer in [0, 2**32) or null

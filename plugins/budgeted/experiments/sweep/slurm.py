@@ -1,28 +1,11 @@
-"""``budgeted-sweep --executor slurm``: each cell one Slurm job, submitted through submitit.
+"""``budgeted-sweep --executor slurm``: each cell one Slurm job, submitted through submitit as
+one job array, each running the local executor's command with the framework's launcher across
+the job's GPUs and nodes (docs/slurm.md).
 
-    budgeted-sweep detectron2 --budgets 0.01 0.05 0.1 0.25 0.5 1 --schedules linear step \\
-        --lrs 0.01 0.02 0.04 --seeds 0 1 2 --out output/sweep/coco \\
-        --executor slurm --partition gpu --nodes 1 --gpus-per-node 8 --cpus-per-task 80 \\
-        --mem 480G --time 48:00:00 --detach
-
-The cells are submitted together as one job array (submitit's ``executor.batch()``); each job
-runs the same training command the local executor runs (:func:`.commands.build_command`), with
-the framework's launcher across the job's GPUs and nodes (Detectron2's ``--num-gpus
---num-machines --machine-rank --dist-url``; MMEngine's ``--launcher slurm``, one task per GPU).
-
-Preemption and time limits: submitit asks Slurm for ``--signal=USR2@90``; a preempted or
-timed-out job's submitit process gets USR2 and calls :meth:`CellJob.checkpoint`, which sends
-SIGUSR1 to the training tool (it saves at the end of its iteration and exits 75), records the
-try and hands submitit the same job to requeue; the requeued job finds the run started and adds
-``--resume``. ``scancel`` sends SIGTERM: the tool saves and exits 75, the try is recorded as
-interrupted, and rerunning the sweep resubmits the cell, which resumes.
-
-The options and cluster checks are :mod:`.slurm_options`, the job :mod:`.slurm_job`; this module is
-the controller. The controller (the ``budgeted-sweep`` process) holds the sweep lock, checks the
-cluster before writing anything (:func:`check_cluster`), records each cell's job id in its
-``sweep_cell.json`` (:func:`.status.update_cell_record`), then waits for the jobs (or exits:
-``--detach``). It never reads submitit's result pickles: what a cell came to is read from its
-record and the run folder, as JSON; a sweep folder's pickles are never loaded by the controller.
+This module is the controller: it holds the sweep lock, checks the cluster before writing
+anything (:mod:`.slurm_options`), records each cell's job id in its ``sweep_cell.json``, then
+waits for the jobs (or exits: ``--detach``). What a cell came to is read from its record and
+run folder as JSON, never from submitit's pickles. The job itself: :mod:`.slurm_job`.
 """
 
 from __future__ import annotations
@@ -41,50 +24,22 @@ from .commands import MMENGINE_FRAMEWORKS, short
 from .execute import ended_status, skip_text, utc_now
 from .plan import Plan, cell_source, family_configs
 from .records import metrics_text, read_cell_record, read_final
-from .slurm_job import CellJob, job_threads
-from .slurm_options import (
-    OWN_OPTIONS,
-    SLURM_FLAGS,
-    SLURM_FOLDER,
-    SlurmOptions,
-    add_slurm_arguments,
-    check_cluster,
-    parse_time,
-    slurm_options,
-)
+from .slurm_job import CellJob
+from .slurm_options import SLURM_FOLDER, SlurmOptions
 from .status import (
     LIVE_STATES,
     ended_state,
     job_of,
     queue_answer,
-    queue_states,
     record_job_end,
     update_cell_record,
 )
 
-__all__ = [
-    "OWN_OPTIONS",
-    "SLURM_FLAGS",
-    "SLURM_FOLDER",
-    "SLURM_PATIENCE_S",
-    "CellJob",
-    "SlurmOptions",
-    "add_slurm_arguments",
-    "cell_jobs",
-    "check_cluster",
-    "job_threads",
-    "parse_time",
-    "patience_s",
-    "run_on_slurm",
-    "slurm_options",
-]
-
-# --- the controller -----------------------------------------------------------------------
+__all__ = ["SLURM_PATIENCE_S", "cell_jobs", "patience_s", "run_on_slurm", "show_options"]
 
 SLURM_PATIENCE_S = 600.0
-"""How long the controller waits for a Slurm controller that does not answer (``squeue``
-fails: slurmctld down or restarting) before it gives up, exit status 75: rerun the same command
-once Slurm answers (the jobs go on meanwhile). ``$BUDGETED_SLURM_PATIENCE_S`` sets it."""
+"""How long the controller waits for a Slurm that does not answer before it exits 75 (the jobs go
+on; rerun to collect them): :func:`patience_s`."""
 
 
 class _Stop(Exception):
@@ -142,10 +97,9 @@ def run_on_slurm(
     out: Path, plans: Sequence[Plan], data: Path | None, extra: Sequence[str],
     env: dict[str, str], options: SlurmOptions, detach: bool,
 ) -> int:  # fmt: skip
-    """Submit every cell that is neither finished nor still queued / running, record the job ids,
-    then wait for the jobs and print each cell as it ends (``detach``: return after submitting).
-    The sweep's exit status: 0 when every cell has a result, 1 when one failed or was cancelled,
-    130 / 75 when the controller was stopped (the jobs go on; rerun to collect them)."""
+    """Submit every cell that is neither finished nor queued / running, record the job ids, then
+    wait and print each cell as it ends (``detach``: return after submitting). The exit status: 0
+    when every cell has a result, 1 when one failed or was cancelled, 130 / 75 when stopped."""
     total = time.monotonic()
     configs = family_configs(plans[0].family) if plans else {}  # a script family: its script
     waiting: dict[str, Plan] = {}  # job id -> cell
@@ -159,7 +113,7 @@ def run_on_slurm(
             continue
         state = None
         if job is not None:
-            state = (queue_states([job]) or {}).get(job)
+            state = (queue_answer([job])[0] or {}).get(job)
         if state in LIVE_STATES:
             print(f"{head} {state.lower()} as Slurm job {job}, not resubmitted", flush=True)
             waiting[job] = plan
@@ -271,10 +225,9 @@ def patience_s() -> float:
 
 
 def _wait(waiting: dict[str, Plan], plans: Sequence[Plan]) -> None:
-    """Poll the queue until every job in ``waiting`` has ended for good; print each cell as it
-    ends (removing it from ``waiting``). A job must be missing from the queue twice in a row
-    (a requeued job is listed again at once). While Slurm does not answer, one line says so
-    (and one when it answers again); after :func:`patience_s` seconds of it, :class:`_SlurmGone`."""
+    """Poll the queue until every job in ``waiting`` has ended (missing twice in a row: a requeued
+    job is listed again at once), printing each cell as it ends; one line while Slurm does not
+    answer (and one when it does again); after :func:`patience_s` of it, :class:`_SlurmGone`."""
     gone_once: set[str] = set()
     index = {p.run_dir.name: i for i, p in enumerate(plans, 1)}
     silent_since: float | None = None

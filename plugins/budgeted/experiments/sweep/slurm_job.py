@@ -1,11 +1,7 @@
-"""The job of a cell under ``budgeted-sweep --executor slurm`` (:class:`CellJob`): what runs on the
-cluster, inside the Slurm job submitit starts. It runs the cell's training command (the same the
-local executor runs), records each try in the cell's ``sweep_cell.json`` (with the job id,
-Slurm's restart count and the node), and on preemption or a time limit (submitit's USR2 ->
-:meth:`CellJob.checkpoint`) sends SIGUSR1 to the training tool, which saves at the end of its
-iteration and exits 75, and hands submitit the same job to requeue: the requeued job finds the
-run started and adds ``--resume``. Each job's threads come from ``SLURM_CPUS_PER_TASK``
-(:func:`job_threads`).
+"""The job of a cell under ``budgeted-sweep --executor slurm`` (:class:`CellJob`), inside the
+Slurm job submitit starts: it runs the cell's command, records each try in ``sweep_cell.json``
+(job id, restart count, node) and, on preemption or a time limit (submitit's USR2), sends the
+tool SIGUSR1 (it saves and exits 75) and has submitit requeue it; the requeued job resumes.
 """
 
 from __future__ import annotations
@@ -37,15 +33,11 @@ then SIGKILL after the partition's GraceTime anyway)."""
 
 
 def job_threads(env: dict[str, str]) -> dict[str, str]:
-    """The training tool's environment in a job: ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set
-    to the CPUs Slurm gave each task (``SLURM_CPUS_PER_TASK``, 1 without ``--cpus-per-task``)
-    where the user has not set them: PyTorch would otherwise start a thread per core of the
-    node, whatever the job was given, and jobs sharing a node slow each other down.
+    """The tool's environment in a job: ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set to
+    ``SLURM_CPUS_PER_TASK`` (1 without) where the user has not set them.
 
     >>> job_threads({"SLURM_CPUS_PER_TASK": "8"})["OMP_NUM_THREADS"]
     '8'
-    >>> job_threads({"OMP_NUM_THREADS": "2"})["OMP_NUM_THREADS"]
-    '2'
     """
     cpus = env.get("SLURM_CPUS_PER_TASK", "1")
     cpus = cpus if cpus.isdigit() and int(cpus) > 0 else "1"
@@ -53,14 +45,9 @@ def job_threads(env: dict[str, str]) -> dict[str, str]:
 
 
 class CellJob:
-    """One cell as a submitit job (picklable; runs on a node of the cluster).
-
-    ``__call__`` builds the cell's command (``--resume`` where the run folder holds a started
-    run: a requeued or resubmitted job resumes), runs it with its output appended to
-    ``<cell>/sweep.log``, and records the try in ``sweep_cell.json`` (:func:`update_cell_record`):
-    job id, restart, node, wall time, exit status, what it came to. ``checkpoint`` is submitit's
-    preemption / timeout hook (see the module's docstring).
-    """
+    """One cell as a submitit job (picklable): ``__call__`` runs the cell's command (``--resume``
+    where the folder holds a started run) and records the try; ``checkpoint`` is submitit's
+    preemption / timeout hook."""
 
     def __init__(
         self, plan: Plan, config: Path, data: Path | None, extra: Sequence[str],
@@ -187,9 +174,8 @@ class CellJob:
 def _put_try(
     record: dict[str, Any], attempt: dict[str, Any], replace_only: bool = False
 ) -> list[dict[str, Any]]:
-    """Put ``attempt`` in the record's tries in place of itself as ``start_try`` wrote it (the
-    same start and job id), else append it (``replace_only``: else leave the record alone);
-    the tries."""
+    """Put ``attempt`` in place of itself as ``start_try`` wrote it (same start and job id), else
+    append it (``replace_only``: else leave the record alone); the tries."""
     tries = record.setdefault("tries", [])
     for i, old in enumerate(tries):
         if isinstance(old, dict) and old.get("started") == attempt.get("started") and \

@@ -1,7 +1,5 @@
-"""The Slurm options of ``budgeted-sweep --executor slurm``, checked against the cluster before
-anything is written: the flags Slurm users know (``--partition``, ``--nodes``,
-``--gpus-per-node``, ``--cpus-per-task``, ``--mem``, ``--time``, ``--account``, ``--qos``) and
-``--slurm-option KEY=VALUE`` for any other key submitit or ``sbatch --help`` knows.
+"""The Slurm options of ``budgeted-sweep --executor slurm`` (the usual sbatch flags and
+``--slurm-option KEY=VALUE``), checked against the cluster before anything is written.
 """
 
 from __future__ import annotations
@@ -19,18 +17,9 @@ from ...errors import SweepError
 from .compat import submitit_parameters
 
 __all__ = [
-    "OWN_OPTIONS",
-    "SET_BY_SWEEP",
-    "SLURM_ARGUMENTS",
-    "SLURM_FLAGS",
-    "SLURM_FOLDER",
-    "SlurmOptions",
-    "add_slurm_arguments",
-    "check_cluster",
-    "parse_time",
-    "sbatch_long_options",
-    "slurm_options",
-]
+    "OWN_OPTIONS", "SET_BY_SWEEP", "SLURM_ARGUMENTS", "SLURM_FLAGS", "SLURM_FOLDER", "SlurmOptions",
+    "add_slurm_arguments", "check_cluster", "parse_time", "sbatch_long_options", "slurm_options",
+]  # fmt: skip
 
 SLURM_FOLDER = ".slurm"
 """Under ``--out``: submitit's files (the jobs' submissions and their stdout / stderr)."""
@@ -202,9 +191,9 @@ def _gpus_of(gres: str) -> int:
 
 
 def check_cluster(options: SlurmOptions) -> None:
-    """Refuse, before anything is written, what Slurm would not run: no submitit, no ``sbatch`` on
-    PATH, no controller answering (``SLURM_CONF``), an unknown partition, cells asking more GPUs
-    or nodes than the partition has. Raises :class:`SweepError`."""
+    """Refuse (:class:`SweepError`), before anything is written, what Slurm would not run: no
+    submitit, no ``sbatch``, no controller answering, an unknown partition, too many GPUs or
+    nodes."""
     if importlib.util.find_spec("submitit") is None:
         raise SweepError(
             "--executor slurm needs submitit, which is not installed; allowed: "

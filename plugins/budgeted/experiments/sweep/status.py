@@ -1,25 +1,15 @@
-"""Where a sweep's cells stand (``budgeted-sweep --status OUT``), and the one way its cell records
-are changed while other writers may change them too.
+"""Where a sweep's cells stand (``budgeted-sweep --status OUT``), and the one way its cell
+records are changed while other writers (the Slurm controller, the cell's job) may change them
+too: :func:`update_cell_record`, under the cell's ``flock``, renamed into place.
 
-A sweep whose cells run as Slurm jobs has several writers of one cell's ``sweep_cell.json``: the
-controller (it records the job id it submitted) and the job itself, on another node (each try:
-start, exit, what it came to). :func:`update_cell_record` reads, changes and rewrites a record
-under an exclusive ``flock`` of the cell's ``.sweep_cell.lock``, the new text renamed into place
-(atomic): no reader sees half a record, no writer loses another's update, and cells that end in
-any order touch only their own records.
-
-:func:`cell_states` reads the folder as the sweep and the report read it (records as JSON, checked
-field by field; each cell's final metrics through its framework's run-folder reader), so that a
-cell the report counts is ``done`` here too; the others from their records, the sweep's lock (a
-local sweep running now) and, where Slurm answers, the queue's state of the job ids they name. It
-runs nothing from the folder, and writes only how a job that Slurm has ended ended
-(:func:`record_job_end`). Every state it prints is in :data:`STATES` (docs/sweeps.md).
+:func:`cell_states` reads the folder as the sweep and the report do (a cell the report counts is
+``done`` here too), the others from their records, the sweep's lock and the Slurm queue; it runs
+nothing and writes only how an ended job ended (:func:`record_job_end`). Its states:
+:data:`STATES` (docs/sweeps.md).
 
     $ budgeted-sweep --status output/sweep/mmseg_toy
     cell                        state       job      tries  elapsed  result
     linear_budget1_lr0.01       done        412_0    1      1m02s    mIoU 12.31
-    step_budget1_lr0.01         running     412_1    2      0m48s    (requeued 1x)
-    ...
     [status] 4 cells: 1 done, 1 running, 1 queued, 1 cancelled
 """
 
@@ -29,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -44,20 +35,10 @@ from ...safety.locks import FolderLock
 from .records import CELL_FILE, SWEEP_LOCK, metrics_text, read_record, read_sweep, run_status
 
 __all__ = [
-    "CELL_LOCK",
-    "LIVE_STATES",
-    "STATES",
-    "CellState",
-    "cell_states",
-    "format_status",
-    "job_of",
-    "queue_answer",
-    "queue_states",
-    "record_job_end",
-    "started_at",
-    "status_main",
-    "update_cell_record",
-]
+    "CELL_LOCK", "LIVE_STATES", "RESUMED", "STATES", "CellState", "cell_states", "format_status",
+    "job_of", "queue_answer", "record_job_end", "resume_refusal", "started_at",
+    "status_main", "update_cell_record",
+]  # fmt: skip
 
 CELL_LOCK = ".sweep_cell.lock"
 """The lock file beside each ``sweep_cell.json`` that its writers hold while they change it."""
@@ -81,16 +62,14 @@ def _cell_lock(run_dir: Path) -> Iterator[None]:
 def update_cell_record(
     run_dir: Path, change: Callable[[dict[str, Any]], dict[str, Any] | None]
 ) -> dict[str, Any]:
-    """Read ``<run_dir>/sweep_cell.json`` ({} where there is none), apply ``change`` (it edits the
-    dict in place, or returns a new one), and write it back atomically, all under the cell's
-    lock: two writers (the controller, the cell's job) never lose each other's update.
+    """Read ``<run_dir>/sweep_cell.json`` ({} where none), apply ``change`` (in place, or returning
+    a new dict) and write it back atomically, all under the cell's lock.
 
-    Example:
-        >>> import tempfile
-        >>> cell = Path(tempfile.mkdtemp())
-        >>> _ = update_cell_record(cell, lambda r: r.update(schedule="linear", budget=0.1))
-        >>> update_cell_record(cell, lambda r: r.setdefault("tries", []).append({}))["tries"]
-        [{}]
+    >>> import tempfile
+    >>> cell = Path(tempfile.mkdtemp())
+    >>> _ = update_cell_record(cell, lambda r: r.update(schedule="linear", budget=0.1))
+    >>> update_cell_record(cell, lambda r: r.setdefault("tries", []).append({}))["tries"]
+    [{}]
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / CELL_FILE
@@ -115,9 +94,8 @@ def job_of(record: dict[str, Any]) -> str | None:
 def queue_answer(
     jobs: Sequence[str], env: dict[str, str] | None = None
 ) -> tuple[dict[str, str] | None, str]:
-    """(``{job id: state}`` (RUNNING, PENDING, ...) of those of ``jobs`` Slurm still lists
-    (``squeue``, array tasks one by one), ``""``); (None, why) where Slurm cannot be asked: no
-    ``squeue``, no controller answering (``why``: squeue's last line, or its time-out)."""
+    """(``{job id: state}`` of those of ``jobs`` Slurm still lists, ``""``); (None, why) where
+    Slurm cannot be asked (``why``: squeue's last line, or its time-out)."""
     if not jobs:
         return {}, ""
     if shutil.which("squeue") is None:
@@ -141,12 +119,6 @@ def queue_answer(
         if job in wanted:
             states[job] = state
     return states, ""
-
-
-def queue_states(jobs: Sequence[str], env: dict[str, str] | None = None) -> dict[str, str] | None:
-    """``{job id: state}`` of those of ``jobs`` Slurm still lists; None where Slurm cannot be
-    asked (:func:`queue_answer`)."""
-    return queue_answer(jobs, env)[0]
 
 
 def ended_state(job: str, env: dict[str, str] | None = None) -> str | None:
@@ -188,6 +160,9 @@ STATES: dict[str, str] = {
     "cancelled": "its Slurm job was cancelled (scancel); the sweep resumes it",
     "failed": "its last try failed (its sweep.log says why); the sweep retries it",
     "missing": "not started yet, or started and left no result; the sweep runs it",
+    "mismatch": "its checkpoint holds another iteration budget than the sweep plans: resuming it "
+    "is refused (remove its folder, or resume with the tool's on_resume replan)",
+    "unreadable": "the checkpoint it resumes from cannot be loaded (damaged or missing)",
 }
 """Every state ``--status`` prints -> what it means (docs/sweeps.md has the same list)."""
 QUEUED = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED",
@@ -269,6 +244,50 @@ def _state(record: dict[str, Any], seen: _Seen) -> tuple[str, str]:
     return "missing", "(not started; rerun the sweep)"
 
 
+RESUMED = ("interrupted", "cancelled", "failed", "missing")
+"""States of a cell the next sweep resumes from its checkpoint, where it holds one."""
+_REPLANS = re.compile(r"on_resume[= ]+(replan|branch)\b", re.IGNORECASE)
+
+
+def resume_refusal(
+    framework: str, run_dir: Path, iters: int, record: dict[str, Any]
+) -> tuple[str, str] | None:
+    """("mismatch" or "unreadable", why in one line) where resuming the cell in ``run_dir`` would
+    be refused: the checkpoint ``--resume`` loads (:func:`budgeted.runs.saved_budget`) holds
+    another iteration budget than the ``iters`` the sweep plans, or is damaged; None where it
+    resumes (or holds no checkpoint or a time budget, or its framework is not installed here:
+    the tool decides)."""
+    from ...errors import DamagedCheckpointError, RecordError, UnsafeCheckpointError
+    from ...runs import saved_budget
+    from ...schedules import BudgetSchedule
+
+    try:
+        found = saved_budget(framework, run_dir)
+    except ImportError:  # the framework is not installed here: its tool decides
+        return None
+    except (DamagedCheckpointError, UnsafeCheckpointError, RecordError, OSError) as err:
+        return "unreadable", f"({_one_line(err)})"
+    if found is None or found[1] is None or "budget" not in found[1]:
+        return None
+    path, saved = found
+    try:
+        total = BudgetSchedule.from_state(saved["budget"]).total
+    except Exception as err:  # an untrusted state: any value, one line
+        return "unreadable", f"(the budget in {path} cannot be read: {_one_line(err)})"
+    command = " ".join(str(t) for t in record.get("command") or [])
+    if total == iters or _REPLANS.search(command):
+        return None
+    return "mismatch", (
+        f"({Path(path).name} holds a budget of {total:g} iterations, the sweep plans {iters}: "
+        f"resuming is refused; remove {run_dir} to train it anew, or resume with the tool's "
+        "on_resume replan)"
+    )
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def _sweep_since(out: Path) -> float | None:
     """When the local sweep that holds ``out``'s lock now took it (the lock file's time); None
     where none holds it."""
@@ -291,10 +310,9 @@ def _elapsed(tries: list[dict[str, Any]], state: str) -> float:
 
 
 def cell_states(out: Path, env: dict[str, str] | None = None) -> list[CellState]:
-    """The state of each cell of the sweep folder ``out`` (planned in ``sweep.json``, or started):
-    its result read as the sweep and the report read it, else its job's state in the queue
-    (:func:`queue_answer`, ``scontrol`` once Slurm no longer queues it), else its record;
-    :class:`ReportError` for a folder that is not a sweep or a record that is not one."""
+    """The state of each cell of the sweep folder ``out``: its result as the report reads it, else
+    its job's state in the queue, else its record; :class:`ReportError` for a folder that is not a
+    sweep or a record that is not one."""
     found = read_sweep(out)  # every record, cell folder and final metric checked
     framework = found.meta["framework"]
     jobs = [job for job in (job_of(cell.record) for cell in found.cells) if job is not None]
@@ -313,6 +331,9 @@ def cell_states(out: Path, env: dict[str, str] | None = None) -> list[CellState]
                 with contextlib.suppress(OSError):  # a folder this user cannot write: not kept
                     record_job_end(cell.run_dir, job, asked)
         state, note = _state(record, seen)
+        if result is None and state in RESUMED:
+            iters = found.family.iters(cell.key.budget)
+            state, note = resume_refusal(framework, cell.run_dir, iters, record) or (state, note)
         tries = [t for t in record.get("tries") or [] if isinstance(t, dict)]
         final = None if result == "diverged" else cell.final
         text = metrics_text(final.metrics) if final else ""
@@ -322,10 +343,8 @@ def cell_states(out: Path, env: dict[str, str] | None = None) -> list[CellState]
 
 
 def record_job_end(run_dir: Path, job: str, state: str) -> None:
-    """Record in the cell's record how its Slurm job ``job`` ended (``scontrol``'s state, once
-    the job is out of the queue): what the job itself could not know while it ended (it says
-    ``COMPLETING`` after ``scancel``). The controller and ``--status`` both keep it; a record
-    that names another job by now is left alone."""
+    """Record how the cell's Slurm job ``job`` ended (``scontrol``, once out of the queue), which
+    the job could not know itself; a record that names another job by now is left alone."""
 
     def change(record: dict[str, Any]) -> None:
         if job_of(record) == job:
