@@ -12,7 +12,8 @@ The core (``budgeted``, ``budgeted.schedules``, ``budgeted.safety``, ``budgeted.
 ``pip install "budgeted-training[detectron2]"`` (Detectron2 itself is not on PyPI: install it
 first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``,
 ``"budgeted-training[digits]"`` (scikit-learn, for the UCI digits of docs/digits.md),
-``"budgeted-training[slurm]"`` (submitit, for sweeps on a Slurm cluster: docs/slurm.md).
+``"budgeted-training[slurm]"`` (submitit, for sweeps on a Slurm cluster: docs/slurm.md),
+``"budgeted-training[schedulefree]"`` (the schedule-free optimizers of ``--schedule-free``).
 """
 
 import os
@@ -125,6 +126,8 @@ setup(
         "digits": ["scikit-learn>=1.0,<1.8"],
         # budgeted-sweep --executor slurm: the cells as Slurm jobs (docs/slurm.md)
         "slurm": ["submitit>=1.5"],
+        # the schedule-free optimizers (the sweep's `schedulefree` arm, --schedule-free)
+        "schedulefree": ["schedulefree>=1.4"],
     },
     entry_points={
         "console_scripts": [

@@ -24,6 +24,13 @@ iterations; 50 is 7 % of it). Budgets under 500 iterations (toy sets) clamp the 
 tenth of the budget, and the run says so; an explicit ``--warmup-iters`` must be shorter than the
 budget.
 
+The sweep's arms, as ``examples/digits_budget.py`` takes them (docs/digits.md): ``--schedule``
+with parameters (``wsd:decay=sqrt``), ``--optimizer {sgd,adamw,amsgrad}`` (keeping the base LR and
+weight decay) and ``--schedule-free`` (the optimizer's ``schedulefree`` form, ``warmup_steps`` =
+the warmup, no ``BudgetLR``; before the evaluations the optimizer's ``eval()`` and the BatchNorm
+statistics recomputed at its averaged weights from up to 50 training batches,
+``budgeted.torch_optimizers.recalibrate_bn``).
+
 ``--data`` holds ``cifar-10-batches-py``: the real archive extracted (read by the stock
 ``torchvision.datasets.CIFAR10``, which checks each file's md5), or a toy set from
 ``tools/make_toy_cifar10.py`` (marked by ``budgeted_toy.json``): the same reader with the real
@@ -54,6 +61,10 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import transforms as T
 
 import budgeted
+from budgeted._require import MissingFrameworkError
+from budgeted.optimizers import OPTIMIZERS, check_optimizer_flags
+from budgeted.schedules import parse_arm
+from budgeted.torch_optimizers import build_optimizer, optimizer_kwargs, recalibrate_bn
 from budgeted.toys.cifar10 import TOY_MARKER
 
 MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
@@ -83,7 +94,9 @@ def parse_args(argv: list[str] | None) -> tuple[_Parser, argparse.Namespace]:
     p.add_argument("--epochs-full", type=int, default=200, help="the full schedule's epochs")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=0.1, help="the base learning rate")
-    p.add_argument("--schedule", default="linear", help=f"one of: {', '.join(schedules)}")
+    p.add_argument("--schedule", help=f"NAME[:KEY=VALUE,...], NAME one of: {', '.join(schedules)}")
+    p.add_argument("--optimizer", default="sgd", help=f"one of: {', '.join(OPTIMIZERS)}")
+    p.add_argument("--schedule-free", action="store_true", help="its schedule-free form")
     p.add_argument("--warmup-iters", type=int, help=f"default: {DEFAULT_WARMUP} (see above)")
     p.add_argument("--holdout", type=int, default=5000, help="last N training images: validation")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
@@ -91,18 +104,29 @@ def parse_args(argv: list[str] | None) -> tuple[_Parser, argparse.Namespace]:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, help="writes results.json, lr_trace.csv")
     a = p.parse_args(argv)
+    a.schedule = a.schedule or ("constant" if a.schedule_free else "linear")
+    name = a.schedule.partition(":")[0]
     for flag, value, ok, allowed in (
         ("--budget", a.budget, 0 < a.budget <= 1, "a fraction in (0, 1]"),
         ("--epochs-full", a.epochs_full, a.epochs_full >= 1, "a whole number >= 1"),
         ("--batch-size", a.batch_size, a.batch_size >= 1, "a whole number >= 1"),
         ("--lr", a.lr, 0 < a.lr < math.inf, "a number > 0"),
-        ("--schedule", a.schedule, a.schedule in schedules, f"one of {', '.join(schedules)}"),
+        ("--schedule", a.schedule, name in schedules, f"one of {', '.join(schedules)}"),
+        ("--optimizer", a.optimizer, a.optimizer in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
         ("--warmup-iters", a.warmup_iters, (a.warmup_iters or 0) >= 0, "a whole number >= 0"),
         ("--workers", a.workers, a.workers >= 0, "a whole number >= 0"),
         ("--device", a.device, a.device == "cpu" or torch.cuda.is_available(), "cpu (no CUDA)"),
     ):
         if not ok:
             p.error(f"{flag} {value!r} is invalid; allowed: {allowed}")
+    try:
+        check_optimizer_flags(a.optimizer, a.schedule_free, name)
+    except ValueError as err:
+        p.error(str(err))
+    try:
+        parse_arm(a.schedule)  # BudgetLR takes the text as it is
+    except ValueError as err:
+        p.error(f"--schedule {a.schedule!r}: {err}")
     return p, a
 
 
@@ -171,10 +195,15 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(args.seed)
     model = resnet18_cifar().to(args.device)
-    optimizer = torch.optim.SGD(
-        model.parameters(), lr=args.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
-    )
-    scheduler = budgeted.BudgetLR(optimizer, args.schedule, budget, warmup_iters=warmup)
+    config = {"lr": args.lr, "momentum": MOMENTUM, "weight_decay": WEIGHT_DECAY}
+    free = (args.schedule_free, warmup)  # schedule-free: its own warmup, no LR schedule
+    try:
+        optimizer = build_optimizer(args.optimizer, model.parameters(), *free, **config)
+    except MissingFrameworkError as err:
+        parser.error(str(err))
+    scheduler = None
+    if not args.schedule_free:
+        scheduler = budgeted.BudgetLR(optimizer, args.schedule, budget, warmup_iters=warmup)
     loader = DataLoader(
         train,
         batch_size=args.batch_size,
@@ -194,12 +223,18 @@ def main(argv: list[str] | None = None) -> int:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            scheduler.step()  # once per iteration
+            if scheduler is None:  # what schedule-free trained at: its warmup, then the base LR
+                trace[-1] = optimizer.param_groups[0]["scheduled_lr"]
+            else:
+                scheduler.step()  # once per iteration
             if len(trace) % max(1, budget // 10) == 0 or len(trace) == budget:
                 print(f"iter {len(trace)}/{budget}  lr {trace[-1]:.5f}  loss {loss.item():.4f}")
             if len(trace) == budget:
                 break
     seconds = time.perf_counter() - start
+    if args.schedule_free:  # evaluate at the averaged weights, their BatchNorm statistics
+        optimizer.eval()
+        recalibrate_bn(model, (images.to(args.device) for images, _ in loader))
     val_acc = accuracy(model, val, args.device, args.workers)  # at the end of the budget
     test_acc = accuracy(model, test, args.device, args.workers)
     summary = {
@@ -211,9 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         "iters_per_epoch": iters_per_epoch,
         "warmup_iters": warmup,
         "train_images": len(train),
-        "momentum": MOMENTUM,
+        "optimizer_kwargs": optimizer_kwargs(args.optimizer, *free, **config),
+        "momentum": optimizer.defaults.get("momentum"),
         "weight_decay": WEIGHT_DECAY,
-        "final_lr": scheduler.get_last_lr()[0],
+        "final_lr": scheduler.get_last_lr()[0] if scheduler else args.lr,
         "train_seconds": round(seconds, 2),
     }
     args.out.mkdir(parents=True, exist_ok=True)

@@ -32,11 +32,23 @@ average pooling, 32x32 grey input) and PyTorch's default initialisation, the pix
 with the training images' mean and deviation. One thread by default (``--threads``): a 100 %
 run takes seconds on a CPU.
 
+The sweep's arms (docs/sweeps.md): ``--schedule`` also takes a schedule with parameters
+(``wsd:decay=sqrt``, :func:`budgeted.schedules.parse_arm`); ``--optimizer`` swaps SGD for AdamW or
+AMSGrad, keeping the base LR and weight decay (``budgeted.optimizers``); ``--schedule-free`` trains
+with the optimizer's schedule-free form (``schedulefree``; ``warmup_steps`` = ``--warmup-iters``)
+and no LR schedule, evaluating at its averaged weights; ``--subset F`` trains the budget's
+iterations on ``max(1, round(F x 1400))`` training images drawn once (sorted) from a generator
+seeded with ``--seed``; ``--validate-every K`` adds a held-out evaluation after every ``K``
+iterations before the end::
+
+    train_images = max(1, round(subset * 1400))    # 70 at --subset 0.05
+
 ``--out`` gets ``metrics.jsonl`` (one JSON line per iteration: ``iteration``, ``lr``, ``loss``;
-then a final line with ``val_accuracy``), ``lr_trace.csv`` (``iteration,lr``, as
-``examples/cifar10_budget.py`` writes) and ``results.json`` (its result keys), written last: a
-folder with ``results.json`` is a finished run and is never overwritten. A loss that becomes
-non-finite stops the run with one line and exit status 3, writing nothing.
+with ``--validate-every K`` a line ``{"iteration": i, "val_accuracy": ...}`` after iteration
+``i = K, 2K, ...`` below the budget; then a final line with ``val_accuracy``), ``lr_trace.csv``
+(``iteration,lr``, as ``examples/cifar10_budget.py`` writes) and ``results.json`` (its result
+keys), written last: a folder with ``results.json`` is a finished run and is never overwritten. A
+loss that becomes non-finite stops the run with one line and exit status 3, writing nothing.
 
 Example::
 
@@ -60,8 +72,16 @@ from torch import nn
 
 import budgeted
 from budgeted._require import MissingFrameworkError
+from budgeted.optimizers import OPTIMIZERS, check_optimizer_flags, optimizer_target
 from budgeted.safety import atomic_write_text
 from budgeted.safety.preemption import DIVERGED_EXIT_CODE
+from budgeted.schedules import parse_arm
+from budgeted.torch_optimizers import (
+    RECALIBRATION_BATCHES,
+    build_optimizer,
+    optimizer_kwargs,
+    recalibrate_bn,
+)
 from budgeted.toys.digits import MEAN, STD, digits_split
 
 PROG = "digits_budget"
@@ -84,25 +104,65 @@ def parse_args(argv: list[str] | None) -> tuple[_Parser, argparse.Namespace]:
     p.add_argument("--full-iters", type=int, default=1720, help="the full schedule's iterations")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=DEFAULT_LR, help="the base learning rate")
-    p.add_argument("--schedule", default="linear", help=f"one of: {', '.join(schedules)}")
+    p.add_argument(
+        "--schedule",
+        help=f"NAME[:KEY=VALUE,...], NAME one of: {', '.join(schedules)} (default: linear; "
+        "constant with --schedule-free)",
+    )
+    p.add_argument("--optimizer", default="sgd", help=f"one of: {', '.join(OPTIMIZERS)}")
+    p.add_argument(
+        "--schedule-free", action="store_true", help="the optimizer's schedule-free form"
+    )
+    p.add_argument("--subset", type=float, help="train on this fraction of the training images")
+    p.add_argument("--validate-every", type=int, help="evaluate every K iterations too")
     p.add_argument("--warmup-iters", type=int, default=DEFAULT_WARMUP, help="default: 0")
     p.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
     p.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
     p.add_argument("--out", type=Path, required=True, help="the run folder (see above)")
     a = p.parse_args(argv)
+    a.schedule = a.schedule or ("constant" if a.schedule_free else "linear")
+    name = a.schedule.partition(":")[0]
     for flag, value, ok, allowed in (
         ("--budget", a.budget, 0 < a.budget <= 1, "a fraction in (0, 1]"),
         ("--full-iters", a.full_iters, a.full_iters >= 1, "a whole number >= 1"),
         ("--batch-size", a.batch_size, 1 <= a.batch_size <= 1400, "a whole number in [1, 1400]"),
         ("--lr", a.lr, 0 < a.lr < math.inf, "a number > 0"),
-        ("--schedule", a.schedule, a.schedule in schedules, f"one of {', '.join(schedules)}"),
+        ("--schedule", a.schedule, name in schedules, f"one of {', '.join(schedules)}"),
+        ("--optimizer", a.optimizer, a.optimizer in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
+        ("--subset", a.subset, a.subset is None or 0 < a.subset <= 1, "a fraction in (0, 1]"),
+        (
+            "--validate-every",
+            a.validate_every,
+            a.validate_every is None or a.validate_every >= 1,
+            "a whole number >= 1",
+        ),
         ("--warmup-iters", a.warmup_iters, a.warmup_iters >= 0, "a whole number >= 0"),
         ("--seed", a.seed, a.seed >= 0, "a whole number >= 0"),
         ("--threads", a.threads, a.threads >= 1, "a whole number >= 1"),
     ):
         if not ok:
             p.error(f"{flag} {value!r} is invalid; allowed: {allowed}")
+    try:
+        check_optimizer_flags(a.optimizer, a.schedule_free, name)
+    except ValueError as err:
+        p.error(str(err))
     return p, a
+
+
+def schedule_of(parser: _Parser, schedule: str) -> tuple[str, dict]:
+    """``--schedule``'s name and parameters (:func:`budgeted.schedules.parse_arm`), step-BAC's
+    milestones 1/2 and 3/4 unless given; a bad parameter is the parser's one line.
+
+    >>> schedule_of(None, "wsd:decay=sqrt"), schedule_of(None, "step")
+    (('wsd', {'decay': 'sqrt'}), ('step', {'milestones': (0.5, 0.75)}))
+    """
+    try:
+        name, params = parse_arm(schedule)
+    except ValueError as err:
+        parser.error(f"--schedule {schedule!r}: {err}")
+    if name == "step":
+        params.setdefault("milestones", STEP_MILESTONES)
+    return name, params
 
 
 def lenet5(num_classes: int = 10) -> nn.Module:
@@ -153,8 +213,85 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     return (model(x).argmax(1) == y).float().mean().item()
 
 
+def subset_indices(size: int, fraction: float, seed: int) -> torch.Tensor:
+    """``max(1, round(fraction x size))`` of ``range(size)``, drawn without replacement by a
+    generator of its own seeded with ``seed`` (the batch order has another), sorted.
+
+    >>> subset_indices(10, 0.3, seed=0).tolist(), len(subset_indices(1400, 0.05, seed=0))
+    ([1, 4, 7], 70)
+    """
+    count = max(1, round(fraction * size))
+    chosen = torch.randperm(size, generator=torch.Generator().manual_seed(seed))[:count]
+    return chosen.sort().values
+
+
+def evaluate(model: nn.Module, optimizer: torch.optim.Optimizer, args, data, recal) -> float:
+    """Held-out accuracy; a schedule-free optimizer is put in eval mode first (its averaged
+    weights) and BatchNorm recalibrated at them from ``recal`` (LeNet-5 has none: a no-op)."""
+    if args.schedule_free:
+        optimizer.eval()
+        recalibrate_bn(model, recal)
+    return accuracy(model, *data["val"])
+
+
+def train(args, data: dict, budget: int, schedule: tuple[str, dict]) -> dict | None:
+    """Train ``budget`` iterations; the run's records, or None when the loss became
+    non-finite (one line on stderr)."""
+    train_x, train_y = data["train"]
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    model = lenet5()
+    config = {"lr": args.lr, "momentum": MOMENTUM, "weight_decay": WEIGHT_DECAY}
+    optimizer = build_optimizer(
+        args.optimizer, model.parameters(), args.schedule_free, args.warmup_iters, **config
+    )
+    scheduler = None
+    if not args.schedule_free:  # a schedule-free optimizer has no LR schedule
+        name, params = schedule
+        scheduler = budgeted.BudgetLR(
+            optimizer, name, budget, warmup_iters=args.warmup_iters, **params
+        )
+    recal = (
+        train_x[b] for b in batches(len(train_x), args.batch_size, args.seed, RECALIBRATION_BATCHES)
+    )
+    records: list[dict] = []  # per iteration: the LR it trained at and its loss; evaluations
+    start = time.perf_counter()
+    model.train()
+    for done, batch in enumerate(batches(len(train_x), args.batch_size, args.seed, budget), 1):
+        lr = optimizer.param_groups[0]["lr"]
+        loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
+        if not torch.isfinite(loss):
+            kind = "nan" if torch.isnan(loss) else "inf"
+            print(
+                f"{PROG}: diverged: the loss is {kind} at iteration {done} (base LR "
+                f"{args.lr:g}); lower --lr or lengthen --warmup-iters; nothing was written, the "
+                f"run is not a result (exit status {DIVERGED_EXIT_CODE})",
+                file=sys.stderr,
+            )
+            return None
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()  # once per iteration
+        else:  # what schedule-free trained at: its warmup, then the base LR
+            lr = optimizer.param_groups[0]["scheduled_lr"]
+        records.append({"iteration": done - 1, "lr": lr, "loss": loss.item()})
+        if args.validate_every and done % args.validate_every == 0 and done < budget:
+            val_acc = evaluate(model, optimizer, args, data, recal)
+            records.append({"iteration": done, "val_accuracy": val_acc})
+            if args.schedule_free:
+                optimizer.train()
+            model.train()
+    seconds = time.perf_counter() - start  # training (and any periodic evaluation)
+    val_acc = evaluate(model, optimizer, args, data, recal)  # at the end of the budget
+    final_lr = scheduler.get_last_lr()[0] if scheduler else optimizer.param_groups[0]["lr"]
+    return {"records": records, "val_accuracy": val_acc, "final_lr": final_lr, "seconds": seconds}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, args = parse_args(argv)
+    schedule = schedule_of(parser, args.schedule)
     results = args.out / "results.json"
     if results.exists():
         parser.error(f"--out {args.out} already holds results.json; allowed: a folder without it")
@@ -170,71 +307,69 @@ def main(argv: list[str] | None = None) -> int:
     except MissingFrameworkError as err:
         parser.error(str(err))
     train_x, train_y = tensors(split.train_images, split.train_labels)
-    val_x, val_y = tensors(split.val_images, split.val_labels)
-    params = {"milestones": STEP_MILESTONES} if args.schedule == "step" else {}
+    chosen = None if args.subset is None else subset_indices(len(train_x), args.subset, args.seed)
+    if chosen is not None:
+        train_x, train_y = train_x[chosen], train_y[chosen]
+    data = {"train": (train_x, train_y), "val": tensors(split.val_images, split.val_labels)}
+    kind = f"{args.optimizer}{' schedule-free' if args.schedule_free else ''}"
     print(
-        f"{len(train_x)} train / {len(val_x)} held-out images, batch {args.batch_size}; budget "
-        f"{budget} of {args.full_iters} iterations; {args.schedule}, warmup "
+        f"{len(train_x)} train / {len(data['val'][0])} held-out images, batch {args.batch_size}; "
+        f"budget {budget} of {args.full_iters} iterations; {args.schedule}, {kind}, warmup "
         f"{args.warmup_iters}, base LR {args.lr:g}, seed {args.seed}"
     )
-
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    model = lenet5()
-    optimizer = torch.optim.SGD(
-        model.parameters(), lr=args.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
+    try:
+        run = train(args, data, budget, schedule)
+    except MissingFrameworkError as err:  # --schedule-free without the schedulefree package
+        parser.error(str(err))
+    if run is None:
+        return DIVERGED_EXIT_CODE
+    seconds, val_acc = run["seconds"], run["val_accuracy"]
+    print(
+        f"iter {budget}/{budget}  loss {run['records'][-1]['loss']:.4f}  val accuracy {val_acc:.4f}"
     )
-    scheduler = budgeted.BudgetLR(
-        optimizer, args.schedule, budget, warmup_iters=args.warmup_iters, **params
-    )
-    records: list[dict] = []  # one per iteration: the LR it trained at and its loss
-    start = time.perf_counter()
-    model.train()
-    for batch in batches(len(train_x), args.batch_size, args.seed, budget):
-        lr = optimizer.param_groups[0]["lr"]
-        loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
-        if not torch.isfinite(loss):
-            kind = "nan" if torch.isnan(loss) else "inf"
-            print(
-                f"{PROG}: diverged: the loss is {kind} at iteration {len(records) + 1} (base LR "
-                f"{args.lr:g}); lower --lr or lengthen --warmup-iters; nothing was written, the "
-                f"run is not a result (exit status {DIVERGED_EXIT_CODE})",
-                file=sys.stderr,
-            )
-            return DIVERGED_EXIT_CODE
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()  # once per iteration
-        records.append({"iteration": len(records), "lr": lr, "loss": loss.item()})
-    seconds = time.perf_counter() - start
-    val_acc = accuracy(model, val_x, val_y)  # once, at the end of the budget
-    print(f"iter {budget}/{budget}  loss {records[-1]['loss']:.4f}  val accuracy {val_acc:.4f}")
+    kwargs = optimizer_kwargs(
+        args.optimizer, args.schedule_free, args.warmup_iters,
+        lr=args.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY,
+    )  # fmt: skip
     summary = {
         **{key: str(v) if isinstance(v, Path) else v for key, v in vars(args).items()},
         "val_accuracy": val_acc,
         "test_accuracy": None,  # no test set beyond the held-out images
-        "iterations": len(records),
+        "iterations": budget,
         "budget_iters": budget,
         "iters_per_epoch": len(train_x) / args.batch_size,  # 43.75: batches span the shuffles
         "warmup_iters": args.warmup_iters,
-        "schedule_params": {k: list(v) for k, v in params.items()},
+        "schedule_params": {
+            k: list(v) if isinstance(v, tuple) else v for k, v in schedule[1].items()
+        },
         "train_images": len(train_x),
-        "val_images": len(val_x),
-        "momentum": MOMENTUM,
-        "weight_decay": WEIGHT_DECAY,
-        "final_lr": scheduler.get_last_lr()[0],
+        "train_indices": None if chosen is None else chosen.tolist(),
+        "val_images": len(data["val"][0]),
+        "optimizer_class": optimizer_target(args.optimizer, args.schedule_free),
+        "optimizer_kwargs": kwargs,
+        "momentum": kwargs.get("momentum"),
+        "weight_decay": kwargs.get("weight_decay"),
+        "final_lr": run["final_lr"],
         "train_seconds": round(seconds, 3),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    final = {"iteration": budget, "val_accuracy": val_acc, "final": True}
-    lines = [json.dumps(r) for r in [*records, final]]
-    atomic_write_text(args.out / "metrics.jsonl", "\n".join(lines) + "\n")
-    trace = [f"{r['iteration']},{r['lr']!r}" for r in records]
-    atomic_write_text(args.out / "lr_trace.csv", "iteration,lr\n" + "\n".join(trace) + "\n")
-    atomic_write_text(results, json.dumps(summary, indent=1) + "\n")  # last: a finished run
+    write_run(
+        args.out,
+        run["records"],
+        {"iteration": budget, "val_accuracy": val_acc, "final": True},
+        summary,
+    )
     print(f"val accuracy {val_acc:.4f} after {seconds:.1f} s: {results}")
     return 0
+
+
+def write_run(out: Path, records: list[dict], final: dict, summary: dict) -> None:
+    """``metrics.jsonl``, ``lr_trace.csv``, then ``results.json`` (last: a finished run)."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(r) for r in [*records, final]]
+    atomic_write_text(out / "metrics.jsonl", "\n".join(lines) + "\n")
+    trace = [f"{r['iteration']},{r['lr']!r}" for r in records if "lr" in r]
+    atomic_write_text(out / "lr_trace.csv", "iteration,lr\n" + "\n".join(trace) + "\n")
+    atomic_write_text(out / "results.json", json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 import tiers
@@ -72,6 +74,26 @@ def sqrt_schedule() -> str:
             rules={"floor": (lambda v: isinstance(v, float) and 0 <= v < 1, "a number in [0, 1)")},
         )(_sqrt_decay)
     return TEST_SCHEDULE
+
+
+VARIANTS = {  # (schedule, params) -> its multiplier m(p), written out from the formulas
+    ("wsd", "linear"): lambda p: min(1.0, (1 - p) / 0.25),
+    ("wsd", "sqrt"): lambda p: 1.0 if p <= 0.75 else 1 - math.sqrt((p - 0.75) / 0.25),
+    ("wsd", "cosine"): lambda p: (
+        1.0 if p <= 0.75 else (1 + math.cos(math.pi * (p - 0.75) / 0.25)) / 2
+    ),
+    ("sgdr", 0): lambda p: (1 + math.cos(math.pi * p)) / 2,
+    ("sgdr", 2): lambda p: 0.0 if p >= 1 else (1 + math.cos(math.pi * (3 * p % 1))) / 2,
+}
+
+
+@pytest.fixture(params=sorted(VARIANTS, key=str), ids=lambda v: f"{v[0]}-{v[1]}")
+def schedule_variant(request) -> tuple[str, dict, Callable[[float], float]]:
+    """Each cooldown shape of ``wsd`` (``cooldown=0.25``) and ``sgdr`` with 0 and 2 restarts: (the
+    schedule, its parameters, the formula of its multiplier over the progress ``p``)."""
+    schedule, value = request.param
+    params = {"cooldown": 0.25, "decay": value} if schedule == "wsd" else {"restarts": value}
+    return schedule, params, VARIANTS[request.param]
 
 
 # --- the test tiers (tests/tiers.py): one marker per test, checked while it runs -------------

@@ -53,6 +53,7 @@ def test_every_package_the_setup_script_installs_is_pinned():
         "mmsegmentation",
         "pycocotools",
         "cityscapesscripts",
+        "schedulefree",
     ],
 )
 def test_the_environment_has_the_pinned_versions(package):

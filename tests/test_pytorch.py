@@ -39,6 +39,16 @@ def test_every_iteration_uses_the_core_multiplier(schedule):
     assert scheduler.get_last_lr() == [group["lr"] for group in optimizer.param_groups]
 
 
+def test_wsd_cooldown_shapes_and_sgdr_restarts_follow_their_formulas(schedule_variant):
+    schedule, params, formula = schedule_variant
+    optimizer = make_optimizer()
+    used = run(BudgetLR(optimizer, schedule, 80, warmup_iters=0, **params), optimizer, 80)
+    assert [lrs[0] for lrs in used] == pytest.approx([0.1 * formula(t / 80) for t in range(80)])
+    text = ",".join(f"{k}={v}" for k, v in params.items())  # the same, as one word
+    again = make_optimizer()
+    assert run(BudgetLR(again, f"{schedule}:{text}", 80, warmup_iters=0), again, 80) == used
+
+
 def test_is_a_torch_lr_scheduler_and_refuses_an_epoch_argument():
     optimizer = make_optimizer()
     scheduler = BudgetLR(optimizer, "linear", 10, warmup_iters=0)

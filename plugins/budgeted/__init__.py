@@ -39,7 +39,7 @@ from .version import __version__
 _install_legacy_paths()
 
 SCHEDULES: tuple[str, ...] = schedule_names()
-"""The built-in schedule names: linear, cosine, poly, htd, step, exp, constant."""
+"""The built-in schedule names: linear, cosine, poly, htd, step, exp, constant, wsd, rex, sgdr."""
 
 __all__ = [
     "BUDGET_FRACTIONS",

@@ -33,8 +33,9 @@ CORE = {
     "BudgetStep": ("step", {"milestones": (0.5, 0.75), "gamma": 0.2}),
     "BudgetExp": ("exp", {"end_factor": 0.05}),
     "BudgetConstant": ("constant", {}),
-    "BudgetWSD": ("wsd", {"cooldown": 0.4}),
+    "BudgetWSD": ("wsd", {"cooldown": 0.4, "decay": "sqrt"}),
     "BudgetRex": ("rex", {}),
+    "BudgetSGDR": ("sgdr", {"restarts": 2}),
 }
 
 
@@ -46,6 +47,7 @@ def make_cfg(name: str, max_iter: int = 60, warmup: int = 7, **solver):
     b = s.BUDGET
     b.COSINE_ETA, b.POLY_POWER, b.HTD_LOWER, b.HTD_UPPER = 0.05, 2.0, -4.0, 2.0
     b.STEP_MILESTONES, b.EXP_END_FACTOR, b.WSD_COOLDOWN = (0.5, 0.75), 0.05, 0.4
+    b.WSD_DECAY, b.SGDR_RESTARTS = "sqrt", 2
     for k, v in solver.items():
         setattr(s, k, v)
     return cfg
@@ -68,6 +70,17 @@ def test_every_core_schedule_has_a_detectron2_name() -> None:
     assert set(BUDGET_SCHEDULERS) == set(CORE)  # the built-ins
     assert set(CORE) <= set(budget_scheduler_names())  # tests may have registered more
     assert all(name in LR_SCHEDULER_REGISTRY for name in budget_scheduler_names())
+
+
+def test_wsd_cooldown_shapes_and_sgdr_restarts_follow_their_formulas(schedule_variant) -> None:
+    """``SOLVER.BUDGET.WSD_DECAY`` / ``SGDR_RESTARTS`` reach the multiplier (no warmup)."""
+    schedule, params, formula = schedule_variant
+    cfg = make_cfg(f"Budget{schedule.upper()}", max_iter=80, warmup=0)
+    for param, value in params.items():
+        cfg.SOLVER.BUDGET[param_key(schedule, param).rsplit(".", 1)[1]] = value
+    opt = sgd()
+    lrs = run_lrs(build_lr_scheduler(cfg, opt), opt, 80)
+    assert lrs == pytest.approx([0.1 * formula(t / 80) for t in range(80)], abs=1e-12)
 
 
 def test_a_schedule_registered_later_gets_its_name_and_keys(sqrt_schedule) -> None:

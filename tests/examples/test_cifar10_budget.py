@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import schedulefree
 import torch
 
 import budgeted
@@ -137,3 +138,77 @@ def test_a_set_without_the_toy_marker_is_read_by_the_stock_class(data, tmp_path,
     args = ["--data", str(tmp_path), "--budget", "1", *TOY, "--out", str(tmp_path / "out")]
     assert "Dataset not found or corrupted" in fails(capsys, args)
     assert "Dataset not found" in fails(capsys, [*args[:1], str(tmp_path / "none"), *args[2:]])
+
+
+def test_a_schedule_with_parameters_and_another_optimizer(data, tmp_path, monkeypatch):
+    """The sweep's arms: ``wsd:decay=sqrt`` at the core's multiplier, with AMSGrad keeping the
+    base LR and weight decay (its class recorded as built)."""
+    built = []
+    build = example.build_optimizer
+    monkeypatch.setattr(
+        example, "build_optimizer", lambda *a, **k: built.append(build(*a, **k)) or built[-1]
+    )
+    flags = ["--schedule", "wsd:decay=sqrt", "--optimizer", "amsgrad", "--warmup-iters", "2"]
+    assert (
+        example.main(["--data", str(data), "--budget", "0.5", *TOY, *flags, "--out", str(tmp_path)])
+        == 0
+    )
+    (optimizer,) = built
+    assert type(optimizer) is torch.optim.Adam and optimizer.defaults["amsgrad"] is True
+    expected = [
+        0.1 * budgeted.lr_multiplier("wsd", t, 5, warmup_iters=2, decay="sqrt") for t in range(5)
+    ]
+    assert read_trace(tmp_path) == expected
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["optimizer_kwargs"] == {"lr": 0.1, "weight_decay": 5e-4, "amsgrad": True}
+    assert results["momentum"] is None and results["schedule"] == "wsd:decay=sqrt"
+
+
+def test_schedule_free_evaluates_at_its_average_with_batchnorm_recalibrated(
+    data, tmp_path, monkeypatch
+):
+    """ResNet-18 has BatchNorm: before the evaluations the optimizer is in eval mode (x) and the
+    statistics are recomputed from the training batches (one pass of the toy loader: 5)."""
+    built, recalibrated, modes = [], [], []
+    build, recalibrate, accuracy = example.build_optimizer, example.recalibrate_bn, example.accuracy
+    monkeypatch.setattr(
+        example, "build_optimizer", lambda *a, **k: built.append(build(*a, **k)) or built[-1]
+    )
+    monkeypatch.setattr(
+        example, "recalibrate_bn", lambda m, b: recalibrated.append(recalibrate(m, b))
+    )
+
+    def spy_accuracy(model, *args):
+        modes.append(built[0].param_groups[0]["train_mode"])
+        return accuracy(model, *args)
+
+    monkeypatch.setattr(example, "accuracy", spy_accuracy)
+    flags = ["--schedule-free", "--optimizer", "adamw", "--warmup-iters", "2", "--lr", "0.01"]
+    assert (
+        example.main(["--data", str(data), "--budget", "0.5", *TOY, *flags, "--out", str(tmp_path)])
+        == 0
+    )
+    assert (
+        type(built[0]) is schedulefree.AdamWScheduleFree and built[0].defaults["warmup_steps"] == 2
+    )
+    assert recalibrated == [5] and modes == [False, False]  # validation and test, at x
+    assert read_trace(tmp_path) == pytest.approx([0.005] + [0.01] * 4)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["schedule"] == "constant" and results["schedule_free"] is True
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--optimizer", "adam"], "--optimizer 'adam' is invalid; allowed: one of sgd, adamw, "),
+        (["--schedule", "wsd:decay=fast"], "--schedule 'wsd:decay=fast': wsd schedule: decay="),
+        (["--schedule-free", "--optimizer", "amsgrad"], "--optimizer 'amsgrad' has no schedule-"),
+        (["--schedule-free", "--schedule", "rex"], "--schedule 'rex' with --schedule-free is inv"),
+    ],
+)
+def test_bad_arm_flags_are_one_line(data, tmp_path, capsys, flags, message):
+    out = tmp_path / "out"
+    assert message in fails(
+        capsys, ["--data", str(data), "--budget", "1", *TOY, *flags, "--out", str(out)]
+    )
+    assert not out.exists()

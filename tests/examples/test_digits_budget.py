@@ -26,7 +26,8 @@ RESULT_KEYS = {  # examples/cifar10_budget.py's results.json keys (less its data
     "budget", "batch_size", "lr", "schedule", "warmup_iters", "seed", "out", "val_accuracy",
     "test_accuracy", "iterations", "budget_iters", "iters_per_epoch", "train_images", "momentum",
     "weight_decay", "final_lr", "train_seconds", "full_iters", "threads", "schedule_params",
-    "val_images",
+    "val_images", "optimizer", "schedule_free", "subset", "validate_every", "train_indices",
+    "optimizer_class", "optimizer_kwargs",
 }  # fmt: skip
 
 

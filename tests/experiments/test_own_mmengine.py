@@ -69,6 +69,31 @@ def test_an_own_epoch_based_mmpretrain_config_counts_epochs_as_iterations(tmp_pa
 
 
 @pytest.mark.e2e
+def test_every_new_arm_runs_on_an_own_epoch_based_config(tmp_path):
+    """issue 43: a schedule variant, schedule-free (which found the epoch-based loop refused
+    without ``--schedule``) and the subset baseline, by two optimizers, on the user's config."""
+    pytest.importorskip("sklearn", reason="the digits set needs scikit-learn")
+    from budgeted.toys.digits import write_digits
+
+    root = write_digits(tmp_path / "digits")
+    config = digits_config(tmp_path, root)  # 2 epochs x 44 iterations, MultiStepLR, no warmup
+    out = tmp_path / "sweep"
+    sweep_ok("--config", config, "--schedules", "wsd:decay=sqrt", "schedulefree", "subset",
+             "--optimizers", "sgd", "adamw", "--budgets", "0.1", "--lrs", "0.05", "--lrs-for",
+             "adamw=0.003", "--out", out, cwd=tmp_path)  # fmt: skip
+    free = dumped(out / "schedulefree-adamw_budget10_lr0.003")
+    assert free.optim_wrapper.optimizer.type == "AdamWScheduleFree"
+    assert free.param_scheduler == [] and free.train_cfg.max_iters == 9
+    assert "ScheduleFreeHook" in [h["type"] for h in free.custom_hooks]
+    subset = dumped(out / "subset-sgd_budget10_lr0.05").train_dataloader.dataset
+    assert (subset.type, subset.fraction) == ("RandomSubsetDataset", 0.1)
+    wsd = dumped(out / "wsd-decay-sqrt-sgd_budget10_lr0.05").param_scheduler
+    assert [(e["type"], e["decay"]) for e in wsd] == [("BudgetWSDLR", "sqrt")]
+    table = report_ok(out)
+    assert "6/6 runs finished" in table and "| subset@adamw |" in table
+
+
+@pytest.mark.e2e
 def test_branch_takes_an_own_mmseg_config(tmp_path, toy_root):
     """One WSD run of the user's config at 0.5 (20 iterations, their warmup of 4), its cooldown
     branched for 0.25 (10) from its checkpoint after iteration 9."""

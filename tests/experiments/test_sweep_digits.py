@@ -152,7 +152,7 @@ def test_any_registered_schedule_is_a_digits_cell_and_others_are_one_line(
             f"{schedule} --full-iters 1720 --out " in shown  # fmt: skip
     assert main([*args, "nosuch"]) == 2
     assert capsys.readouterr().err.startswith(
-        "sweep: error: schedule 'nosuch' is not a registered schedule; allowed: linear, "
+        "sweep: error: schedule 'nosuch' is not a registered schedule or arm; allowed: linear, "
     )
     assert main([*args, "linear", "--", "--out", "elsewhere"]) == 2
     assert "override '--out' after -- is set by the sweep per cell" in capsys.readouterr().err

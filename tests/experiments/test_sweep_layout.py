@@ -39,11 +39,12 @@ def test_the_sweep_imports_nothing_of_the_report():
 
 def test_the_sweep_is_split_along_plan_execute_and_command_line():
     assert {p.stem for p in SWEEP.glob("*.py")} == {
-        "__init__", "__main__", "cli", "commands", "compat", "cost", "execute", "local", "metrics",
-        "plan", "records",
+        "__init__", "__main__", "cli", "commands", "compat", "cost", "execute", "grid", "local",
+        "metrics", "plan", "records",
         "slurm", "slurm_job", "slurm_options", "status",
     }  # fmt: skip
-    assert not any("execute" in name or "cli" in name for name in _imports(SWEEP / "plan.py"))
+    for planning in ("plan.py", "grid.py"):
+        assert not any("execute" in name or "cli" in name for name in _imports(SWEEP / planning))
     assert not any(name.endswith(".cli") for name in _imports(SWEEP / "execute.py"))
     assert not any(name.endswith(".local") for name in _imports(SWEEP / "execute.py"))
 

@@ -442,7 +442,7 @@ def test_detectron2_toy_cell_reports_box_and_mask_ap(tmp_path):
         (["mmdet", "--task", "coco"], "mmdet has no task 'coco'; allowed: none (leave it out)"),
         (
             ["detectron2", "--toy", "--schedules", "linear", "Rex", "--budgets", "0.1"],
-            "schedule 'Rex' is not a registered schedule; allowed: linear, cosine, poly, htd, ",
+            "schedule 'Rex' is not a registered schedule or arm; allowed: linear, cosine, poly, ",
         ),
         (
             ["mmseg", "--toy", "--budgets", "0.05", "0.2"],

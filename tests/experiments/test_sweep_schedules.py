@@ -79,7 +79,8 @@ def test_the_sweep_trains_unshipped_schedules_from_the_linear_configs(
     [
         (
             ["--schedules", "nosuch"],
-            "schedule 'nosuch' is not a registered schedule; allowed: linear, cosine, poly, htd, ",
+            "schedule 'nosuch' is not a registered schedule or arm; allowed: linear, cosine, poly, "
+            "htd, ",
         ),
         (
             ["--schedules", "rex", "--", "param_scheduler.0.type=PolyLR"],

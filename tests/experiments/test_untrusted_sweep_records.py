@@ -135,6 +135,8 @@ def _frameworks(out: Path, tmp: Path) -> None:
     _edit_json(out / "sweep.json", lambda r: r.update(framework="mmseg"))
 
 
+ARMS = ", schedulefree or subset (NAME[:KEY=VALUE,...][@OPTIMIZER])"
+"""What else a cell's schedule may be (budgeted.experiments.arms)."""
 CELL_FILE = "{out}/" + CELL + "/sweep_cell.json is not a sweep record: "
 SWEEP_FILE = "{out}/sweep.json is not a sweep record: "
 METRICS_LOG = "{out}/linear_budget1_lr0.3_seed1/metrics.jsonl: its final val_accuracy "
@@ -145,11 +147,11 @@ LINK = " is a symbolic link (to {target}); allowed: plain files and folders insi
 CASES = {
     # 9. a record key that climbs out of the sweep folder
     "sweep.json cell ../outside/linear": (_outside, SWEEP_FILE + "its cell ['../outside/linear', "
-        f"0.01, 0.3, 0]: schedule '../outside/linear' is not a registered schedule ({{registered}})"
-        f"; {ALLOWED}"),
+        f"0.01, 0.3, 0]: schedule '../outside/linear' is not a registered schedule "
+        f"({{registered}}){ARMS}; {ALLOWED}"),
     "sweep_cell.json schedule /etc/linear": (_absolute, "{out}/extra/sweep_cell.json is not a "
-        f"sweep record: its schedule '/etc/linear' is not a registered schedule ({{registered}}); "
-        f"{ALLOWED}"),
+        f"sweep record: its schedule '/etc/linear' is not a registered schedule "
+        f"({{registered}}){ARMS}; {ALLOWED}"),
     # 10. a cell folder that is (or holds) a symbolic link
     "cell folder a link": (_linked_cell, "{out}/" + CELL + LINK.replace("{target}",
         "{tmp}/target")),
@@ -178,8 +180,8 @@ CASES = {
     "sweep_cell.json of another framework": (_cell_field("framework", "mmseg"), CELL_FILE
         + f"its framework 'mmseg' is not the sweep's (pytorch); {ALLOWED}"),
     "sweep.json cell schedule 5": (_planned([5, 0.01, 0.3, 0]), SWEEP_FILE
-        + f"its cell [5, 0.01, 0.3, 0]: schedule 5 is not a registered schedule ({{registered}}); "
-        f"{ALLOWED}"),
+        + "its cell [5, 0.01, 0.3, 0]: schedule 5 is not a registered schedule "
+        f"({{registered}}){ARMS}; {ALLOWED}"),
     "sweep.json cell seed 1.5": (_planned(["linear", 0.01, 0.3, 1.5]), SWEEP_FILE
         + f"its cell ['linear', 0.01, 0.3, 1.5]: seed 1.5 is not an integer in [0, 2**32) or "
         f"null; {ALLOWED}"),
@@ -312,7 +314,7 @@ def test_a_real_digits_sweep_refuses_a_linked_cell_and_a_cell_outside_it(tmp_pat
     linked = f"{out / CELL}{LINK.replace('{target}', str(target))}"
     outside = (
         f"{SWEEP_FILE.format(out=out)}its cell ['../outside/linear', 0.01, 0.3, 0]: schedule "
-        f"'../outside/linear' is not a registered schedule ({in_a_new_process}); {ALLOWED}"
+        f"'../outside/linear' is not a registered schedule ({in_a_new_process}){ARMS}; {ALLOWED}"
     )
     for case, line in (("link", linked), ("outside", outside)):
         if case == "outside":

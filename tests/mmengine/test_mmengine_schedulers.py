@@ -27,7 +27,9 @@ PARAMS = {  # non-default parameters, so that passing them through is tested too
     "step": {"milestones": [0.5, 0.75], "gamma": 0.2},
     "exp": {"end_factor": 0.05},
     "constant": {},
-    "wsd": {"cooldown": 0.4},
+    "wsd": {"cooldown": 0.4, "decay": "sqrt"},
+    "rex": {},
+    "sgdr": {"restarts": 2},
 }
 
 
@@ -104,6 +106,19 @@ def test_named_scheduler_steps_through_whole_budget_like_the_core(schedule):
             else:
                 expected = base * core(end - 1 - begin)  # after end: the last value stays
             assert lr == pytest.approx(expected, rel=1e-12, abs=1e-15), (schedule, it)
+
+
+def test_wsd_cooldown_shapes_and_sgdr_restarts_follow_their_formulas(schedule_variant):
+    schedule, params, formula = schedule_variant
+    opt = make_optimizer((1.0,))
+    sched = PARAM_SCHEDULERS.build(
+        dict(type=bm.NAMED_SCHEDULERS[schedule].__name__, end=80, warmup_iters=0, by_epoch=False,
+             **params),
+        default_args=dict(optimizer=opt),
+    )  # fmt: skip
+    assert [v[0] for v in run(sched, 80)] == pytest.approx(
+        [formula(t / 80) for t in range(80)], abs=1e-12
+    )
 
 
 def test_generic_lr_and_param_scheduler_match_the_named_ones():

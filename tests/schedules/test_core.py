@@ -47,6 +47,7 @@ def test_public_schedule_names():
         "constant",
         "wsd",
         "rex",
+        "sgdr",
     )
 
 
@@ -80,12 +81,67 @@ def test_public_schedule_names():
         ("wsd", {"cooldown": 0.5}, 0.4, 1.0),
         ("wsd", {"cooldown": 0.5}, 0.75, 0.5),
         ("wsd", {"cooldown": 1.0}, 0.25, 0.75),  # c = 1: linear
+        ("wsd", {"decay": "sqrt"}, 0.85, 1 - math.sqrt(0.25)),  # q = (0.85 - 0.8) / 0.2
+        ("wsd", {"decay": "sqrt"}, 0.95, 1 - math.sqrt(0.75)),
+        ("wsd", {"decay": "sqrt"}, 1.0, 0.0),
+        ("wsd", {"decay": "cosine"}, 0.9, 0.5),
+        ("wsd", {"decay": "cosine", "cooldown": 0.5}, 0.625, (1 + math.cos(math.pi / 4)) / 2),
+        ("wsd", {"decay": "linear"}, 0.95, 0.25),
+        ("sgdr", {"restarts": 0}, 0.5, 0.5),  # one period: cosine
+        ("sgdr", {}, 0.25, 0.5),  # two periods of 1/2: halfway down the first
+        ("sgdr", {}, 0.5, 1.0),  # the restart
+        ("sgdr", {}, 0.75, 0.5),
+        ("sgdr", {"restarts": 2}, 1 / 6, 0.5),
+        ("sgdr", {"restarts": 2}, 0.5, 0.5),  # halfway down the second of three
+        ("sgdr", {"restarts": 2}, 1.0, 0.0),
     ],
 )
 def test_decay_at_reference_points(schedule, params, p, expected):
     # No warmup, T = 900: iteration t is progress t / 900.
     t = p * 900
     assert lr_multiplier(schedule, t, 900, warmup_iters=0, **params) == pytest.approx(expected)
+
+
+def test_each_wsd_cooldown_shape_and_sgdr_follow_their_formulas(schedule_variant):
+    schedule, params, formula = schedule_variant
+    for t in range(0, 901, 9):  # no warmup, T = 900: iteration t is progress t / 900
+        expected = formula(t / 900)
+        assert lr_multiplier(schedule, t, 900, warmup_iters=0, **params) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "wsd:decay=square",
+            "wsd schedule: decay='square' is invalid; allowed: linear, sqrt, cosine",
+        ),
+        (
+            "sgdr:restarts=1.5",
+            "sgdr schedule: restarts=1.5 is invalid; allowed: a whole number >= 0",
+        ),
+        ("sgdr:restarts=-1", "sgdr schedule: restarts=-1 is invalid; allowed: a whole number >= 0"),
+        ("wsd:shape=sqrt", "schedule 'wsd' has no parameter 'shape'; it takes: cooldown, decay"),
+        ("wsd:decay", "schedule 'wsd:decay' is invalid; allowed: NAME[:KEY=VALUE[,KEY=VALUE...]]"),
+        ("nope:eta=1", "unknown schedule 'nope'"),
+    ],
+)
+def test_a_bad_variant_is_one_line(text, message):
+    with pytest.raises(ValueError) as err:
+        BudgetSchedule(text, 100, 0)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_variant_is_the_schedule_with_its_parameters():
+    """``"wsd:decay=sqrt"`` is ``wsd`` with ``decay="sqrt"``: the same budget, state and values."""
+    text = BudgetSchedule("wsd:decay=sqrt,cooldown=0.1", 1000, 50)
+    named = BudgetSchedule("wsd", 1000, 50, params={"decay": "sqrt", "cooldown": 0.1})
+    assert text == named and text.state() == named.state()
+    assert text.state()["schedule"] == "wsd" and not text.differences(named)
+    assert BudgetSchedule("sgdr:restarts=3", 100, 0, params={"restarts": 1}).params == {
+        "restarts": 1
+    }  # params win over the text
+    assert lr_multiplier("sgdr:restarts=1", 75, 100, warmup_iters=0) == pytest.approx(0.5)
 
 
 def test_warmup_is_linear_then_decay_runs_over_the_remaining_budget():

@@ -372,6 +372,36 @@ def test_a_digits_grid_through_slurm_ends_with_the_records_and_report_of_the_loc
     assert {row[1] for row in status_rows(slurm_out, env).values()} == {"done"}
 
 
+ARMS = ["pytorch", "--task", "digits", "--schedules", "wsd:decay=sqrt", "sgdr:restarts=1",
+        "schedulefree", "subset", "--optimizers", "sgd", "adamw", "--budgets", "0.01", "--lrs",
+        "0.3", "--lrs-for", "adamw=0.003", "--seeds", "0", "--validate-every", "5"]  # fmt: skip
+"""Every arm of issue 43 by two optimizers, validated every 5 iterations: 8 cells of 17
+iterations."""
+
+
+def test_every_new_arm_runs_as_slurm_cells_as_it_runs_locally(env, tmp_path):
+    """issue 43: schedule variants, schedule-free, subset and the optimizer axis, each cell a
+    Slurm job, end with the records, periodic evaluations and report of the local run."""
+    from budgeted.runs import reader
+
+    found = {}
+    for executor in ("local", "slurm"):
+        out = tmp_path / executor
+        done = run([*SWEEP, *ARMS, "--out", out, "--executor", executor], env)
+        assert done.returncode == 0, f"{executor}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        found[executor] = out
+    local, slurm_out = found["local"], found["slurm"]
+    names = sorted(p.parent.name for p in local.glob("*/sweep_cell.json"))
+    assert len(names) == 8 and "schedulefree-adamw_budget1_lr0.003_seed0" in names
+    for name in names:
+        here, there = record(local, name), record(slurm_out, name)
+        assert here["status"] == there["status"] == "finished", name
+        assert here["metrics"] == there["metrics"] and there["slurm"]["state"] == "COMPLETED"
+        evaluated = reader("pytorch").evaluations(slurm_out / name)
+        assert [at for at, _ in evaluated] == [5, 10, 15, 17], name
+    assert report_rows(local, tmp_path) == report_rows(slurm_out, tmp_path)
+
+
 def test_status_follows_a_requeued_and_a_cancelled_job_and_keeps_every_tries_time(
     env, tmp_path, submitted
 ):

@@ -25,7 +25,18 @@ def plot_schedules():
 def test_table_rows_are_the_core_multipliers(plot_schedules):
     lines = plot_schedules.multiplier_table(900, 500, points=4).splitlines()
     names = lines[0].split()[1:]
-    assert names == ["linear", "cosine", "poly", "htd", "step", "exp", "constant", "wsd", "rex"]
+    assert names == [
+        "linear",
+        "cosine",
+        "poly",
+        "htd",
+        "step",
+        "exp",
+        "constant",
+        "wsd",
+        "rex",
+        "sgdr",
+    ]
     for line in lines[1:]:
         t, *values = line.split()
         expected = [lr_multiplier(name, int(t), 900) for name in names]

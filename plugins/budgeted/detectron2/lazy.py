@@ -28,7 +28,7 @@ from detectron2.utils.registry import locate
 from fvcore.common.param_scheduler import MultiStepParamScheduler, ParamScheduler
 from omegaconf import DictConfig, OmegaConf
 
-from ..schedules import DEFAULTS, BudgetSchedule, budget_iters, schedule_names
+from ..schedules import DEFAULTS, BudgetSchedule, budget_iters, parse_arm, schedule_names
 from ..schedules.contract import BudgetFieldError
 from .solver import BudgetConfigError, BudgetLRScheduler
 
@@ -221,7 +221,7 @@ def _checked_options(
 ) -> tuple[int, int]:
     """(the full schedule, the budget) in iterations; :class:`BudgetOptionError` for bad
     options."""
-    if schedule is not None and schedule not in schedule_names():
+    if schedule is not None and str(schedule).partition(":")[0] not in schedule_names():
         raise BudgetOptionError(
             f"--schedule {schedule} is unknown; allowed: {', '.join(schedule_names())}"
         )
@@ -311,11 +311,14 @@ def apply_budget(
     warmup, factor, method = lazy_warmup(node, full)
     source = _warmup_source(node, full)
     _check_longer(total, warmup, fraction, full, source)
-    params = lazy_step(node, old) if schedule == "step" else {}  # BAC of the config's own step
-    try:
+    text = schedule
+    try:  # "wsd:decay=sqrt": a schedule with its parameters (parse_arm)
+        schedule, given = parse_arm(text)
+        params = lazy_step(node, old) if schedule == "step" else {}  # BAC of the config's step
+        params.update(given)
         BudgetLRMultiplier(schedule, total, warmup, factor, method, **params)
     except ValueError as err:
-        raise BudgetOptionError(f"--schedule {schedule}: {err}") from None
+        raise BudgetOptionError(f"--schedule {text}: {err}") from None
     cfg.train.max_iter = total
     cfg.lr_multiplier = LazyCall(BudgetLRMultiplier)(
         schedule=schedule, total_iters=_FOLLOWS, warmup_iters=warmup,
@@ -323,7 +326,7 @@ def apply_budget(
     )  # fmt: skip
     instantiate(cfg.lr_multiplier)  # as the tool will build it
     lines.append(
-        f"--schedule {schedule}: lr_multiplier {_name(node)} -> BudgetLRMultiplier(schedule="
+        f"--schedule {text}: lr_multiplier {_name(node)} -> BudgetLRMultiplier(schedule="
         f"{schedule!r}, total_iters=train.max_iter={total}, warmup_iters={warmup}, "
         f"warmup_factor={factor}, warmup_method={method!r}); the warmup: {source}"
     )

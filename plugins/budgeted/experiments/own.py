@@ -28,6 +28,7 @@ from ..errors import ReportError, SweepError
 from ..runs.records import shown
 from ..schedules import schedule_info
 from ..schedules.units import budget_iters
+from .arms import param_overrides, parse_cell
 from .families import FRAMEWORKS, ConfigFamily
 
 __all__ = [
@@ -299,19 +300,31 @@ def check_same_source(out: Path, recorded: dict, fam: ConfigFamily, force: bool)
 
 
 def own_overrides(fam: ConfigFamily, schedule: str, budget: float) -> list[str]:
-    """What turns the user's config into a cell: its ``budget`` and ``schedule`` (with the config's
-    warmup), in the training tool's syntax (``SOLVER.BUDGET.*``, or ``--budget``, ``--schedule``,
-    ``--full-iters``)."""
+    """What turns the user's config into a cell: its ``budget`` and ``schedule`` (a cell's text,
+    :mod:`~budgeted.experiments.arms`: its parameters too; with the config's warmup), in the
+    training tool's syntax (``SOLVER.BUDGET.*``; ``--budget``, ``--schedule``, ``--full-iters``,
+    a script's and a LazyConfig's ``--schedule`` the arm's text, ``budgeted-train-seg``'s the
+    schedule's name with ``param_scheduler.0.KEY=VALUE``, none with ``--schedule-free``)."""
     text = f"{budget:.12g}"
+    arm = parse_cell(schedule)
     if fam.tool == "detectron2":
-        label = schedule_info(schedule).label
-        step = schedule == "step" and fam.step_milestones  # the config's own STEPS, as fractions
+        label = schedule_info(arm.schedule).label
+        step = (
+            arm.schedule == "step" and fam.step_milestones
+        )  # the config's own STEPS, as fractions
         return [
             "SOLVER.BUDGET.FULL_ITERS", str(fam.full_iters), "SOLVER.BUDGET.FRACTION", text,
             "SOLVER.LR_SCHEDULER_NAME", f"Budget{label}",
             *(["SOLVER.BUDGET.STEP_MILESTONES", str(fam.step_milestones)] if step else []),
+            *param_overrides(fam.tool, arm.schedule, arm.params),
         ]  # fmt: skip
-    return ["--budget", text, "--schedule", schedule, "--full-iters", str(fam.full_iters)]
+    full = ["--budget", text, "--full-iters", str(fam.full_iters)]
+    if fam.tool in ("pytorch", "detectron2-lazy"):  # --schedule takes the arm's text as it is
+        return [*full[:2], "--schedule", arm.tool_schedule, *full[2:]]
+    if arm.kind == "schedulefree":  # budgeted-train-seg: --schedule-free is its LR schedule
+        return full
+    params = param_overrides(fam.tool, arm.schedule, arm.params)  # set on the one it makes
+    return [*full[:2], "--schedule", arm.schedule, *full[2:], *params]
 
 
 def family_record(fam: ConfigFamily) -> dict[str, Any]:

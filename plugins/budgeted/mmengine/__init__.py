@@ -1,8 +1,10 @@
 """MMEngine integration: ``import budgeted.mmengine`` registers the budget schedulers
-(:mod:`.schedulers`), hooks (:mod:`.hooks`, :mod:`.grad_norm`, :mod:`.scheduler_hook`) and the
-time-budget loop (:mod:`.time_budget`); the same package serves MMSegmentation, MMDetection,
-MMPretrain and MMAction2 configs (docs/mmseg.md). Importing it changes none of MMEngine's hooks
-and does not apply the checkpoint allow-list (:func:`allow_mmengine_checkpoints`).
+(:mod:`.schedulers`), hooks (:mod:`.hooks`, :mod:`.grad_norm`, :mod:`.scheduler_hook`), the
+time-budget loop (:mod:`.time_budget`), schedulefree's optimizers and ``ScheduleFreeHook``
+(:mod:`.schedule_free`) and the random-subset dataset (:mod:`.subset`); the same package serves
+MMSegmentation, MMDetection, MMPretrain and MMAction2 configs (docs/mmseg.md). Importing it
+changes none of MMEngine's hooks and does not apply the checkpoint allow-list
+(:func:`allow_mmengine_checkpoints`).
 
 In a config::
 
@@ -31,6 +33,7 @@ from .checkpoint import (  # noqa: E402
 )
 from .grad_norm import FullGradNormHook  # noqa: E402
 from .hooks import AtomicCheckpointHook, DivergenceHook, PreemptionHook  # noqa: E402
+from .schedule_free import ScheduleFreeHook  # noqa: E402
 from .scheduler_hook import BudgetParamSchedulerHook  # noqa: E402
 from .schedulers import (  # noqa: E402
     NAMED_SCHEDULERS,
@@ -39,6 +42,7 @@ from .schedulers import (  # noqa: E402
     BudgetScheduleLR,
     scheduler_types,
 )
+from .subset import RandomSubsetDataset  # noqa: E402
 from .time_budget import TimeBudgetClockHook, TimeBudgetTrainLoop  # noqa: E402
 
 __all__ = [
@@ -54,6 +58,8 @@ __all__ = [
     "DivergenceHook",
     "FullGradNormHook",
     "PreemptionHook",
+    "RandomSubsetDataset",
+    "ScheduleFreeHook",
     "TimeBudgetClockHook",
     "TimeBudgetTrainLoop",
     "UnsafeCheckpointError",

@@ -5,8 +5,10 @@
     bash tools/dist_train.sh CONFIG 2                                      # torchrun; gloo on CPUs
 
 MMSegmentation's arguments plus ``--budget``, ``--budget-time``, ``--resume-from``,
-``--schedule`` and ``--full-iters``. Everything is checked first, once, before anything is
-written (:func:`budgeted.mmengine.preflight.preflight`), each refusal one line and exit status 2.
+``--schedule``, ``--full-iters`` and a sweep's arms (``--optimizer``, ``--schedule-free``,
+``--subset``, ``--validate-every``: :mod:`budgeted.mmengine.arms`). Everything is checked
+first, once, before anything is written (:func:`budgeted.mmengine.preflight.preflight`), each
+refusal one line and exit status 2.
 Exit statuses: 75 preempted (:class:`~budgeted.mmengine.hooks.PreemptionHook`), 3 diverged
 (:class:`~budgeted.mmengine.hooks.DivergenceHook`), 4 a time budget that ended undecayed
 (:class:`~budgeted.mmengine.time_budget.TimeBudgetEndHook`).
@@ -32,6 +34,7 @@ from ..runs.mmengine import WorkDirBusyError, WorkDirLock
 from ..safety import remove_stale_temporaries
 from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
 from ..schedules import BudgetMismatchError, schedule_names
+from .arms import add_arm_options
 from .checkpoint import allow_mmengine_checkpoints
 from .compat import parse_option_value
 from .config_edits import (  # the config edits, importable from here as before
@@ -233,6 +236,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="enable automatic-mixed-precision training",
     )
     add_budget_options(parser)
+    add_arm_options(parser)
     parser.add_argument(
         "--cfg-options",
         nargs="+",

@@ -34,6 +34,7 @@ __all__ = [
     "full_schedule_iters",
     "iters_per_epoch",
     "lr_warmup",
+    "make_iteration_based",
     "step_milestones",
 ]
 
@@ -215,7 +216,7 @@ def step_milestones(cfg: Config) -> dict[str, Any]:
     return {"milestones": fractions, "gamma": float(entry.get("gamma", 0.1))} if fractions else {}
 
 
-def _make_iteration_based(cfg: Config, full: int) -> None:
+def make_iteration_based(cfg: Config, full: int) -> None:
     """An epoch loop as ``IterBasedTrainLoop`` over ``full`` iterations, its checkpoint, logger
     and log processor counting iterations."""
     cfg.train_cfg = dict(type="IterBasedTrainLoop", max_iters=full, val_interval=full)
@@ -230,8 +231,11 @@ def _make_iteration_based(cfg: Config, full: int) -> None:
         cfg.log_processor.by_epoch = False
 
 
-def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None = None) -> int:
-    """``--schedule NAME`` and ``--full-iters N``: a user's config under a budget schedule.
+def apply_own_schedule(
+    cfg: Config, schedule: str | None, full_iters: int | None = None, schedule_free: bool = False
+) -> int:
+    """``--schedule NAME`` and ``--full-iters N``: a user's config under a budget schedule
+    (``schedule_free``: ``--schedule-free`` is its schedule, and makes the loop iteration-based).
 
     ``--schedule``: the LR entries become one ``Budget<Label>LR(by_epoch=False)`` with the
     config's warmup (:func:`lr_warmup`) and own step milestones (:func:`step_milestones`); an
@@ -252,7 +256,7 @@ def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None
     """
     if full_iters is not None:
         cfg.full_schedule_iters = whole_number("--full-iters", full_iters)
-        if schedule is None and epoch_based(cfg):
+        if schedule is None and not schedule_free and epoch_based(cfg):
             raise ValueError(
                 f"--full-iters {full_iters} on an epoch-based train loop needs --schedule (which "
                 "makes it iteration-based)"
@@ -272,7 +276,7 @@ def apply_own_schedule(cfg: Config, schedule: str | None, full_iters: int | None
     warmup, factor = lr_warmup(cfg)
     params = step_milestones(cfg) if schedule == "step" else {}  # BAC of the config's own step
     if epoch_based(cfg):
-        _make_iteration_based(cfg, full_schedule_iters(cfg))
+        make_iteration_based(cfg, full_schedule_iters(cfg))
     cfg.param_scheduler = [
         dict(type=f"Budget{label}LR", warmup_iters=warmup, warmup_factor=factor, by_epoch=False,
              **params)

@@ -26,6 +26,7 @@ from ..config_files import find_config
 from ..runs.mmengine import WorkDirLock, check_new_run_folder, saved_schedulers, scheduler_key
 from ..schedules import BudgetMismatchError, check_on_resume
 from .annotation_checks import check_annotation_files
+from .arms import apply_optimizer, apply_schedule_free, apply_subset, apply_validate_every
 from .base_lrs import check_resume_base_lrs
 from .config_edits import (
     PROG,
@@ -54,6 +55,7 @@ from .input_checks import (
 from .launch import needs_cpu_distributed, prepare_cpu_distributed
 from .own_schedule import apply_own_schedule, check_budget_after_warmup
 from .resume import check_time_budget_resume, plan_load, state_place
+from .schedule_free import ScheduleFreeHook, check_schedulefree_installed
 from .schedulers import BudgetParamScheduler, check_loop_end
 from .time_budget import TimeBudgetTrainLoop
 
@@ -152,6 +154,7 @@ def _checked_config(args: argparse.Namespace) -> Config:
     check_scheduler_types(cfg)
     check_budget_schedulers(cfg)
     check_budget_hooks(cfg)
+    check_schedulefree_installed(cfg)
     check_data_roots(cfg)
     check_annotation_files(cfg)
     check_writable(cfg.work_dir)
@@ -169,6 +172,7 @@ def _checked_config(args: argparse.Namespace) -> Config:
         print(f"{PROG}: {plan.note}", file=sys.stderr)
     add_reliability_hooks(cfg)
     add_checkpoint_at(cfg)
+    apply_subset(cfg, getattr(args, "subset", None))  # after the data checks, which it wraps
     if needs_cpu_distributed(args.launcher):
         replaced = prepare_cpu_distributed(cfg)
         print_log(
@@ -182,8 +186,9 @@ def _checked_config(args: argparse.Namespace) -> Config:
 
 def _edited_config(args: argparse.Namespace) -> Config:
     """The config file with the command line's edits: ``--cfg-options``, the launcher, the work
-    dir, ``--amp``, the resume flag, ``--schedule`` / ``--full-iters``, the budget, budget
-    schedulers' ``by_epoch``."""
+    dir, ``--amp``, the resume flag, ``--schedule`` or ``--schedule-free`` / ``--full-iters``,
+    the budget, budget schedulers' ``by_epoch``, ``--optimizer``, ``--validate-every``
+    (:mod:`budgeted.mmengine.arms`; ``--subset`` follows the data checks)."""
     path = find_config(args.config, "mmengine")
     cfg = load_config(path, args.cfg_options)
     cfg.launcher = args.launcher
@@ -194,17 +199,26 @@ def _edited_config(args: argparse.Namespace) -> Config:
     if args.amp:
         apply_amp(cfg)
     cfg.resume = bool(args.resume or args.resume_from)
-    schedule = getattr(args, "schedule", None)
-    warmup = apply_own_schedule(cfg, schedule, getattr(args, "full_iters", None))
+    schedule, free = getattr(args, "schedule", None), getattr(args, "schedule_free", False)
+    if schedule is not None and free:
+        raise ValueError(
+            f"--schedule {schedule} and --schedule-free are two LR schedules; allowed: one of them"
+        )
+    warmup = apply_own_schedule(cfg, schedule, getattr(args, "full_iters", None), free)
+    if free:  # the optimizer is the schedule
+        warmup = apply_schedule_free(cfg, getattr(args, "optimizer", None))
     if schedule is not None and args.cfg_options:  # param_scheduler.0.cooldown=0.1, say:
         scheduler_options = {  # the budget scheduler's parameters, set on the one it made
             k: v for k, v in dict(args.cfg_options).items() if k.startswith("param_scheduler.")
         }
         cfg.merge_from_dict(scheduler_options)
     apply_budgets(cfg, args.budget, getattr(args, "budget_time", None))
-    if schedule is not None:
+    if schedule is not None or free:
         check_budget_after_warmup(cfg, warmup)
     fill_budget_scheduler_defaults(cfg)
+    if not free:
+        apply_optimizer(cfg, getattr(args, "optimizer", None))
+    apply_validate_every(cfg, getattr(args, "validate_every", None))
     return cfg
 
 
@@ -329,7 +343,13 @@ def check_budget_hooks(cfg: Config) -> None:
     """
     ours = {
         cls.__name__: cls
-        for cls in (FullGradNormHook, CheckpointAtHook, PreemptionHook, DivergenceHook)
+        for cls in (
+            FullGradNormHook,
+            CheckpointAtHook,
+            PreemptionHook,
+            DivergenceHook,
+            ScheduleFreeHook,
+        )
     }
     for entry in cfg.get("custom_hooks") or []:
         kind = entry.get("type") if isinstance(entry, Mapping) else None

@@ -3,9 +3,10 @@
 ``examples/digits_budget.py`` (and any trainer that writes the same files) writes, in its
 ``--out`` folder, only at the end of the budget and in this order:
 
-- ``metrics.jsonl``: one JSON line per iteration (``iteration``, ``lr``, ``loss``), then one final
-  line (``iteration`` = the budget, ``final: true`` and the held-out metrics, e.g.
-  ``val_accuracy``);
+- ``metrics.jsonl``: one JSON line per iteration (``iteration``, ``lr``, ``loss``), with
+  ``--validate-every K`` an evaluation line after every ``K`` iterations (``iteration`` = the
+  iterations done, the held-out metrics, no ``lr`` or ``loss``), then one final line
+  (``iteration`` = the budget, ``final: true`` and the held-out metrics, e.g. ``val_accuracy``);
 - ``lr_trace.csv``: ``iteration,lr``;
 - ``results.json``: the run's summary, written last: a folder with it is a finished run.
 
@@ -15,14 +16,15 @@ A diverged run (exit status 3) and a killed one write nothing, so a folder witho
 Example:
     >>> import json, tempfile, pathlib
     >>> run = pathlib.Path(tempfile.mkdtemp())
-    >>> lines = [{"iteration": 0, "lr": 0.1, "loss": 2.3},
-    ...          {"iteration": 1, "val_accuracy": 0.5, "final": True}]
+    >>> lines = [{"iteration": 0, "lr": 0.1, "loss": 2.3}, {"iteration": 1, "val_accuracy": 0.4},
+    ...          {"iteration": 1, "lr": 0.05, "loss": 2.1},
+    ...          {"iteration": 2, "val_accuracy": 0.5, "final": True}]
     >>> _ = (run / "metrics.jsonl").write_text("\\n".join(map(json.dumps, lines)))
     >>> holds_run(run), final_metrics(run)
     (True, None)
-    >>> _ = (run / "results.json").write_text('{"val_accuracy": 0.5, "budget_iters": 1}')
+    >>> _ = (run / "results.json").write_text('{"val_accuracy": 0.5, "budget_iters": 2}')
     >>> holds_run(run), final_metrics(run), evaluations(run)
-    (True, {'val_accuracy': 0.5}, [(1, {'val_accuracy': 0.5})])
+    (True, {'val_accuracy': 0.5}, [(1, {'val_accuracy': 0.4}), (2, {'val_accuracy': 0.5})])
 """
 
 from __future__ import annotations
@@ -123,11 +125,20 @@ def train_curve(folder: str | os.PathLike[str]) -> list[dict[str, float]]:
 
 
 def evaluations(folder: str | os.PathLike[str]) -> list[tuple[int, dict[str, float]]]:
-    """The one evaluation of a finished run, at the end of its budget: ``[(budget, metrics)]``;
-    ``[]`` before it finished."""
+    """Every evaluation of a finished run, in order: ``(iterations done, metrics)`` for each line
+    of ``metrics.jsonl`` with numeric metrics, an ``iteration`` that is a whole number >= 0 and
+    no ``lr`` or ``loss`` (the periodic ones of ``--validate-every``, then the final one at the
+    end of its budget); ``[]`` before it finished."""
     root = Path(folder)
-    final = _final_line(root) if _results(root) is not None else None
-    at = final.get("iteration") if final else None
-    if not isinstance(at, int) or isinstance(at, bool):
+    if _results(root) is None or not (root / METRICS_FILE).is_file():
         return []
-    return [(at, _metrics(final))]
+    found = []
+    for record in read_json_lines(root / METRICS_FILE):
+        at = record.get("iteration")
+        whole = isinstance(at, int) and not isinstance(at, bool) and at >= 0
+        if "lr" in record or "loss" in record or not whole:
+            continue
+        metrics = _metrics(record)
+        if metrics:
+            found.append((at, metrics))
+    return found

@@ -4,7 +4,7 @@ framework). Import every public name from here: ``from budgeted.schedules import
 - :mod:`~budgeted.schedules.registry`: a schedule is a function ``m(p)`` of the progress ``p`` in
   [0, 1], registered with :func:`register_schedule` and its parameters' rules;
 - :mod:`~budgeted.schedules.builtin`: the built-in schedules (linear, cosine, poly, htd, step,
-  exp, constant, wsd, rex);
+  exp, constant, wsd with its cooldown shapes, rex, sgdr);
 - :mod:`~budgeted.schedules.budget`: :class:`BudgetSchedule`, a warmup then a schedule over a
   budget ``T`` (``p = (e - W) / (T - W)``), its state and its resume rules (refuse, re-plan,
   branch);
@@ -31,7 +31,7 @@ from .budget import (
     lr_multiplier,
     name_keys,
 )
-from .builtin import constant, cosine, exp, htd, linear, poly, rex, step, wsd
+from .builtin import WSD_DECAYS, constant, cosine, exp, htd, linear, poly, rex, sgdr, step, wsd
 from .clock import DECAYED_PROGRESS, TimeBudget, TimeBudgetReached, TrainingClock, parse_duration
 from .contract import DEFAULTS, FIELDS, BudgetFieldError
 from .registry import (
@@ -43,6 +43,7 @@ from .registry import (
     full_params,
     get_schedule,
     on_schedule_registered,
+    parse_arm,
     register_schedule,
     same_params,
     schedule_info,
@@ -61,6 +62,7 @@ __all__ = [
     "RESUME_POLICIES",
     "TIME_RESUME_POLICIES",
     "WARMUP_METHODS",
+    "WSD_DECAYS",
     "BudgetFieldError",
     "BudgetMismatchError",
     "BudgetReplanError",
@@ -85,6 +87,7 @@ __all__ = [
     "lr_multiplier",
     "name_keys",
     "on_schedule_registered",
+    "parse_arm",
     "parse_duration",
     "poly",
     "register_schedule",
@@ -93,6 +96,7 @@ __all__ = [
     "schedule_info",
     "schedule_names",
     "schedule_params",
+    "sgdr",
     "step",
     "whole_number",
     "wsd",

@@ -43,6 +43,7 @@ from .registry import (
     full_params,
     get_schedule,
     is_finite_number,
+    parse_arm,
     plain_number,
     same_params,
 )
@@ -141,6 +142,9 @@ class BudgetSchedule:
     ``p = p0 + (1 - p0) (e - a) / (T - a)`` with ``a = max(replanned_at, W)``. Before it, the
     progress the run had: linear from 0 at ``W`` to ``p0`` at ``a``, through the
     ``(elapsed, progress)`` of any ``earlier_replans`` (a budget re-planned more than once).
+
+    ``schedule`` may carry parameters (:func:`~budgeted.schedules.parse_arm`): ``"wsd:decay=sqrt"``
+    is ``schedule="wsd"`` with ``params={"decay": "sqrt"}`` (``params`` win over it).
     """
 
     schedule: str
@@ -155,6 +159,10 @@ class BudgetSchedule:
     _decay: Callable[[float], float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.schedule, str) and ":" in self.schedule:
+            name, params = parse_arm(self.schedule)
+            object.__setattr__(self, "schedule", name)
+            object.__setattr__(self, "params", {**params, **self.params})
         fn = get_schedule(self.schedule)
         check_fields(
             total=self.total, warmup=self.warmup, warmup_factor=self.warmup_factor,

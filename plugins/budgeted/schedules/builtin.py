@@ -8,25 +8,32 @@
 - ``step``: ``gamma ** (number of milestones <= p)`` (``milestones=(2/3, 8/9)``, ``gamma=0.1``);
 - ``exp``: ``end_factor ** p`` (``end_factor=0.01``);
 - ``constant``: ``1``, no decay;
-- ``wsd``: ``1`` while ``p <= 1 - c``, then ``(1 - p) / c`` (``cooldown=c=0.2``);
-- ``rex``: ``(1 - p) / (1 - p / 2)``.
+- ``wsd``: ``1`` while ``p <= 1 - c``, then the cooldown ``d(q)`` over its progress
+  ``q = (p - 1 + c) / c`` (``cooldown=c=0.2``; ``decay``: ``linear`` ``1 - q``, ``sqrt``
+  ``1 - sqrt(q)``, ``cosine`` ``(1 + cos(pi q)) / 2``);
+- ``rex``: ``(1 - p) / (1 - p / 2)``;
+- ``sgdr``: ``(1 + cos(pi frac((n + 1) p))) / 2``, ``n + 1`` equal cosine periods
+  (``restarts=n=1``), 0 at ``p = 1``.
 
 Each is registered (:func:`budgeted.schedules.register_schedule`) in this order when
 :mod:`budgeted.schedules` is imported, so every adapter knows it by name.
 
->>> [round(f(0.5), 4) for f in (linear, cosine, poly, htd, step, exp, constant, wsd, rex)]
-[0.5, 0.5, 0.5359, 0.9526, 1.0, 0.1, 1.0, 1.0, 0.6667]
+>>> fns = (linear, cosine, poly, htd, step, exp, constant, wsd, rex, sgdr)
+>>> [round(f(0.5), 4) for f in fns]
+[0.5, 0.5, 0.5359, 0.9526, 1.0, 0.1, 1.0, 1.0, 0.6667, 1.0]
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .registry import is_finite_number, register_schedule
 
-__all__ = ["constant", "cosine", "exp", "htd", "linear", "poly", "rex", "step", "wsd"]
+__all__ = [
+    "WSD_DECAYS", "constant", "cosine", "exp", "htd", "linear", "poly", "rex", "sgdr", "step", "wsd"
+]  # fmt: skip
 
 
 @register_schedule("linear")
@@ -71,22 +78,39 @@ def constant(p: float) -> float:
     return 1.0
 
 
+WSD_DECAYS: dict[str, Callable[[float], float]] = {
+    "linear": lambda q: 1.0 - q,
+    "sqrt": lambda q: 1.0 - math.sqrt(q),
+    "cosine": lambda q: (1.0 + math.cos(math.pi * q)) / 2.0,
+}
+"""``wsd``'s cooldown shapes ``d(q)``, from 1 at ``q = 0`` to 0 at ``q = 1``."""
+
+
 @register_schedule(
     "wsd",
     label="WSD",
-    rules={"cooldown": (lambda v: is_finite_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]")},
+    rules={
+        "cooldown": (lambda v: is_finite_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
+        "decay": (lambda v: isinstance(v, str) and v in WSD_DECAYS, ", ".join(WSD_DECAYS)),
+    },
 )
-def wsd(p: float, cooldown: float = 0.2) -> float:
-    """Warmup-stable-decay: ``1`` while ``p <= 1 - c``, then ``(1 - p) / c`` down to 0.
+def wsd(p: float, cooldown: float = 0.2, decay: str = "linear") -> float:
+    """Warmup-stable-decay: ``1`` while ``p <= 1 - c``, then ``d(q)`` down to 0 over the
+    cooldown's progress ``q = (p - 1 + c) / c``: ``linear`` ``1 - q`` (HF ``get_wsd_schedule``'s
+    default), ``sqrt`` ``1 - sqrt(q)`` (timm's ``WSDLRScheduler`` default; better than linear in
+    Hägele et al. 2024), ``cosine`` ``(1 + cos(pi q)) / 2``.
 
     The cooldown is the last fraction ``c`` of the decay phase (the budget after the warmup), so
     the stable phase is the same for every budget: one stable run can be branched into a
-    cooldown per budget (Hägele et al. 2024; HF ``get_wsd_schedule`` with a linear decay).
+    cooldown per budget (Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond
+    Fixed Training Durations").
 
-    >>> wsd(0.5), round(wsd(0.9), 9), wsd(1.0)
-    (1.0, 0.5, 0.0)
+    >>> wsd(0.5), round(wsd(0.9), 9), round(wsd(0.9, decay="sqrt"), 4), wsd(1.0, decay="cosine")
+    (1.0, 0.5, 0.2929, 0.0)
     """
-    return 1.0 if p <= 1.0 - cooldown else (1.0 - p) / cooldown
+    if p <= 1.0 - cooldown:
+        return 1.0
+    return WSD_DECAYS[decay](min(1.0, (p - 1.0 + cooldown) / cooldown))
 
 
 @register_schedule("rex")
@@ -99,3 +123,27 @@ def rex(p: float) -> float:
     (1.0, 0.6666666666666666, 0.0)
     """
     return (1.0 - p) / (1.0 - p / 2.0)
+
+
+@register_schedule(
+    "sgdr",
+    label="SGDR",
+    rules={
+        "restarts": (
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+            "a whole number >= 0",
+        )
+    },
+)
+def sgdr(p: float, restarts: int = 1) -> float:
+    """Budget-aware SGDR ("SGDR-rN" of the paper's appendix): ``n + 1`` cosine periods of equal
+    length over the decay (``restarts=n``), each from 1 to 0: ``(1 + cos(pi frac((n + 1) p))) / 2``,
+    and 0 at ``p = 1`` (Loshchilov and Hutter, ICLR 2017, restarted at even intervals of the
+    budget).
+
+    >>> [round(sgdr(p), 4) for p in (0.0, 0.25, 0.4999, 0.5, 1.0)]
+    [1.0, 0.5, 0.0, 1.0, 0.0]
+    """
+    if p >= 1.0:
+        return 0.0
+    return (1.0 + math.cos(math.pi * ((restarts + 1) * p % 1.0))) / 2.0

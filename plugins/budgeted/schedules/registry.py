@@ -38,6 +38,7 @@ __all__ = [
     "get_schedule",
     "is_finite_number",
     "on_schedule_registered",
+    "parse_arm",
     "plain_number",
     "register_schedule",
     "same_params",
@@ -246,3 +247,34 @@ def same_params(saved_schedule: Any, saved_params: Any, schedule: str, params: A
     return saved_schedule == schedule and full_params(schedule, saved_params) == full_params(
         schedule, params
     )
+
+
+def _arm_value(text: str) -> Any:
+    """A parameter value of an arm's text: an ``int``, else a ``float``, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_arm(text: str) -> tuple[str, dict[str, Any]]:
+    """A schedule with parameters as one word, ``NAME[:KEY=VALUE[,KEY=VALUE...]]``: (the
+    registered name, its checked parameters). This is how a sweep's ``--schedules`` and a
+    script's ``--schedule`` name a schedule's variant (``BudgetSchedule`` takes it too).
+
+    >>> parse_arm("wsd:decay=sqrt,cooldown=0.1"), parse_arm("sgdr:restarts=2"), parse_arm("rex")
+    (('wsd', {'decay': 'sqrt', 'cooldown': 0.1}), ('sgdr', {'restarts': 2}), ('rex', {}))
+    >>> parse_arm("wsd:decay")
+    Traceback (most recent call last):
+    ValueError: schedule 'wsd:decay' is invalid; allowed: NAME[:KEY=VALUE[,KEY=VALUE...]], e.g. wsd:decay=sqrt
+    """  # noqa: E501
+    name, _, rest = str(text).partition(":")
+    pairs = [item.partition("=") for item in rest.split(",")] if rest else []
+    if any(not key or not sep for key, sep, _ in pairs):
+        raise ValueError(
+            f"schedule {text!r} is invalid; allowed: NAME[:KEY=VALUE[,KEY=VALUE...]], e.g. "
+            "wsd:decay=sqrt"
+        )
+    return name, check_params(name, {key: _arm_value(value) for key, _, value in pairs})

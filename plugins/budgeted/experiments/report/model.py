@@ -45,6 +45,12 @@ class Group:
         found = {k.lr for k in self.cells}
         return [None] * (None in found) + sorted(lr for lr in found if lr is not None)
 
+    def lrs_of(self, schedule: str) -> list[float | None]:
+        """The base LRs of ``schedule``'s cells, ascending (``--lrs-for`` gives a cell's text,
+        arm or optimizer a grid of its own)."""
+        found = {k.lr for k in self.cells if k.schedule == schedule}
+        return [lr for lr in self.lrs if lr in found]
+
     @property
     def seeds(self) -> list[int | None]:
         found = {k.seed for k in self.cells}
@@ -76,7 +82,7 @@ class Group:
             if self.with_status("diverged", schedule, budget, lr)
             or self.with_status("undecayed", schedule, budget, lr)
             else list(self.values(metric, schedule, budget, lr).values())
-            for lr in self.lrs
+            for lr in self.lrs_of(schedule)
         }
         if not any(by_lr.values()):
             return None

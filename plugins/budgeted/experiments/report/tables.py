@@ -78,7 +78,7 @@ def markdown(group: Group) -> str:
     lrs, seeds = group.lrs, group.seeds
     axes = len(lrs) > 1 or lrs != [None] or len(seeds) > 1 or seeds != [None]
     for metric, _ in group.metrics:
-        columns = [(s, lr) for s in group.schedules for lr in lrs]
+        columns = [(s, lr) for s in group.schedules for lr in group.lrs_of(s)]
         head = [
             "budget", "iterations",
             *(s if lr is None else f"{s} lr={number_text(lr)}" for s, lr in columns),
@@ -115,7 +115,8 @@ def markdown(group: Group) -> str:
 
 
 COMPARISONS = (("linear", "step"), ("linear", "poly"), ("linear", "wsd"), ("rex", "linear"))
-"""The paired differences the report shows, where both schedules are in the sweep."""
+"""The paired differences the report shows, where both schedules are in the sweep (with
+``--optimizers``: both with the same optimizer, ``linear@adamw`` against ``step@adamw``)."""
 
 
 def _best_tables(group: Group, metric: str) -> list[str]:
@@ -140,7 +141,12 @@ def _best_tables(group: Group, metric: str) -> list[str]:
             row.append(f"{summarize(values).text()} @ {_lr_text(found[0])}{edge}")
         rows.append(row)
     lines += _table(["budget", *group.schedules], rows, 1 + len(group.schedules))
-    pairs = [(a, b) for a, b in COMPARISONS if a in group.schedules and b in group.schedules]
+    pairs = [
+        (a + at, b + at)
+        for at in dict.fromkeys(s[s.index("@") :] if "@" in s else "" for s in group.schedules)
+        for a, b in COMPARISONS
+        if a + at in group.schedules and b + at in group.schedules
+    ]  # the arms' pairs per optimizer: linear@adamw against step@adamw
     if pairs:
         lines += [
             "",

@@ -18,8 +18,9 @@ from ..own import OWN_FRAMEWORKS, family_record, own_family
 from .commands import short, show
 from .cost import estimate
 from .execute import SignalForwarder, check_writable, save_sweep, skip_text, sweep_lock
+from .grid import check_grid
 from .local import jobs_environment, run_cells
-from .plan import Plan, check_grid, make_toy_data, plan_cells, plan_evaluations, toy_environment
+from .plan import Plan, make_toy_data, plan_cells, plan_evaluations, toy_environment
 from .records import family_label
 from .slurm import run_on_slurm, show_options
 from .slurm_options import SLURM_FLAGS, add_slurm_arguments, check_cluster, slurm_options
@@ -87,8 +88,20 @@ GRID_ARGUMENTS: tuple[Option, ...] = (
     ("--toy", dict(action="store_true", help="the toy configs and data (CPU)")),
     ("--task", dict(help="where a framework ships several families: mmpretrain cifar10 or "
      "imagenet")),
-    ("--schedules", dict(nargs="+", help="any registered schedule (without shipped configs: the "
-     "linear configs with its scheduler name); default: the family's shipped ones")),
+    ("--schedules", dict(nargs="+", metavar="ARM", help="the arms: any registered schedule, "
+     "with parameters as NAME:KEY=VALUE[,KEY=VALUE...] (wsd:decay=sqrt, sgdr:restarts=2; without "
+     "shipped configs: the linear configs with its scheduler name), schedulefree (the optimizer's "
+     "schedule-free form) or subset (the step baseline on a budget-sized random subset); "
+     "default: the family's shipped ones (docs/sweeps.md, 'Arms')")),
+    ("--optimizers", dict(nargs="+", metavar="NAME", help="train each arm with each of these "
+     "optimizers (sgd, adamw, amsgrad; cells ARM@NAME); plain-PyTorch scripts and MMEngine "
+     "codebases only (default: the config's or script's own)")),
+    ("--lrs-for", dict(action="append", metavar="WORD=LR[,LR...]", help="the base LRs of the "
+     "cells whose text, arm or optimizer is WORD (e.g. adamw=0.001,0.003), instead of --lrs; "
+     "repeatable")),
+    ("--validate-every", dict(metavar="K", help="every cell validates every K iterations "
+     "(TEST.EVAL_PERIOD, train.eval_period, the tools' --validate-every), for budgeted-report "
+     "--best-progress")),
     ("--budgets", dict(nargs="+", help="budget fractions, of the committed ones (default: all)")),
     ("--lrs", dict(nargs="+", metavar="LR", help="base LRs, one cell each (SOLVER.BASE_LR / "
      "optim_wrapper.optimizer.lr; default: the config's)")),

@@ -84,14 +84,17 @@ def schedule_overrides(framework: str, schedule: str) -> list[str]:
 
 
 def check_extra(
-    framework: str, extra: Sequence[str], lrs: bool = False, seeds: bool = False
-) -> None:
+    framework: str, extra: Sequence[str], lrs: bool = False, seeds: bool = False,
+    more: Sequence[str] = (),
+) -> None:  # fmt: skip
     """Refuse overrides that would clash with what the sweep sets per cell (with ``--lrs`` /
-    ``--seeds``, also the base LR / seed key)."""
+    ``--seeds``, also the base LR / seed key; ``more``: the keys and flags of its arms and
+    ``--validate-every``)."""
     reserved = [
         *RESERVED[framework],
         *([LR_KEYS[framework]] if lrs else []),
         *([SEED_KEYS[framework]] if seeds else []),
+        *more,
     ]
     for token in extra:
         key = token.split("=", 1)[0] if framework != "detectron2" or "=" in token else token
@@ -118,8 +121,13 @@ def axis_overrides(framework: str, lr: float | None, seed: int | None) -> list[s
 
 
 def split_mmseg_extra(extra: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(flags, ``key=value`` config options) of MMSeg overrides, each in their order."""
-    options = [t for t in extra if "=" in t and not t.startswith("-")]
+    """(flags, ``key=value`` config options) of MMSeg overrides, each in their order; a flag's
+    value with ``:`` before its ``=`` (an arm: ``--schedule wsd:decay=sqrt``) stays a flag's.
+
+    >>> split_mmseg_extra(["--schedule", "wsd:decay=sqrt", "randomness.seed=1"])
+    (['--schedule', 'wsd:decay=sqrt'], ['randomness.seed=1'])
+    """
+    options = [t for t in extra if "=" in t.split(":")[0] and not t.startswith("-")]
     return [t for t in extra if t not in options], options
 
 

@@ -18,10 +18,16 @@ from ...config_files import config_root
 from ...errors import SweepError
 from ...runs.records import shown
 from ...schedules import schedule_names
+from ..arms import (
+    Arm,
+    arm_flags,
+    param_overrides,
+    parse_cell,
+    validate_overrides,
+)
 from ..families import ConfigFamily
-from ..own import check_own_budgets, check_same_source, own_overrides
+from ..own import own_overrides
 from .commands import (
-    SCHEDULER_KEYS,
     axis_overrides,
     build_command,
     check_extra,
@@ -32,12 +38,10 @@ from .records import (
     CELL_FILE,
     SEED_LIMIT,
     SWEEP_FILE,
-    SWEEP_LOCK,
     CellKey,
     Final,
     cell_name,
     check_no_links,
-    family_label,
     holds_run,
     read_cell_record,
     read_final,
@@ -47,7 +51,7 @@ from .records import (
 )
 
 __all__ = [
-    "EVALUATED_WEIGHTS", "Plan", "cell_source", "check_grid", "committed_configs", "describe",
+    "EVALUATED_WEIGHTS", "Plan", "cell_source", "committed_configs", "config_schedule", "describe",
     "family_configs", "find_script", "make_toy_data", "parse_budget", "parse_lr", "parse_seed",
     "plan_cell", "plan_cells", "plan_evaluations", "toy_data", "toy_environment",
 ]  # fmt: skip
@@ -217,109 +221,46 @@ def make_toy_data(fam: ConfigFamily, root: Path) -> None:
         make_toy_coco(str(root))
 
 
+def config_schedule(fam: ConfigFamily, arm: Arm) -> str:
+    """Whose shipped config trains an arm's cells: its schedule's where the family ships it
+    (``subset``: ``step``'s), else ``linear`` (``schedulefree``: always; its LR schedule goes)."""
+    shipped = arm.schedule in fam.schedules and arm.kind != "schedulefree"
+    return arm.schedule if shipped else "linear"
+
+
 def cell_source(
-    fam: ConfigFamily, configs: dict[tuple[str, float], Path], schedule: str, budget: float
-) -> tuple[Path, list[str]]:
-    """What trains a cell of a config family: (config file, overrides after the user's): the
-    shipped config of ``schedule`` at ``budget`` where there is one, else the ``linear`` config with
-    :func:`~.commands.schedule_overrides`.
+    fam: ConfigFamily, configs: dict[tuple[str, float], Path], schedule: str, budget: float,
+    validate_every: int | None = None,
+) -> tuple[Path, list[str]]:  # fmt: skip
+    """What trains a cell (``schedule``: its text, :mod:`~budgeted.experiments.arms`): (config
+    file or script, overrides after the user's). A config family's cell trains the shipped config
+    of its schedule at ``budget`` where there is one, else the ``linear`` config with
+    :func:`~.commands.schedule_overrides` (``step``: with the family's milestones); then the
+    schedule's parameters, the arm's flags (:func:`~budgeted.experiments.arms.arm_flags`) and
+    ``--validate-every``'s overrides.
 
     >>> from budgeted.experiments.families import PSPNET_TOY
     >>> config, switch = cell_source(PSPNET_TOY, committed_configs(PSPNET_TOY), "rex", 0.05)
     >>> config.name, switch
     ('pspnet_r18-toy_cityscapes_budget5.py', ['param_scheduler.0.type=BudgetRexLR'])
+    >>> cell_source(PSPNET_TOY, committed_configs(PSPNET_TOY), "subset@adamw", 0.05)[1]
+    ['--optimizer', 'adamw', '--subset', '0.05']
     """
+    arm = parse_cell(schedule)
+    more = [*arm_flags(arm, budget), *validate_overrides(fam.tool, validate_every)]
     if fam.script:
-        return find_script(fam), []
+        return find_script(fam), more
     if fam.source:  # the user's own config: the cell's budget and schedule by the tool's keys
-        return Path(fam.source), own_overrides(fam, schedule, budget)
-    if (schedule, budget) in configs:
-        return configs[schedule, budget], []
-    return configs["linear", budget], schedule_overrides(fam.framework, schedule)
-
-
-def check_schedules(fam: ConfigFamily, configs: dict, schedules: list[str],
-                    budgets: list[float], extra: list[str]) -> None:  # fmt: skip
-    """Every schedule is registered (or shipped) and trainable at every budget; one trained from
-    the linear configs leaves ``extra`` the scheduler's name. Raises :class:`SweepError`."""
-    registered = schedule_names()
-    key = SCHEDULER_KEYS.get(fam.tool, "")
-    clash = [t for t in extra if key and t.split("=", 1)[0] == key]
-    if fam.source and not fam.script and clash:  # every cell of one's own config sets it
-        raise SweepError(f"override {clash[0]!r} after -- would replace the scheduler each cell "
-                         f"sets (--schedules); allowed: no {key} override")  # fmt: skip
-    for schedule in schedules:
-        own = schedule in fam.schedules or (
-            bool(fam.script or fam.source) and schedule in registered
-        )
-        if not own and schedule not in registered:
-            raise SweepError(f"schedule {schedule!r} is not a registered schedule; allowed: "
-                             f"{', '.join(registered)}")  # fmt: skip
-        if not own and clash:
-            raise SweepError(
-                f"override {clash[0]!r} after -- would replace the scheduler of --schedules "
-                f"{schedule} (trained from the linear configs); allowed: no {key} override, or "
-                f"--schedules {' '.join(fam.schedules)} only"
-            )
-        if fam.source or fam.script:  # one file (config or script) trains every cell
-            continue
-        needs = schedule if own else "linear"
-        missing = [b for b in budgets if (needs, b) not in configs]
-        if missing:
-            through = "" if own else f", which {schedule!r} trains from"
-            raise SweepError(
-                f"no committed config for schedule {schedule!r} at budget {missing[0]:g} "
-                f"(configs/{fam.filename(missing[0], needs)} does not exist{through}); "
-                f"committed: {describe(configs)}"
-            )
-
-
-def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, float]]:
-    """The (schedule, budget) cells, smallest budgets first, after checking the arguments and
-    ``--out``; raises :class:`SweepError`."""
-    fam = args.family
-    configs = family_configs(fam)
-    label = family_label(fam)
-    default = SCRIPT_SCHEDULES if fam.script else sorted({s for s, _ in configs})
-    schedules = list(dict.fromkeys(args.schedules or default))
-    budgets = sorted({parse_budget(b, fam) for b in args.budgets or map(str, fam.fractions)})
-    check_schedules(fam, configs, schedules, budgets, extra)
-    check_extra(fam.tool, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
-    if fam.source:
-        check_own_budgets(fam, budgets)
-    out: Path = args.out
-    if out.exists() and not out.is_dir():
-        raise SweepError(f"--out {out} is a file; allowed: a new folder or a sweep folder")
-    record = out / SWEEP_FILE
-    if record.is_file():
-        meta = read_sweep(out).meta  # every record and cell folder checked
-        if (meta["framework"], meta["family"]) != (fam.framework, label):
-            raise SweepError(
-                f"--out {out} holds a {meta['framework']} sweep of {meta['family']}; allowed: "
-                f"a new folder, or a sweep of {fam.framework} {label}"
-            )
-        if fam.source:
-            check_same_source(
-                out, meta.get("experiment") or {}, fam, getattr(args, "force_source", False)
-            )
-        seeded = {isinstance(cell, list) and len(cell) > 3 and cell[3] is not None
-                  for cell in meta.get("cells") or []}  # fmt: skip
-        if seeded - {bool(args.seeds)}:
-            before = "at the configs' own seed" if args.seeds else "at --seeds"
-            raise SweepError(
-                f"--out {out} holds runs {before}, which the report cannot pair with runs "
-                f"{'at' if args.seeds else 'without'} --seeds; allowed: "
-                f"{'no --seeds' if args.seeds else '--seeds'}, as before, or a new folder"
-            )
-    elif out.is_dir() and any(p.name != SWEEP_LOCK for p in out.iterdir()):
-        raise SweepError(f"--out {out} is a folder holding other files; allowed: a new or empty "
-                         "folder, or a sweep folder")  # fmt: skip
-    lrs = list(dict.fromkeys(parse_lr(t) for t in args.lrs)) if args.lrs else [None]
-    seeds = list(dict.fromkeys(parse_seed(t) for t in args.seeds)) if args.seeds else [None]
-    # a table's rows fill in order: budget, then seed (a whole replicate), then schedule and LR
-    return [
-        CellKey(s, b, lr, seed) for b in budgets for seed in seeds for s in schedules for lr in lrs
-    ]
+        return Path(fam.source), [*own_overrides(fam, schedule, budget), *more]
+    base = config_schedule(fam, arm)
+    params = dict(arm.params) if arm.kind != "schedulefree" else {}
+    switch: list[str] = []
+    if base != arm.schedule and arm.kind != "schedulefree":
+        switch = schedule_overrides(fam.framework, arm.schedule)
+        if arm.schedule == "step" and "milestones" not in params:  # the family's step baseline
+            params["milestones"] = fam.step_milestones
+    overrides = [*switch, *param_overrides(fam.tool, arm.schedule, params), *more]
+    return configs[base, budget], overrides
 
 
 def plan_cells(
@@ -328,28 +269,35 @@ def plan_cells(
     """Each cell's plan; raises :class:`SweepError` for a run folder it must not touch."""
     fam = args.family
     configs = family_configs(fam)
-    return [plan_cell(fam, key, configs, args.out, data, extra) for key in grid]
+    every = getattr(args, "validate_every", None)
+    return [
+        plan_cell(fam, key, configs, args.out, data, extra, validate_every=every) for key in grid
+    ]
 
 
 def plan_cell(
     fam: ConfigFamily, key: CellKey, configs: dict[tuple[str, float], Path], out: Path,
-    data: Path | None, extra: list[str], config_schedule: str | None = None,
+    data: Path | None, extra: list[str], shipped: str | None = None,
+    validate_every: int | None = None,
 ) -> Plan:  # fmt: skip
-    """One cell's plan: skip a finished run, resume a started one, else run it;
-    ``config_schedule``: whose shipped config it trains (default: the cell's schedule)."""
+    """One cell's plan: skip a finished run, resume a started one, else run it; ``shipped``: whose
+    shipped config it trains (default: :func:`cell_source`'s); ``validate_every``: validate every
+    that many iterations (``--validate-every``)."""
     framework = fam.framework
     schedule, budget, lr, seed = key
-    if config_schedule is None or fam.source:  # one's own config: the cell sets its schedule
-        config, switch = cell_source(fam, configs, schedule, budget)
-        config_schedule = schedule if not switch else "linear"
+    arm = parse_cell(schedule)
+    if shipped is None or fam.source:  # one's own config: the cell sets its schedule
+        config, switch = cell_source(fam, configs, schedule, budget, validate_every)
+        shipped = config_schedule(fam, arm)
     else:
-        config, switch = configs[config_schedule, budget], []
+        config, switch = configs[shipped, budget], []
     run_dir = out / cell_name(*key)
     check_no_links(run_dir)  # never written (nor read) through a link
     spec = {
         "framework": framework, "schedule": schedule, "budget": budget, "lr": lr, "seed": seed,
-        "config": fam.config_path(budget, config_schedule),
+        "config": fam.config_path(budget, shipped),
         "data": None if data is None else str(data), "overrides": extra,
+        "validate_every": validate_every,
     }  # fmt: skip
     if run_dir.exists() and not run_dir.is_dir():
         raise SweepError(f"{run_dir} is a file; allowed: a run folder (move the file away)")
@@ -373,7 +321,9 @@ def plan_cell(
     action = "skip" if done else "resume" if started else "run"
     overrides = [*extra, *switch, *axis_overrides(fam.tool, lr, seed)]
     if fam.script:  # the script writes nothing before its end: a started run is run again
-        command = script_command(config, schedule, budget, fam.full_iters, run_dir, overrides)
+        command = script_command(
+            config, arm.tool_schedule, budget, fam.full_iters, run_dir, overrides
+        )
     else:
         resume = action == "resume"
         command = build_command(fam.tool, config, run_dir, data, overrides, resume,

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -20,6 +21,7 @@ from ...errors import ReportError
 from ...runs import reader
 from ...runs.records import cell_record_problem, non_finite_loss, number, shown
 from ...schedules import schedule_names
+from ..arms import SPECIAL_ARMS, folder_text, parse_cell
 from ..families import FAMILIES, ConfigFamily, budget_tag
 from .metrics import (
     LOGGED_AS_FRACTION,
@@ -107,12 +109,15 @@ def number_text(value: float) -> str:
 def cell_name(
     schedule: str, budget: float, lr: float | None = None, seed: int | None = None
 ) -> str:
-    """The cell's folder name: schedule, budget tag and, where the sweep sets them, LR and seed.
+    """The cell's folder name: its text (``: = , @`` written ``-``), budget tag and, where the
+    sweep sets them, LR and seed.
 
     >>> cell_name("linear", 0.05), cell_name("step", 0.005), cell_name("poly", 0.1, 0.03, 2)
     ('linear_budget5', 'step_budget0p5', 'poly_budget10_lr0.03_seed2')
+    >>> cell_name("wsd:decay=sqrt@adamw", 0.01)
+    'wsd-decay-sqrt-adamw_budget1'
     """
-    name = f"{schedule}_budget{budget_tag(budget)}"
+    name = f"{folder_text(schedule)}_budget{budget_tag(budget)}"
     if lr is not None:
         name += f"_lr{number_text(lr)}"
     if seed is not None:
@@ -382,16 +387,25 @@ def load_sweep(path: Path, metric: str = "") -> Sweep:
 
 
 def cell_key(schedule: Any, budget: Any, lr: Any = None, seed: Any = None) -> CellKey:
-    """A cell's key from a record's values; ``ValueError`` naming a value that is not a registered
-    schedule, a fraction in (0, 1], a positive LR or None, an integer seed in [0, 2**32) or None.
+    """A cell's key from a record's values; ``ValueError`` naming a value that is not a cell's
+    text (a registered schedule or an arm: :func:`~budgeted.experiments.arms.parse_cell`), a
+    fraction in (0, 1], a positive LR or None, an integer seed in [0, 2**32) or None.
 
     >>> cell_key("linear", 0.1, 0.03, 1.5)
     Traceback (most recent call last):
     ValueError: seed 1.5 is not an integer in [0, 2**32) or null
     """
-    if not isinstance(schedule, str) or schedule not in schedule_names():
+    try:
+        parse_cell(schedule)
+    except ValueError as err:
+        name = re.split("[:@]", schedule)[0] if isinstance(schedule, str) else None
+        if name in schedule_names() or name in SPECIAL_ARMS:  # a known arm, a bad value
+            raise ValueError(f"schedule {shown(schedule)}: {err}") from None
         registered = ", ".join(schedule_names())
-        raise ValueError(f"schedule {shown(schedule)} is not a registered schedule ({registered})")
+        raise ValueError(
+            f"schedule {shown(schedule)} is not a registered schedule ({registered}), "
+            "schedulefree or subset (NAME[:KEY=VALUE,...][@OPTIMIZER])"
+        ) from None
     fraction, base_lr = number(budget), number(lr)
     if fraction is None or not (math.isfinite(fraction) and 0 < fraction <= 1):
         raise ValueError(f"budget {shown(budget)} is not a budget fraction in (0, 1]")

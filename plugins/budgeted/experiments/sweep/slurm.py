@@ -88,7 +88,8 @@ def cell_jobs(
     (:func:`~.plan.cell_source`: the cell's config, or the linear one with its scheduler name)."""
     jobs = []
     for plan in plans:
-        config, switch = cell_source(plan.family, configs, plan.schedule, plan.budget)
+        every = plan.spec.get("validate_every")
+        config, switch = cell_source(plan.family, configs, plan.schedule, plan.budget, every)
         jobs.append(CellJob(plan, config, data, [*extra, *switch], env, options))
     return jobs
 
