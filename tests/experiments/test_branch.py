@@ -47,27 +47,31 @@ def mmseg_lrs(run_dir: Path) -> dict[int, float]:
 
 
 @pytest.mark.e2e
-def test_mmseg_branches_resume_the_stable_run_exactly_and_are_reported(tmp_path):
+@pytest.mark.parametrize("decay", ["linear", "sqrt"])
+def test_mmseg_branches_resume_the_stable_run_exactly_and_are_reported(tmp_path, decay):
+    """Each cooldown shape (``--decay``): the branch trains only its cooldown, at its LRs."""
     data, out = tmp_path / "toy_cityscapes", tmp_path / "branch"
+    text = "wsd" if decay == "linear" else f"wsd:decay={decay}"
     # toy PSPNet budgets 1 % (32 iterations) and 5 % (160): stable WSD over 160, branch at 30
     # a narrower toy PSPNet (width 8): the test checks LRs, checkpoints and resuming, not mIoU
-    args = ["mmseg", "--toy", "--budgets", "0.01", "0.05", "--data", data, "--out", out,
-            "--", "default_hooks.logger.interval=1", *width_overrides(8)]  # fmt: skip
+    args = ["mmseg", "--toy", "--budgets", "0.01", "0.05", "--decay", decay, "--data", data,
+            "--out", out, "--", "default_hooks.logger.interval=1", *width_overrides(8)]  # fmt: skip
     run = cli(BRANCH, *args)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "one stable run + cooldowns = 162 iterations, separate WSD runs = 192" in run.stdout
-    stable, branch = out / "wsd_budget5", out / "wsd_budget1"
+    folder = text.replace(":", "-").replace("=", "-")
+    stable, branch = out / f"{folder}_budget5", out / f"{folder}_budget1"
     assert (stable / "iter_30.pth").is_file()  # the branch point, saved by the stable run
     first, cooled = mmseg_lrs(stable), mmseg_lrs(branch)
     assert sorted(cooled) == list(range(31, 33))  # only the cooldown was trained
     base = first[30]  # the stable LR (MMEngine logs iteration i with the LR it trained at)
-    wsd = BudgetSchedule("wsd", 32, 20, 0.001)
+    wsd = BudgetSchedule(text, 32, 20, 0.001)
     assert [cooled[i] for i in (31, 32)] == pytest.approx([base * wsd(30), base * wsd(31)])
     assert "budget branched at 30" in (next(branch.glob("*/*.log"))).read_text()
     report = cli(REPORT, out)
     assert report.returncode == 0, report.stderr
     head = next(x for x in report.stdout.splitlines() if x.startswith("| budget |"))
-    assert head == "| budget | iterations | wsd |"
+    assert head == f"| budget | iterations | {text} |"
     again = cli(BRANCH, *args)
     assert again.returncode == 0 and "2 skipped" in again.stdout.replace("0 run, 0 resumed, ", "")
 

@@ -1,7 +1,8 @@
 """One run, many budgets: a stable WSD run branched into one cooldown per budget.
 
     budgeted-branch mmseg --toy --budgets 0.05 0.1 0.25 0.5 1.0 [--cooldown 0.2] \\
-        [--seeds 0 1 2] [--lrs 0.1] [--compare] --out output/branch/mmseg_toy [-- overrides]
+        [--decay sqrt] [--seeds 0 1 2] [--lrs 0.1] [--compare] --out output/branch/mmseg_toy \\
+        [-- overrides]
 
 ``wsd`` is the same for every budget until a budget's cooldown starts, after
 ``N_B = floor(W + (1 - c)(B - W)) + 1`` iterations. So, per seed and LR, the longest budget's
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import SweepError
+from ..schedules import WSD_DECAYS
 from .families import FRAMEWORKS, ConfigFamily
 from .own import own_overrides
 from .sweep.cli import (
@@ -47,7 +49,7 @@ from .sweep.plan import (
 )
 from .sweep.records import CellKey
 
-__all__ = ["branch_points", "compute", "main"]
+__all__ = ["branch_points", "compute", "main", "wsd_text"]
 
 
 def branch_points(iters: dict[float, int], warmup: int, cooldown: float) -> dict[float, int]:
@@ -70,19 +72,32 @@ def compute(iters: dict[float, int], points: dict[float, int]) -> tuple[int, int
     return branched, sum(iters.values())
 
 
+def wsd_text(decay: str) -> str:
+    """The cells' schedule: ``wsd``, or ``wsd:decay=<decay>`` for another cooldown shape.
+
+    >>> wsd_text("linear"), wsd_text("sqrt")
+    ('wsd', 'wsd:decay=sqrt')
+    """
+    return "wsd" if decay == "linear" else f"wsd:decay={decay}"
+
+
 def wsd_overrides(
-    fam: ConfigFamily, budget: float, cooldown: float, save_at: Sequence[int]
-) -> list[str]:
-    """The overrides that turn a linear budget config into WSD at ``budget``, saving ``save_at``."""
+    fam: ConfigFamily, budget: float, cooldown: float, save_at: Sequence[int],
+    decay: str = "linear",
+) -> list[str]:  # fmt: skip
+    """The overrides that turn a linear budget config into WSD (cooldown shape ``decay``) at
+    ``budget``, saving ``save_at``."""
     framework = fam.framework
     own = fam.source  # the user's config trains every cell, its schedule set per cell
     out = own_overrides(fam, "wsd", budget) if own else schedule_overrides(framework, "wsd")
     if framework == "detectron2":
         out += ["SOLVER.BUDGET.WSD_COOLDOWN", f"{cooldown}"]
+        out += ["SOLVER.BUDGET.WSD_DECAY", decay] if decay != "linear" else []
         if save_at:
             out += ["SOLVER.BUDGET.SAVE_AT", f"({','.join(map(str, save_at))},)"]
         return out
     out.append(f"param_scheduler.0.cooldown={cooldown}")
+    out += [f"param_scheduler.0.decay={decay}"] if decay != "linear" else []
     if save_at:
         out.append(f"checkpoint_at=[{','.join(map(str, save_at))}]")
     return out
@@ -106,6 +121,8 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("framework", nargs="?", choices=config_frameworks)
     parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")
     parser.add_argument("--cooldown", type=float, default=0.2, help="WSD's cooldown fraction c")
+    parser.add_argument("--decay", choices=list(WSD_DECAYS), default="linear",
+                        help="WSD's cooldown shape (default: linear)")  # fmt: skip
     parser.add_argument("--compare", action="store_true", help="also separate linear runs")
     parser.add_argument("--out", type=Path, required=True)
     add_options(parser, [o for o in GRID_ARGUMENTS if o[0] in _TAKEN])
@@ -145,14 +162,16 @@ def plan(args: argparse.Namespace, extra: list[str], data: Path | None) -> list[
         for lr in lrs:
             save_at = [points[b] for b in budgets[:-1]]
             stable = plan_cell(
-                fam, CellKey("wsd", longest, lr, seed), configs, args.out, data,
-                [*extra, *wsd_overrides(fam, longest, args.cooldown, save_at)], "linear",
+                fam, CellKey(wsd_text(args.decay), longest, lr, seed), configs, args.out, data,
+                [*extra, *wsd_overrides(fam, longest, args.cooldown, save_at, args.decay)],
+                "linear",
             )  # fmt: skip
             plans.append(stable)
             for budget in budgets[:-1]:
                 cell = plan_cell(
-                    fam, CellKey("wsd", budget, lr, seed), configs, args.out, data,
-                    [*extra, *wsd_overrides(fam, budget, args.cooldown, [])], "linear",
+                    fam, CellKey(wsd_text(args.decay), budget, lr, seed), configs, args.out, data,
+                    [*extra, *wsd_overrides(fam, budget, args.cooldown, [], args.decay)],
+                    "linear",
                 )  # fmt: skip
                 if cell.action == "run":  # a new branch starts from the stable run's checkpoint
                     source = checkpoint_file(fam.framework, stable.run_dir, points[budget])
