@@ -7,7 +7,7 @@ SETUP_INPUTS := tools/setup_env.sh setup.py pyproject.toml $(wildcard requiremen
 # Bytecode caching makes importing mmcv/mmseg/detectron2 several seconds faster per process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test test-fast lint demo bench evidence digits clean image image-smoke slurm-up slurm-down
+.PHONY: setup test test-fast lint demo bench evidence digits paper clean image image-smoke slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -58,6 +58,13 @@ evidence: setup
 # the UCI digits, two runs at a time, then the report; resumable: run it again to go on.
 digits: setup
 	PYTHON=$(PY) bash tools/digits_grid.sh
+
+# The paper on two real data sets (docs/paper.md): the grid fixed in tools/paper/grid.toml (Table 2
+# with the arms of 2026, the best checkpoint, AdamW/AMSGrad, batch 128) on the UCI digits and
+# MNIST-5k, two runs at a time, each forked from a sweep that imported torch once; then
+# docs/paper.md's tables and figures. Resumable: run it again to go on (output/paper).
+paper: setup
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) tools/paper/run.py
 
 # The cluster image (docs/docker.md). `make image`: the real one, with docker, podman or buildah
 # (IMAGE, IMAGE_BUILDER, IMAGE_ARCHIVE, IMAGE_DRY_RUN=1 and the Dockerfile's build arguments

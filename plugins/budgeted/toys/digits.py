@@ -25,18 +25,16 @@ The files (:func:`write_digits`, ``tools/make_digits.py``; the same call writes 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from .._require import require
+from .image_sets import MARKER, ImageSplit, RealSet, stratified_split, write_image_set
 
 __all__ = [
-    "CLASSES", "DIGITS_ROOT", "MARKER", "MEAN", "NUM_IMAGES", "SCALE", "SIDE", "SPLIT_SEED", "STD",
-    "TRAIN_SIZE", "VAL_SIZE", "DigitsSplit", "digits_split", "load_digits_arrays",
+    "CLASSES", "DIGITS_ROOT", "MARKER", "MEAN", "NUM_IMAGES", "SCALE", "SET", "SIDE", "SPLIT_SEED",
+    "STD", "TRAIN_SIZE", "VAL_SIZE", "DigitsSplit", "digits_split", "load_digits_arrays",
     "stratified_split", "upscale", "write_digits"
 ]  # fmt: skip
 
@@ -61,8 +59,6 @@ MEAN, STD = 77.97, 95.89
 normalisation of the example and of the configs' ``data_preprocessor``."""
 CLASSES = tuple(str(d) for d in range(10))
 """Class names in label order: label ``d`` is the digit ``d``."""
-MARKER = "meta/val.txt"
-"""The file (under the root) written last: the set exists once it does."""
 README = """\
 UCI handwritten digits, as written by budgeted.toys.digits.write_digits (tools/make_digits.py).
 
@@ -76,15 +72,8 @@ class, drawn with numpy.random.default_rng(0). File names are the load_digits in
 """
 
 
-class DigitsSplit(NamedTuple):
-    """The split's images (uint8, ``N x 32 x 32``), labels (int64) and ``load_digits`` indices."""
-
-    train_images: np.ndarray
-    train_labels: np.ndarray
-    train_indices: np.ndarray
-    val_images: np.ndarray
-    val_labels: np.ndarray
-    val_indices: np.ndarray
+DigitsSplit = ImageSplit
+"""The digits split (:class:`~.image_sets.ImageSplit`)."""
 
 
 def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
@@ -114,37 +103,6 @@ def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
     return values.astype(np.uint8), np.asarray(digits.target, dtype=np.int64)
 
 
-def stratified_split(
-    labels: np.ndarray, val_size: int = VAL_SIZE, seed: int = SPLIT_SEED
-) -> tuple[np.ndarray, np.ndarray]:
-    """(train, val) indices into ``labels``, each ascending; ``val_size`` held out by class.
-
-    Class ``c`` with ``n_c`` of the ``N`` images gives ``floor(val_size n_c / N)`` images, and the
-    classes with the largest remainders one more each (ties: the lower class), so the shares sum to
-    ``val_size``. Classes are drawn in label order, each from one ``rng.permutation`` of its
-    indices (``rng = numpy.random.default_rng(seed)``).
-
-    >>> train, val = stratified_split(np.array([0, 0, 0, 0, 1, 1]), val_size=3, seed=0)
-    >>> len(train), len(val), sorted(np.array([0, 0, 0, 0, 1, 1])[val].tolist())
-    (3, 3, [0, 0, 1])
-    """
-    labels = np.asarray(labels)
-    if not (isinstance(val_size, int) and 0 < val_size < len(labels)):
-        raise ValueError(f"val_size={val_size!r} is invalid; allowed: 0 < val_size < {len(labels)}")
-    classes, counts = np.unique(labels, return_counts=True)
-    exact = [val_size * int(n) for n in counts]
-    quota = [e // len(labels) for e in exact]
-    by_remainder = sorted(range(len(classes)), key=lambda i: (-(exact[i] % len(labels)), i))
-    for i in by_remainder[: val_size - sum(quota)]:
-        quota[i] += 1
-    rng = np.random.default_rng(seed)
-    val = np.concatenate(
-        [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
-    )
-    val.sort()
-    return np.setdiff1d(np.arange(len(labels)), val), val
-
-
 def upscale(images: np.ndarray) -> np.ndarray:
     """8x8 counts (0..16) to 32x32 uint8 pixels: ``rint(v * 255 / 16)`` over each 4x4 block.
 
@@ -158,29 +116,15 @@ def upscale(images: np.ndarray) -> np.ndarray:
 def digits_split() -> DigitsSplit:
     """The split every digits run uses, at the pixels it trains on (:func:`upscale`)."""
     images, labels = load_digits_arrays()
-    train, val = stratified_split(labels)
+    train, val = stratified_split(labels, VAL_SIZE, SPLIT_SEED)
     pixels = upscale(images)
     return DigitsSplit(pixels[train], labels[train], train, pixels[val], labels[val], val)
 
 
-def _write_split(folder: Path, name: str, images: np.ndarray, labels, indices) -> str:
-    """Write one split's PNGs under ``folder/name``; its annotation text."""
-    from PIL import Image  # Pillow: a torchvision and MMCV dependency
-
-    (folder / name).mkdir()
-    lines = []
-    for image, label, index in zip(images, labels, indices):
-        file = f"{int(index):05d}.png"
-        Image.fromarray(image, mode="L").save(folder / name / file, format="PNG")
-        lines.append(f"{file} {int(label)}\n")
-    return "".join(lines)
-
-
 def write_digits(root: str | os.PathLike[str] = DIGITS_ROOT) -> Path:
-    """Write the split (:func:`digits_split`) under ``root`` in ``CustomDataset``'s layout.
-
-    The set is written into a temporary folder beside ``root`` and renamed into place, so
-    ``root`` never holds half a set. Returns ``root``.
+    """Write the split (:func:`digits_split`) under ``root`` in ``CustomDataset``'s layout
+    (:func:`~.image_sets.write_image_set`: atomically, never over an existing set). Returns
+    ``root``.
 
     Raises:
         FileExistsError: ``root`` exists and is not an empty folder (never overwritten).
@@ -194,29 +138,13 @@ def write_digits(root: str | os.PathLike[str] = DIGITS_ROOT) -> Path:
         >>> len(list((root / "train").iterdir())), len(list((root / "val").iterdir()))
         (1400, 397)
     """
-    root = Path(root)
-    if root.exists() and not (root.is_dir() and not any(root.iterdir())):
-        raise FileExistsError(f"{root} already exists; remove it to write the digits again")
-    split = digits_split()
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
-    try:
-        train = _write_split(staging, "train", *split[:3])
-        val = _write_split(staging, "val", *split[3:])
-        (staging / "README.txt").write_text(README)
-        (staging / "meta").mkdir()
-        (staging / "meta" / "train.txt").write_text(train)
-        (staging / MARKER).write_text(val)
-        staging.chmod(0o777 & ~_umask())
-        os.replace(staging, root)  # an empty root folder is replaced; a full one raises
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return root
+    write_image_set(root, "the digits")  # refused before the split is loaded
+    return write_image_set(root, "the digits", digits_split(), README)
 
 
-def _umask() -> int:
-    """The process's umask (``mkdtemp`` makes its folder 0o700; the set gets the usual mode)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+SET = RealSet(
+    name="digits", title="UCI digits (scikit-learn), 8x8 scans at 32x32", root=DIGITS_ROOT,
+    full_iters=1720, mean=MEAN, std=STD, train_size=TRAIN_SIZE, val_size=VAL_SIZE,
+    split="budgeted.toys.digits:digits_split", write="budgeted.toys.digits:write_digits",
+)  # fmt: skip
+"""The digits as a real set (:mod:`.image_sets`): 40 epochs of 43 batches of 32 = 1,720."""

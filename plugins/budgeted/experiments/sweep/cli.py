@@ -19,12 +19,13 @@ from .commands import short, show
 from .cost import estimate
 from .execute import SignalForwarder, check_writable, save_sweep, skip_text, sweep_lock
 from .grid import check_grid
-from .local import jobs_environment, run_cells
+from .local import THREAD_VARIABLES, jobs_environment, run_cells
 from .plan import Plan, make_toy_data, plan_cells, plan_evaluations, toy_environment
 from .records import family_label
 from .slurm import run_on_slurm, show_options
 from .slurm_options import SLURM_FLAGS, add_slurm_arguments, check_cluster, slurm_options
 from .status import status_main
+from .warm import check_preload, preload
 
 T = TypeVar("T")
 
@@ -120,6 +121,9 @@ GRID_ARGUMENTS: tuple[Option, ...] = (
     ("--jobs", dict(type=int, default=1, metavar="N", help="--executor local: N cells at once "
      "on this machine, each with cores // N threads (OMP_NUM_THREADS, MKL_NUM_THREADS; "
      "default: 1, one cell at a time)")),
+    ("--preload", dict(nargs="+", metavar="MODULE", help="--executor local: import these "
+     "modules once in the sweep and fork every cell from it, so no cell imports them again "
+     "(e.g. torch torch._dynamo; docs/sweeps.md, 'Start-up')")),
 )  # fmt: skip
 """The sweep's grid and run options (``budgeted-branch`` takes some of them)."""
 
@@ -184,27 +188,35 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.status is not None:
         _status_only(parser, list(argv))
         return args, []
+    check_executor(parser, args)
     if args.config is not None or args.script is not None:
         own_experiment(parser, args)
         return args, extra
     shipped_family(parser, args, script=True)
+    if args.out is None:
+        name = "_".join(filter(None, (args.framework, args.task, "toy" if args.toy else "")))
+        args.out = Path("output/sweep") / name
+    args.out = args.out.resolve()
+    return args, extra
+
+
+def check_executor(parser: _Parser, args: argparse.Namespace) -> None:
+    """The options of one executor given for the other: one line naming the option."""
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs} is invalid; allowed: a whole number >= 1 (cells at "
                      "once on this machine)")  # fmt: skip
-    if args.jobs != 1 and args.executor != "local":
-        parser.error(f"--jobs is the local executor's; allowed: --executor local --jobs "
-                     f"{args.jobs}, or leave --jobs out")  # fmt: skip
+    local = (("--jobs", args.jobs != 1 and str(args.jobs)),
+             ("--preload", args.preload and " ".join(args.preload)))  # fmt: skip
+    for flag, value in local:
+        if value and args.executor != "local":
+            parser.error(f"{flag} is the local executor's; allowed: --executor local {flag} "
+                         f"{value}, or leave {flag} out")  # fmt: skip
     if args.executor != "slurm":
         given = [flag for flag, dest in SLURM_FLAGS.items()
                  if getattr(args, dest) != parser.get_default(dest)]  # fmt: skip
         if given:
             parser.error(f"{given[0]} is for --executor slurm; allowed: --executor slurm "
                          f"{given[0]} ..., or leave it out")  # fmt: skip
-    if args.out is None:
-        name = "_".join(filter(None, (args.framework, args.task, "toy" if args.toy else "")))
-        args.out = Path("output/sweep") / name
-    args.out = args.out.resolve()
-    return args, extra
 
 
 def shipped_family(parser: _Parser, args: argparse.Namespace, script: bool) -> None:
@@ -336,6 +348,8 @@ def _plan(args: argparse.Namespace, extra: list[str]) -> tuple[Path | None, bool
                              "local (the default) with --evaluate-from")  # fmt: skip
         options = slurm_options(args)
         check_cluster(options)
+    if args.preload:
+        check_preload(args.preload, [plan.command for plan in plans])
     return data, present, (data, present, env, plans, options)
 
 
@@ -358,6 +372,15 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
         cell_env, note = jobs_environment(env, args.jobs)
         if note:
             print(note, flush=True)
+        if args.preload:
+            try:
+                seconds = preload(args.preload, cell_env, THREAD_VARIABLES)
+            except SweepError as err:
+                print(f"sweep: error: {err}", file=sys.stderr)
+                return 2
+            print(f"[sweep] preloaded {' '.join(args.preload)} in {seconds:.1f} s; every cell "
+                  "is forked from this process", flush=True)  # fmt: skip
+            forwarder.warm = True
         return run_cells(args.out, plans, cell_env, forwarder, args.keep_going, args.jobs)
 
     return run_locked("sweep", args, lock, plans, data, present, run)

@@ -45,6 +45,7 @@ from .records import (
     read_record,
     run_status,
 )
+from .warm import ForkedProcess, fork_cell
 
 __all__ = [
     "ENDED",
@@ -91,7 +92,7 @@ class SignalForwarder:
     Example::
 
         with SignalForwarder() as forwarder:
-            child = forwarder.start(command, stdout=log)  # one or more; then release(child)
+            child = forwarder.start(command, log, env)  # one or more; then release(child)
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
@@ -99,7 +100,8 @@ class SignalForwarder:
     def __init__(self) -> None:
         self.signum: int | None = None
         self.count = 0
-        self.children: list[subprocess.Popen] = []
+        self.children: list[subprocess.Popen | ForkedProcess] = []
+        self.warm = False  # --preload: fork the cells from this process (:mod:`.warm`)
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> SignalForwarder:
@@ -134,19 +136,28 @@ class SignalForwarder:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(child.pid, forward)
 
-    def start(self, command: Sequence[str], **popen: Any) -> subprocess.Popen | None:
-        """Start ``command`` in its own process group, signals forwarded to it until
-        :meth:`release`; None where a signal came before: nothing is started."""
+    def start(
+        self, command: Sequence[str], log: IO[str], env: dict[str, str]
+    ) -> subprocess.Popen | ForkedProcess | None:
+        """Start ``command`` in its own process group, its output into ``log``, signals forwarded
+        to it until :meth:`release`: a new interpreter, or with :attr:`warm` forked from this
+        one; None where a signal came before: nothing is started."""
         if self.signum is not None:
             return None
-        child = subprocess.Popen(command, preexec_fn=start_child, **popen)
+        if self.warm:
+            child: subprocess.Popen | ForkedProcess = fork_cell(command, log, env, start_child)
+        else:
+            child = subprocess.Popen(
+                command, preexec_fn=start_child, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env,
+            )  # fmt: skip
         self.children.append(child)
         if self.signum is not None:  # arrived while the process was being started
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGTERM)
         return child
 
-    def release(self, child: subprocess.Popen | None) -> None:
+    def release(self, child: subprocess.Popen | ForkedProcess | None) -> None:
         """Forward nothing more to ``child`` (it has ended)."""
         if child in self.children:
             self.children.remove(child)
@@ -190,7 +201,7 @@ class RunningCell:
     record: dict
     attempt: dict
     log: IO[str]
-    process: subprocess.Popen | None  # None: a signal came first, nothing was started
+    process: subprocess.Popen | ForkedProcess | None  # None: a signal came first, none started
     start: float = field(default_factory=time.monotonic)
     head: str = ""  # how the sweep names it in its output: ``[3/20] linear_budget1:``
 
@@ -219,9 +230,7 @@ def start_cell(plan: Plan, env: dict[str, str], forwarder: SignalForwarder) -> R
         log.write(f"# exactly: {shlex.join(plan.command)}\n")
         log.flush()
         start = time.monotonic()
-        process = forwarder.start(
-            plan.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
-        )
+        process = forwarder.start(plan.command, log, env)
     except BaseException:
         log.close()
         raise

@@ -319,7 +319,7 @@ def plan_cell(
             f"settings (overrides {extra}), or another --out"
         )
     action = "skip" if done else "resume" if started else "run"
-    overrides = [*extra, *switch, *axis_overrides(fam.tool, lr, seed)]
+    overrides = [*fam.script_args, *extra, *switch, *axis_overrides(fam.tool, lr, seed)]
     if fam.script:  # the script writes nothing before its end: a started run is run again
         command = script_command(
             config, arm.tool_schedule, budget, fam.full_iters, run_dir, overrides

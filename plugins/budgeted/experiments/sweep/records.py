@@ -128,11 +128,12 @@ def cell_name(
 def family_label(family: ConfigFamily) -> str:
     """How a sweep records its config family: the budget files' path prefix (a script: its path).
 
-    >>> from budgeted.experiments.families import LENET5_DIGITS_PYTORCH, PSPNET_TOY
-    >>> family_label(PSPNET_TOY), family_label(LENET5_DIGITS_PYTORCH)
-    ('configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget', 'examples/digits_budget.py')
-    """
-    return family.source or family.script or f"configs/{family.folder}/{family.prefix}"
+    >>> from budgeted.experiments.families import LENET5_MNIST5K_PYTORCH, PSPNET_TOY
+    >>> family_label(PSPNET_TOY), family_label(LENET5_MNIST5K_PYTORCH)
+    ('configs/mmseg/toy/pspnet_r18-toy_cityscapes_budget', 'examples/digits_budget.py --data mnist5k')
+    """  # noqa: E501
+    script = " ".join([family.script, *family.script_args]) if family.script else ""
+    return family.source or script or f"configs/{family.folder}/{family.prefix}"
 
 
 def read_record(path: Path) -> dict[str, Any]:
