@@ -54,6 +54,7 @@ def test_every_package_the_setup_script_installs_is_pinned():
         "pycocotools",
         "cityscapesscripts",
         "schedulefree",
+        "mlxtend",
     ],
 )
 def test_the_environment_has_the_pinned_versions(package):

@@ -492,7 +492,7 @@ def test_the_readmes_detectron2_route_ends_in_an_environment_detectron2_runs_in(
     for name, allowed in DETECTRON2_0_6_RUNS_WITH.items():
         assert SpecifierSet(allowed).contains(venv.versions[name]), (name, venv.versions[name])
     assert venv.pip("check", check=False).stdout == "No broken requirements found.\n"
-    venv.install(f"{built['wheel']}[detectron2,plot,digits,rank,slurm,schedulefree]")
+    venv.install(f"{built['wheel']}[detectron2,plot,digits,mnist,rank,slurm,schedulefree]")
     for name, allowed in DETECTRON2_0_6_RUNS_WITH.items():
         assert SpecifierSet(allowed).contains(venv.versions[name]), (name, venv.versions[name])
     assert venv.pip("check", check=False).stdout == "No broken requirements found.\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,8 +15,9 @@ from pathlib import Path
 from ...errors import ReportError
 from ...safety.locks import unwritable
 from ..sweep.cli import tool_parser
-from ..sweep.records import load_sweep
-from .model import Group, group_sweeps
+from ..sweep.records import Sweep, load_sweep
+from .advise import CURVES, advice, holdout, plot_advice
+from .model import Group, group_sweeps, load_report_csv
 from .plots import plot_files, plot_formats, plot_sweeps, written_by_report
 from .tables import CSV_HEADER, best_progress, markdown, write_csv
 
@@ -80,7 +82,10 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
 def main(argv: Sequence[str] | None = None) -> int:
     """``budgeted-report``: print the tables, write ``--csv`` / ``--plot``; the exit status."""
     parser = tool_parser("report", "budgeted-report", __doc__)
-    parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders (budgeted-sweep --out)")
+    parser.add_argument(
+        "sweeps", nargs="+", type=Path,
+        help="sweep folders (budgeted-sweep --out), or CSVs an earlier report wrote (--csv)",
+    )  # fmt: skip
     parser.add_argument("--csv", type=Path, metavar="FILE.csv", help="write one row per run")
     parser.add_argument(
         "--plot", type=Path, metavar="FILE.png",
@@ -96,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--best-progress", action="store_true",
         help="also tabulate where the best periodic evaluation fell in training (Table 4)",
     )  # fmt: skip
+    add_advice_arguments(parser)
     args = parser.parse_args(argv)
+    check_advice_arguments(parser, args)
     try:
         if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
             raise ReportError(
@@ -104,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 'pip install "budgeted-training[plot]", or leave out --plot'
             )
         check_outputs(args.csv, args.plot, args.sweeps)
-        sweeps = [load_sweep(p, args.metric) for p in args.sweeps]
+        sweeps = [read_input(p, args.metric) for p in args.sweeps]
         groups = group_sweeps(sweeps)
     except (ReportError, ImportError) as err:
         print(f"report: error: {err}", file=sys.stderr)
@@ -119,12 +126,77 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "shows where they are", file=sys.stderr)  # fmt: skip
     if args.best_progress:
         print("\n\n" + "\n\n".join(best_progress(g) for g in groups))
+    advising = args.predict is not None or args.holdout
+    for group in groups if advising else ():
+        for metric, _ in group.metrics:
+            if args.predict is not None:
+                print("\n" + advice(group, metric, args.predict, args.curve, args.target))
+            if args.holdout:
+                print("\n" + holdout(group, metric, args.curve))
     try:
+        if advising and args.plot is not None:  # the advice's figure, not the sweep's
+            group = groups[0]
+            fit_on = [b for b in group.budgets if b != max(group.budgets)] if args.holdout else None
+            plot_advice(group, group.metrics[0][0], args.curve, args.plot, fit_on)
+            print(f"\nplot: {args.plot}")
+            args.plot = None
         _write_outputs(groups, args.csv, args.plot)
     except OSError as err:  # checked writable before; a disk that filled up meanwhile, say
         print(f"report: error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return 1
     return 0
+
+
+def read_input(path: Path, metric: str) -> Sweep:
+    """A sweep folder, or a CSV an earlier report wrote (its ``metric`` column alone, if given)."""
+    if not path.is_file():
+        return load_sweep(path, metric)
+    sweep = load_report_csv(path)
+    if metric:
+        names = [name for name, _ in sweep.metrics]
+        if metric not in names:
+            raise ReportError(f"--metric {metric!r} is not a column of {path}; allowed: "
+                              f"{', '.join(names)}")  # fmt: skip
+        sweep.metrics = ((metric, metric),)
+    return sweep
+
+
+def add_advice_arguments(parser) -> None:
+    """The budget advisor's options (:mod:`.advise`; docs/sweeps.md, "Predicting a larger
+    budget")."""
+    group = parser.add_argument_group("the budget advisor: what a larger budget would buy")
+    group.add_argument(
+        "--predict", type=float, nargs="+", metavar="FRACTION",
+        help="fit each schedule's metric against the budget and predict it at these budgets "
+        "(fractions of the full schedule; 2 = twice it), with a 95 %% bootstrap interval",
+    )  # fmt: skip
+    group.add_argument(
+        "--target", type=float, metavar="T",
+        help="with --predict: the smallest budget predicted to reach T (T <= 1: that share of "
+        "the predicted full-schedule metric; T > 1: the metric itself)",
+    )  # fmt: skip
+    group.add_argument(
+        "--holdout", action="store_true",
+        help="leave the largest budget out of the fit, predict it, print the error and whether "
+        "the interval covered it",
+    )  # fmt: skip
+    group.add_argument(
+        "--curve", choices=list(CURVES), default="power",
+        help="power: a - b B^-c (default); log: a + b ln B",
+    )  # fmt: skip
+
+
+def check_advice_arguments(parser, args) -> None:
+    """Bad advisor values: one line naming the value and what is allowed."""
+    for value in args.predict or ():
+        if not (math.isfinite(value) and value > 0):
+            parser.error(f"--predict {value:g} is invalid; allowed: budgets > 0 (fractions of "
+                         "the full schedule, 2 = twice it)")  # fmt: skip
+    if args.target is not None and not (math.isfinite(args.target) and args.target > 0):
+        parser.error(f"--target {args.target:g} is invalid; allowed: a share in (0, 1] of the "
+                     "full schedule's metric, or a metric value > 1")  # fmt: skip
+    if args.target is not None and args.predict is None:
+        parser.error("--target is --predict's; allowed: --predict FRACTION ... --target T")
 
 
 def _write_outputs(groups: Sequence[Group], csv_path: Path | None, plot: Path | None) -> None:

@@ -5,15 +5,18 @@ budget (the highest mean over seeds, never an LR at which a run diverged or ende
 
 from __future__ import annotations
 
+import csv
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import ReportError
 from ..stats import best_lr
+from ..sweep.metrics import Final
 from ..sweep.records import METRICS, Cell, CellKey, Sweep, cell_name
 
-__all__ = ["Group", "group_sweeps"]
+__all__ = ["Group", "group_sweeps", "load_report_csv"]
 
 
 @dataclass
@@ -128,3 +131,58 @@ def group_sweeps(sweeps: Sequence[Sweep]) -> list[Group]:
                 "sweeps that all set --seeds, or none of them (report those apart)"
             )
     return list(groups.values())
+
+
+CSV_AXES = ("framework", "family", "schedule", "budget", "lr", "seed", "iterations")
+"""The first columns of a report's CSV (:data:`.tables.CSV_HEADER`); then one column per metric,
+``wall_s``, ``run_dir`` and (since 2026-11-30) ``status``."""
+
+
+def load_report_csv(path: Path) -> Sweep:
+    """A CSV that ``budgeted-report --csv`` wrote, read back as a sweep (data only: the csv
+    module), so every table reads committed evidence as it reads a sweep folder; a run without a
+    metric is unfinished (or, with status ``diverged``, diverged).
+
+    Raises:
+        ReportError: not such a CSV, or a row that is not one of its runs (one line naming it).
+    """
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as err:
+        raise ReportError(
+            f"{path} cannot be read ({err}); allowed: a CSV budgeted-report wrote"
+        ) from None
+    head = tuple(rows[0]) if rows else ()
+    if head[: len(CSV_AXES)] != CSV_AXES or "wall_s" not in head:
+        raise ReportError(f"{path} is not a CSV written by budgeted-report --csv (its first "
+                          f"columns are not {', '.join(CSV_AXES)}); allowed: such a CSV, or a "
+                          "sweep folder")  # fmt: skip
+    names = head[len(CSV_AXES) : head.index("wall_s")]
+    sweep: Sweep | None = None
+    for number, row in enumerate(rows[1:], 2):
+        fields = dict(zip(head, row))
+        try:
+            key = CellKey(fields["schedule"], float(fields["budget"]),
+                          float(fields["lr"]) if fields["lr"] else None,
+                          int(fields["seed"]) if fields["seed"] else None)  # fmt: skip
+            values = {m: float(fields[m]) for m in names if fields.get(m)}
+            iters = int(fields["iterations"]) if fields["iterations"] else None
+        except (KeyError, ValueError) as err:
+            raise ReportError(
+                f"{path} line {number} is not a run of a report's CSV ({err}); allowed: the rows "
+                "budgeted-report --csv wrote"
+            ) from None
+        if not all(map(math.isfinite, values.values())) or not 0 < key.budget <= 1:
+            raise ReportError(f"{path} line {number}: a budget or metric out of range; allowed: "
+                              "budgets in (0, 1] and finite metrics")  # fmt: skip
+        if sweep is None:
+            metrics = tuple((m, m) for m in names)
+            sweep = Sweep(path, fields["framework"], fields["family"], metrics=metrics)
+        final = Final(iters, values) if values and iters else None
+        status = fields.get("status") or ("finished" if final else None)
+        run_dir = Path(fields.get("run_dir") or path.parent / cell_name(*key))
+        sweep.cells.append(Cell(key, run_dir, final, None, status))
+    if sweep is None:
+        raise ReportError(f"{path} holds no runs; allowed: a CSV budgeted-report wrote")
+    return sweep
