@@ -196,9 +196,10 @@ def lenet5(num_classes: int = 10) -> nn.Module:
     )
 
 
-def tensors(images, labels, data: RealSet) -> tuple[torch.Tensor, torch.Tensor]:
+def tensors(images, labels, data: RealSet | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """uint8 ``N x 32 x 32`` pixels -> ``N x 1 x 32 x 32`` floats normalised with the set's
-    training mean and deviation; int64 labels."""
+    training mean and deviation (default: the digits'); int64 labels."""
+    data = data or real_set("digits")
     x = (torch.from_numpy(images).float() - data.mean) / data.std
     return x.unsqueeze(1), torch.from_numpy(labels)
 

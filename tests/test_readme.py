@@ -1,6 +1,6 @@
 """The README is for users (issue 31, item 7): at most 200 lines, "use it in your own" code within
-its first 60, every relative link to a file that exists; its results are the real-data digits
-table (issue 33, item 5), whose figures are those of docs/digits.md's results."""
+its first 60, every relative link to a file that exists; its results are ``make paper``'s table of
+the committed runs (issue 44)."""
 
 from __future__ import annotations
 
@@ -34,17 +34,27 @@ def test_every_relative_link_of_the_readme_exists() -> None:
     assert local and [link for link in local if not (REPO / link).exists()] == []
 
 
-def test_the_results_are_the_digits_table_of_docs_digits() -> None:
-    """Each row of the README's table (budget, five schedules at their best LR, two verdicts)
-    is a row of docs/digits.md's results, figure for figure."""
+def test_the_results_are_make_papers_table_of_its_committed_runs() -> None:
+    """Issue 44, item 3: the README's one results table (every arm, both real sets) is what
+    ``make paper``'s table function makes of the per-run CSVs committed in docs/paper/, figure
+    for figure, and it links docs/paper.md."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tools" / "paper"))
+    import report  # tools/paper/report.py
+    import run
+    import tables
+
+    from budgeted.experiments.report import group_sweeps
+    from budgeted.experiments.report.model import load_report_csv
+
     results = section(README, "Results")
-    assert "tools/digits_grid.sh" in results and "docs/digits.md" in results
-    rows = [line for line in results.splitlines() if re.match(r"\| \d+ % \|", line)]
-    assert [row.split("|")[1].strip() for row in rows] == ["1 %", "2 %", "5 %", "10 %", "25 %",
-                                                           "100 %"]  # fmt: skip
-    digits = section((REPO / "docs/digits.md").read_text(), "Results")
-    for row in rows:
-        assert row in digits
+    assert "docs/paper.md" in results and "make paper" in results
+    groups = {name: group_sweeps([load_report_csv(REPO / f"docs/paper/{data}_arms.csv")])[0]
+              for name, data in (("digits", "digits"), ("MNIST-5k", "mnist5k"))}  # fmt: skip
+    grid = run.load_grid(REPO / "tools" / "paper" / "grid.toml")
+    expected = tables.readme_table(groups, report.arm_order(grid))
+    assert expected in results
 
 
 def plain_pytorch_block() -> str:

@@ -144,7 +144,17 @@ def test_any_registered_schedule_is_a_digits_cell_and_others_are_one_line(
 ):
     monkeypatch.chdir(REPO)
     out = tmp_path / "sweep"
-    args = ["pytorch", "--budgets", "0.01", "--out", str(out), "--dry-run", "--schedules"]
+    args = [
+        "pytorch",
+        "--task",
+        "digits",
+        "--budgets",
+        "0.01",
+        "--out",
+        str(out),
+        "--dry-run",
+        "--schedules",
+    ]
     assert main([*args, "rex", "wsd", "cosine"]) == 0
     shown = capsys.readouterr().out
     for schedule in ("rex", "wsd", "cosine"):

@@ -44,6 +44,11 @@ def load(out: Path, data: str, sweep: str) -> Group | None:
     return group_sweeps([load_sweep(path)])[0]
 
 
+def arm_order(grid: dict) -> list[str]:
+    """The arms sweep's schedules, in the grid's order (the tables' rows)."""
+    return next((s["schedules"] for s in grid["sweeps"] if s["name"] == "arms"), [])
+
+
 def blocks(grid: dict, out: Path, figures: Path | None = None) -> dict[str, str]:
     """Every block's text, in the doc's order (``figures``: where the figures are, relative to
     the doc, for their links; they are drawn by :func:`write_figures`)."""
@@ -51,9 +56,10 @@ def blocks(grid: dict, out: Path, figures: Path | None = None) -> dict[str, str]
     for data, info in grid["sets"].items():
         groups = {s["name"]: load(out, data, s["name"]) for s in grid["sweeps"]}
         arms = groups.get("arms")
+        order = arm_order(grid)
         link = f"\n\n![{info['title']}]({figures}/{data}.png)" if figures else ""
-        texts[f"{data}-arms"] = arms_table(arms) + link
-        texts[f"{data}-best"] = best_table(arms)
+        texts[f"{data}-arms"] = arms_table(arms, order) + link
+        texts[f"{data}-best"] = best_table(arms, order)
         texts[f"{data}-optimizers"] = optimizers_table(arms, groups.get("optimizers"))
         texts[f"{data}-batch"] = batch_table(arms, groups.get("batch128"))
     timing_file = out / "timing.json"
@@ -106,7 +112,8 @@ def write_figures(grid: dict, out: Path, folder: Path) -> list[Path]:
                 continue
             write_csv([group], folder / f"{data}_{sweep['name']}.csv")
             if sweep["name"] == "arms":
-                written.append(figure(group, info["title"], folder / f"{data}.png"))
+                figure_file = folder / f"{data}.png"
+                written.append(figure(group, info["title"], figure_file, arm_order(grid)))
     return written
 
 

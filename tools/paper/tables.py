@@ -63,16 +63,23 @@ def difference_text(group: Group, a: str, b: str, budget: float, other: Group | 
     return f"**{text}**" if resolved else text
 
 
-def arms_table(arms: Group | None) -> str:
+def ordered(group: Group, order: Sequence[str] = ()) -> list[str]:
+    """``group``'s arms, those named in ``order`` first in that order (a sweep folder and its
+    CSV list them in different orders)."""
+    return [*(a for a in order if a in group.schedules),
+            *(a for a in group.schedules if a not in order)]  # fmt: skip
+
+
+def arms_table(arms: Group | None, order: Sequence[str] = ()) -> str:
     """Table 2: every arm at its best LR per budget; then each arm − linear."""
     if arms is None:
         return NOT_RUN
     lines = _head(arms, "arm")
     lines += [_row([f"`{a}`", *(best_text(arms, a, b) for b in arms.budgets)])
-              for a in arms.schedules]  # fmt: skip
+              for a in ordered(arms, order)]  # fmt: skip
     lines += ["", *_head(arms, "arm − linear")]
     lines += [_row([f"`{a}`", *(difference_text(arms, a, "linear", b) for b in arms.budgets)])
-              for a in arms.schedules if a != "linear"]  # fmt: skip
+              for a in ordered(arms, order) if a != "linear"]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -93,13 +100,13 @@ def _best_and_gain(group: Group, arm: str, budget: float) -> str:
     return f"{summarize(where).mean:.2f} / {summarize(gain).mean:+.2f}"
 
 
-def best_table(arms: Group | None) -> str:
+def best_table(arms: Group | None, order: Sequence[str] = ()) -> str:
     """The best checkpoint (the paper's Table 4): where the best evaluation fell / its gain."""
     if arms is None:
         return NOT_RUN
     lines = _head(arms, "arm")
     lines += [_row([f"`{a}`", *(_best_and_gain(arms, a, b) for b in arms.budgets)])
-              for a in arms.schedules]  # fmt: skip
+              for a in ordered(arms, order)]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -165,7 +172,7 @@ def _cost_row(name: str, runs: int, wall: float, cells: float, train: float) -> 
                  share])  # fmt: skip
 
 
-def figure(arms: Group, title: str, path: Path) -> Path:
+def figure(arms: Group, title: str, path: Path, order: Sequence[str] = ()) -> Path:
     """Top-1 mean ± std against budget (log x), one line per arm at its best LR."""
     import matplotlib
 
@@ -173,7 +180,7 @@ def figure(arms: Group, title: str, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for arm in arms.schedules:
+    for arm in ordered(arms, order):
         xs, means, stds = [], [], []
         for budget in arms.budgets:
             found = arms.best(_metric(arms), arm, budget)
@@ -192,3 +199,28 @@ def figure(arms: Group, title: str, path: Path) -> Path:
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return path
+
+
+def readme_table(arms: dict[str, Group], order: Sequence[str], budgets=(0.01, 0.1, 1.0)) -> str:
+    """The README's results: each arm at its best LR, mean ± std, on each set at ``budgets``;
+    bold where the seed-paired difference from linear resolves (its interval excludes 0)."""
+    head = ["arm", *(f"{name} {b * 100:g} %" for name in arms for b in budgets)]
+    lines = [_row(head), "| --- |" + " ---: |" * (len(head) - 1)]
+    for arm in ordered(next(iter(arms.values())), order):
+        cells = []
+        for group in arms.values():
+            for budget in budgets:
+                found = group.best(_metric(group), arm, budget)
+                if found is None:
+                    cells.append("-")
+                    continue
+                summary = summarize(
+                    list(group.values(_metric(group), arm, budget, found[0]).values())
+                )
+                text = f"{summary.mean:.2f} ± {summary.std or 0:.2f}"
+                resolved = arm != "linear" and difference_text(
+                    group, arm, "linear", budget
+                ).startswith("**")
+                cells.append(f"**{text}**" if resolved else text)
+        lines.append(_row([f"`{arm}`", *cells]))
+    return "\n".join(lines)
