@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from budgeted.config_files import config_root, find_config
+from budgeted.config_files import SEARCH_FOLDERS, config_root, find_config
 from budgeted.experiments.families import FAMILIES
 
 pytestmark = pytest.mark.unit
@@ -78,3 +78,12 @@ def test_an_unknown_framework_is_named():
     allowed = "detectron2, mmseg, mmdet, mmpretrain, mmaction, mmengine"
     with pytest.raises(ValueError, match=rf"unknown framework 'caffe'; allowed: {allowed}$"):
         find_config("x", "caffe")
+
+
+def test_every_real_image_set_has_its_config_folder_searched():
+    from budgeted.toys.image_sets import REAL_SET_NAMES
+
+    for name in REAL_SET_NAMES:
+        assert f"mmpretrain/{name}" in SEARCH_FOLDERS["mmpretrain"]
+        assert f"mmpretrain/{name}" in SEARCH_FOLDERS["mmengine"]
+        assert (config_root() / "mmpretrain" / name).is_dir()

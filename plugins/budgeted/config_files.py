@@ -14,14 +14,15 @@ from pathlib import Path
 __all__ = ["SEARCH_FOLDERS", "config_root", "find_config"]
 
 _MMENGINE_CODEBASES = ("mmseg", "mmdet", "mmpretrain", "mmaction")
+_REAL_IMAGE_SETS = tuple(f"mmpretrain/{name}" for name in ("digits", "mnist5k"))  # toys.image_sets
 SEARCH_FOLDERS: dict[str, tuple[str, ...]] = {
     "detectron2": ("detectron2", "detectron2/toy", "detectron2/lazy"),
     **{codebase: (codebase, f"{codebase}/toy") for codebase in _MMENGINE_CODEBASES},
-    "mmpretrain": ("mmpretrain", "mmpretrain/toy", "mmpretrain/digits"),
+    "mmpretrain": ("mmpretrain", "mmpretrain/toy", *_REAL_IMAGE_SETS),
     # every MMEngine codebase: what budgeted-train-seg looks in
     "mmengine": (
         *(f for c in _MMENGINE_CODEBASES for f in (c, f"{c}/toy")),
-        "mmpretrain/digits",
+        *_REAL_IMAGE_SETS,
     ),
 }
 """Where a bare config name is looked up, per framework, in this order."""

@@ -97,7 +97,7 @@ def write_sweep(
     Returns:
         cell name -> run folder.
     """
-    fam = family(framework, framework != "pytorch", None)
+    fam = family(framework, framework != "pytorch", "digits" if framework == "pytorch" else None)
     out.mkdir(parents=True)
     planned, folders = [], {}
     for key, metric in cells.items():

@@ -92,7 +92,11 @@ def test_a_schedule_the_data_cannot_support_is_one_line(kwargs, says, tmp_path, 
         (["--predict", "-1"], "report: error: --predict -1 is invalid; allowed: budgets > 0"),
         (["--predict", "1", "--target", "0"], "report: error: --target 0 is invalid"),
         (["--target", "0.9"], "report: error: --target is --predict's"),
-        (["--curve", "cubic"], "report: error: argument --curve: invalid choice"),
+        (
+            ["--holdout", "--curve", "cubic"],
+            "report: error: --curve cubic is not a curve; allowed: power, log",
+        ),
+        (["--curve", "log"], "report: error: --curve log is the advisor's; allowed: with"),
     ],
 )
 def test_a_bad_advisor_value_is_one_line(argv, says, tmp_path, capsys) -> None:

@@ -176,7 +176,7 @@ def test_without_the_example_the_digits_family_is_one_line_and_writes_nothing(tm
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
-    run = cli(SWEEP, "pytorch", "--out", work / "sweep", cwd=work, env=env)
+    run = cli(SWEEP, "pytorch", "--task", "digits", "--out", work / "sweep", cwd=work, env=env)
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and run.stderr.startswith(
         "sweep: error: the pytorch digits family runs examples/digits_budget.py, which is in "
@@ -203,8 +203,8 @@ def test_sigterm_stops_every_running_cell_of_jobs_2(tmp_path):
     as interrupted by SIGTERM, and the sweep exits 75 starting no other cell."""
     out = tmp_path / "sweep"
     proc = subprocess.Popen(
-        [*SWEEP, "pytorch", "--schedules", "linear", "step", "--budgets", "1", "0.25",
-         "--jobs", "2", "--out", str(out)],
+        [*SWEEP, "pytorch", "--task", "digits", "--schedules", "linear", "step",
+         "--budgets", "1", "0.25", "--jobs", "2", "--out", str(out)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     started = []
@@ -271,7 +271,8 @@ def test_status_shows_a_running_local_cell_as_running_and_a_killed_sweeps_as_int
     """issue 40/20: ``--status`` beside a running local sweep said ``missing (not started)``."""
     out, name = tmp_path / "sweep", "linear_budget100"
     proc = subprocess.Popen(
-        [*SWEEP, "pytorch", "--schedules", "linear", "--budgets", "1", "--out", str(out)],
+        [*SWEEP, "pytorch", "--task", "digits", "--schedules", "linear", "--budgets", "1",
+         "--out", str(out)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

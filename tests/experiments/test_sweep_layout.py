@@ -41,7 +41,7 @@ def test_the_sweep_is_split_along_plan_execute_and_command_line():
     assert {p.stem for p in SWEEP.glob("*.py")} == {
         "__init__", "__main__", "cli", "commands", "compat", "cost", "execute", "grid", "local",
         "metrics", "plan", "records",
-        "slurm", "slurm_job", "slurm_options", "status",
+        "slurm", "slurm_job", "slurm_options", "status", "warm",
     }  # fmt: skip
     for planning in ("plan.py", "grid.py"):
         assert not any("execute" in name or "cli" in name for name in _imports(SWEEP / planning))

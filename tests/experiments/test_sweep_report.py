@@ -603,7 +603,9 @@ def test_cells_and_committed_configs_follow_the_families():
             for schedule in fam.schedules
         }
         assert committed_configs(fam) == expected, fam.name
-        label = fam.script or f"configs/{fam.folder}/{fam.prefix}"  # a script family: its script
+        # a script family: its script and the arguments that pick the family's task
+        script = " ".join([fam.script, *fam.script_args]) if fam.script else None
+        label = script or f"configs/{fam.folder}/{fam.prefix}"
         assert family_label(fam) == label
     assert cell_name("linear", 0.05) == "linear_budget5"
     assert cell_name("step", 0.005) == "step_budget0p5"  # not "0.5": the families' budget tag

@@ -16,7 +16,6 @@ from ...errors import ReportError
 from ...safety.locks import unwritable
 from ..sweep.cli import tool_parser
 from ..sweep.records import Sweep, load_sweep
-from .advise import CURVES, advice, holdout, plot_advice
 from .model import Group, group_sweeps, load_report_csv
 from .plots import plot_files, plot_formats, plot_sweeps, written_by_report
 from .tables import CSV_HEADER, best_progress, markdown, write_csv
@@ -127,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.best_progress:
         print("\n\n" + "\n\n".join(best_progress(g) for g in groups))
     advising = args.predict is not None or args.holdout
+    if advising:  # numpy and scipy only for the advice
+        from .advise import advice, holdout, plot_advice
     for group in groups if advising else ():
         for metric, _ in group.metrics:
             if args.predict is not None:
@@ -181,8 +182,9 @@ def add_advice_arguments(parser) -> None:
         "the interval covered it",
     )  # fmt: skip
     group.add_argument(
-        "--curve", choices=list(CURVES), default="power",
-        help="power: a - b B^-c (default); log: a + b ln B",
+        "--curve", metavar="CURVE",
+        help="the curve fitted, with --predict or --holdout: power: a - b B^-c (default); "
+        "log: a + b ln B",
     )  # fmt: skip
 
 
@@ -197,6 +199,18 @@ def check_advice_arguments(parser, args) -> None:
                      "full schedule's metric, or a metric value > 1")  # fmt: skip
     if args.target is not None and args.predict is None:
         parser.error("--target is --predict's; allowed: --predict FRACTION ... --target T")
+    if args.curve is not None and args.predict is None and not args.holdout:
+        parser.error(f"--curve {args.curve} is the advisor's; allowed: with --predict or --holdout")
+    if args.predict is not None or args.holdout:  # the advisor's module imports numpy
+        try:
+            from .advise import CURVES
+        except ImportError as err:
+            parser.error(f"--predict and --holdout need numpy and scipy ({err}); allowed: "
+                         "pip install scipy, or leave them out")  # fmt: skip
+
+        args.curve = args.curve or next(iter(CURVES))
+        if args.curve not in CURVES:
+            parser.error(f"--curve {args.curve} is not a curve; allowed: {', '.join(CURVES)}")
 
 
 def _write_outputs(groups: Sequence[Group], csv_path: Path | None, plot: Path | None) -> None:
