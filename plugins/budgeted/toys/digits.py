@@ -116,9 +116,7 @@ def upscale(images: np.ndarray) -> np.ndarray:
 def digits_split() -> DigitsSplit:
     """The split every digits run uses, at the pixels it trains on (:func:`upscale`)."""
     images, labels = load_digits_arrays()
-    train, val = stratified_split(labels, VAL_SIZE, SPLIT_SEED)
-    pixels = upscale(images)
-    return DigitsSplit(pixels[train], labels[train], train, pixels[val], labels[val], val)
+    return DigitsSplit.held_out(upscale(images), labels, VAL_SIZE, SPLIT_SEED)
 
 
 def write_digits(root: str | os.PathLike[str] = DIGITS_ROOT) -> Path:

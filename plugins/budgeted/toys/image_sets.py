@@ -49,6 +49,18 @@ class ImageSplit(NamedTuple):
     val_labels: np.ndarray
     val_indices: np.ndarray
 
+    @classmethod
+    def held_out(
+        cls, pixels: np.ndarray, labels: np.ndarray, val_size: int, seed: int
+    ) -> ImageSplit:
+        """``val_size`` of ``pixels`` held out by :func:`stratified_split` (``seed``).
+
+        >>> ImageSplit.held_out(np.zeros((4, 2, 2)), np.array([0, 0, 1, 1]), 2, 0).val_labels
+        array([0, 1])
+        """
+        train, val = stratified_split(labels, val_size, seed)
+        return cls(pixels[train], labels[train], train, pixels[val], labels[val], val)
+
 
 @dataclass(frozen=True)
 class RealSet:

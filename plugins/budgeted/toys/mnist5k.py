@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .._require import require
-from .image_sets import ImageSplit, RealSet, stratified_split, write_image_set
+from .image_sets import ImageSplit, RealSet, write_image_set
 
 __all__ = [
     "MEAN", "MNIST5K_ROOT", "NUM_IMAGES", "PAD", "SET", "STD", "TRAIN_SIZE", "VAL_SIZE",
@@ -115,9 +115,7 @@ def pad(images: np.ndarray) -> np.ndarray:
 def mnist5k_split() -> ImageSplit:
     """The split every MNIST-5k run uses, at the pixels it trains on (:func:`pad`)."""
     images, labels = load_mnist5k_arrays()
-    train, val = stratified_split(labels, VAL_SIZE, seed=0)
-    pixels = pad(images)
-    return ImageSplit(pixels[train], labels[train], train, pixels[val], labels[val], val)
+    return ImageSplit.held_out(pad(images), labels, VAL_SIZE, seed=0)
 
 
 def write_mnist5k(root: str | os.PathLike[str] = MNIST5K_ROOT) -> Path:
