@@ -52,7 +52,9 @@ iterations before the end::
 with ``--validate-every K`` a line ``{"iteration": i, "val_accuracy": ...}`` after iteration
 ``i = K, 2K, ...`` below the budget; then a final line with ``val_accuracy``), ``lr_trace.csv``
 (``iteration,lr``, as ``examples/cifar10_budget.py`` writes) and ``results.json`` (its result
-keys), written last: a folder with ``results.json`` is a finished run and is never overwritten. A
+keys), written last: a folder with ``results.json`` is a finished run and is never overwritten.
+While it trains, each periodic evaluation is also appended to ``validations.jsonl`` as it
+happens (``budgeted-search --method asha`` stops a run from them). A
 loss that becomes non-finite stops the run with one line and exit status 3, writing nothing.
 
 Example::
@@ -78,6 +80,7 @@ from torch import nn
 import budgeted
 from budgeted._require import MissingFrameworkError
 from budgeted.optimizers import OPTIMIZERS, check_optimizer_flags, optimizer_target
+from budgeted.runs.records import shown
 from budgeted.safety import atomic_write_text
 from budgeted.safety.preemption import DIVERGED_EXIT_CODE
 from budgeted.schedules import parse_arm
@@ -172,7 +175,7 @@ def schedule_of(parser: _Parser, schedule: str) -> tuple[str, dict]:
     try:
         name, params = parse_arm(schedule)
     except ValueError as err:
-        parser.error(f"--schedule {schedule!r}: {err}")
+        parser.error(f"--schedule {shown(schedule)}: {err}")
     if name == "step":
         params.setdefault("milestones", STEP_MILESTONES)
     return name, params
@@ -249,6 +252,18 @@ def evaluate(model: nn.Module, optimizer: torch.optim.Optimizer, args, data, rec
     return accuracy(model, *data["val"])
 
 
+def live(out: Path, record: dict | None) -> None:
+    """Append a periodic evaluation to ``out/validations.jsonl`` as it happens (None: start the
+    file anew)."""
+    path = out / "validations.jsonl"
+    if record is None:
+        path.unlink(missing_ok=True)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
 def train(args, data: dict, budget: int, schedule: tuple[str, dict]) -> dict | None:
     """Train ``budget`` iterations; the run's records, or None when the loss became
     non-finite (one line on stderr)."""
@@ -295,6 +310,7 @@ def train(args, data: dict, budget: int, schedule: tuple[str, dict]) -> dict | N
         if args.validate_every and done % args.validate_every == 0 and done < budget:
             val_acc = evaluate(model, optimizer, args, data, recal)
             records.append({"iteration": done, "val_accuracy": val_acc})
+            live(args.out, records[-1])
             if args.schedule_free:
                 optimizer.train()
             model.train()
@@ -317,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     if budget <= args.warmup_iters:
         allowed = f"a budget of more than {args.warmup_iters} iterations (--warmup-iters)"
         parser.error(f"--budget {args.budget:g} is {budget} iterations; allowed: {allowed}")
+    if not args.schedule_free:  # a cooldown or period shorter than an iteration trains nothing
+        try:
+            name, params = schedule
+            budgeted.BudgetSchedule(name, budget, args.warmup_iters, params=params).check_steps()
+        except ValueError as err:
+            parser.error(f"--schedule {shown(args.schedule)} at {budget} iterations: {err}")
     try:
         split = args.set.load()
     except (MissingFrameworkError, ValueError) as err:
@@ -333,11 +355,13 @@ def main(argv: list[str] | None = None) -> int:
         f"budget {budget} of {args.full_iters} iterations; {args.schedule}, {kind}, warmup "
         f"{args.warmup_iters}, base LR {args.lr:g}, seed {args.seed}"
     )
+    live(args.out, None)  # a run trained again starts its live evaluations anew
     try:
         run = train(args, data, budget, schedule)
     except MissingFrameworkError as err:  # --schedule-free without the schedulefree package
         parser.error(str(err))
     if run is None:
+        live(args.out, None)  # a diverged run leaves nothing
         return DIVERGED_EXIT_CODE
     seconds, val_acc = run["seconds"], run["val_accuracy"]
     print(

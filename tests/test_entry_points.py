@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import importlib
 import re
 from collections.abc import Iterator
@@ -81,3 +82,52 @@ def test_every_option_a_tool_takes_is_in_its_help(script, monkeypatch):
     )
     assert missing == [], f"{script} --help does not name {missing}"
     assert len(taken) > 1
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, framework: str) -> None:
+    """This process as if ``framework`` were not installed: its modules (and our adapter of it,
+    imported again) not found."""
+    import sys
+
+    for name in [n for n in sys.modules if n.split(".")[0] == framework]:
+        monkeypatch.setitem(sys.modules, name, None)  # import of it halted; find_spec: None
+    monkeypatch.setitem(sys.modules, framework, None)
+    for name in [n for n in sys.modules if n.startswith(f"budgeted.{framework}")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.mark.parametrize(
+    ("framework", "make", "hint"),
+    [
+        ("mmengine", "fcn_config", 'pip install "budgeted-training[mmseg]" (or [mmdet], '
+         "[mmpretrain], [mmaction]: your codebase's)"),
+        ("detectron2", "d2_yaml", 'pip install "budgeted-training[detectron2]" (Detectron2 '
+         "itself is not on PyPI: see the README)"),
+    ],
+)  # fmt: skip
+def test_a_config_whose_framework_is_missing_names_its_extra_in_one_line(
+    framework, make, hint, tmp_path, monkeypatch, capsys
+):
+    """Issue 52 (confusions): ``--config`` of an MMEngine config without MMEngine said
+    ``needs No module named 'mmengine'; allowed: ... pip install "budgeted-training[...]"``, and
+    of a Detectron2 yaml ``needs budgeted.detectron2 needs 'detectron2', ...``."""
+    import own_configs
+
+    from budgeted import sweep
+
+    config = getattr(own_configs, make)(
+        *[tmp_path, tmp_path / "no_data"][: 1 + (make != "d2_yaml")]
+    )
+    files = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*")}
+    _without(monkeypatch, framework)
+    try:
+        code = sweep.main(["--config", str(config), "--out", str(tmp_path / "out")])
+    except SystemExit as done:
+        code = done.code
+    printed, err = capsys.readouterr()
+    assert (code, printed) == (2, "")
+    assert err == (
+        f"sweep: error: --config {config} needs {framework!r}, which is not installed; install it "
+        f"with {hint}\n"
+    )
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*")} == files

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from pathlib import Path
 
 import pytest
+
+from budgeted.experiments.families import budget_tag
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +94,67 @@ def _is_print(node: ast.stmt) -> bool:
         and isinstance(node.value.func, ast.Name)
         and node.value.func.id == "print"
     )
+
+
+def own_config_command() -> list[str]:
+    """The README's ``budgeted-sweep --config`` line of an MMEngine config ("Sweep your own
+    config"), its arguments split as a shell would, its comment left out."""
+    block = section(README, "Sweep your own config")
+    (line,) = [ln for ln in block.splitlines() if ln.startswith("budgeted-sweep --config my_fcn")]
+    return shlex.split(line, comments=True)
+
+
+def test_the_readmes_own_config_sweep_plans_linear_and_step_at_its_budgets(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """Issue 52, item 1: the README's own command, run as written (``--dry-run`` added) on an own
+    MMSeg config, planned no cell and exited 0: the default schedules came from the shipped
+    configs of a family, which one's own config has none of. Its default is ``linear step``
+    (docs/sweeps.md), at each budget the line gives."""
+    from own_configs import fcn_config
+
+    from budgeted import sweep
+
+    tool, *argv = own_config_command()
+    config = argv[argv.index("--config") + 1]
+    budgets = argv[argv.index("--budgets") + 1 :]
+    assert (tool, config, budgets) == ("budgeted-sweep", "my_fcn_cityscapes.py", ["0.05", "0.1"])
+    written = fcn_config(tmp_path, tmp_path / "cityscapes")  # warmup 4 of 400 iterations
+    text = written.read_text().replace("max_iters=40,", "max_iters=400,")
+    (tmp_path / config).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = sweep.main([*argv, "--dry-run"])
+    except SystemExit as done:
+        code = done.code
+    printed, err = capsys.readouterr()
+    assert (code, err) == (0, ""), err
+    cells = [line.split(":")[0] for line in printed.splitlines() if "budgeted-train-seg" in line]
+    tags = [budget_tag(float(b)) for b in budgets]
+    assert cells == [f"{s}_budget{t}" for t in tags for s in ("linear", "step")], printed
+    assert not (tmp_path / "output").exists()
+
+
+def test_the_readmes_detectron2_snippet_finds_its_config_from_any_folder(
+    tmp_path, monkeypatch
+) -> None:
+    """Issue 52 (confusions): the Detectron2 snippet merged ``configs/detectron2/toy/...``, a
+    path relative to the checkout's root, so it ran from there only. It now loads the config by
+    its bare name (the package's config lookup), from any folder: here an empty one (the snippet
+    itself trains in tests/test_snippets.py)."""
+    block = (
+        section(README, "Use it in your own Detectron2, MMEngine or PyTorch code")
+        .split("```python\n", 1)[1]
+        .split("```")[0]
+    )
+    (call,) = [
+        node for node in ast.walk(ast.parse(block))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "load_config"
+    ]  # fmt: skip
+    name = ast.literal_eval(call.args[0])
+    assert "/" not in name, name
+    import budgeted.detectron2 as bd2
+
+    monkeypatch.chdir(tmp_path)
+    cfg = bd2.load_config(name)
+    assert (cfg.SOLVER.MAX_ITER, cfg.SOLVER.LR_SCHEDULER_NAME) == (4, "BudgetLinear")

@@ -31,6 +31,7 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "budgeted-report": ("budgeted.experiments.report", "main"),
     "budgeted-branch": ("budgeted.experiments.branch", "main"),
     "budgeted-rank": ("budgeted.experiments.rank", "main"),
+    "budgeted-search": ("budgeted.experiments.search", "main"),
 }
 """Console script -> (module, function): the function takes ``sys.argv[1:]`` and returns the
 exit status."""
@@ -79,3 +80,4 @@ sweep = _script("budgeted-sweep", "a grid of schedules x budgets x LRs x seeds."
 report = _script("budgeted-report", "the tables and verdicts of finished sweeps.")
 branch = _script("budgeted-branch", "every budget from one run's checkpoints.")
 rank = _script("budgeted-rank", "do small budgets rank schedules as large ones do.")
+search = _script("budgeted-search", "the schedule and base LR to run at one budget.")

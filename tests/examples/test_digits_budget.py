@@ -163,8 +163,21 @@ def fails(capsys, args: list[str]) -> str:
         (["--warmup-iters", "17"], "--budget 0.01 is 17 iterations; allowed: a budget of more "),
         (["--full-iters", "10"], "--budget 0.01 of --full-iters 10: the budget fraction=0.01 is"),
         (["--budget", "half"], "argument --budget: invalid float value: 'half'"),
+        # issue 52/6 and 52/5: a traceback (OverflowError), a NaN LR blamed on the base LR
+        (["--schedule", "sgdr:restarts=1" + "0" * 400], "--schedule 'sgdr:restarts=100000000000"
+         "000000000000000000000000000000...: sgdr schedule: restarts=1000000000000000000000000000"
+         "00000000000000000000000000000... is invalid; allowed: a whole number >= 0 and below "
+         "1000000\n"),
+        (["--schedule", "htd:lower=-1e308,upper=1e308"], "give the multiplier nan at progress 0"),
+        # a cooldown or periods shorter than one of the budget's 17 iterations: nothing decays
+        (["--schedule", "wsd:cooldown=0.05"], "--schedule 'wsd:cooldown=0.05' at 17 iterations: "
+         "wsd schedule: cooldown=0.05 is invalid for a decay of 17 steps; allowed: a cooldown of "
+         "more than one step, cooldown > 1/17\n"),
+        (["--schedule", "sgdr:restarts=16"], "periods of more than one step each, restarts + 1 "
+         "< 17\n"),
+        (["--schedule", "wsd:decay=sqrt,decay=linear"], "gives decay 2 times"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, flags, message):
     out = tmp_path / "out"
     base = ["--budget", "0.01", "--out", str(out)]

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from own_sweeps import check_cell_lrs, report_ok, sweep_ok, tool
+from own_sweeps import check_cell_lrs, digests, report_ok, sweep_ok, tool
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "own_script.py"
@@ -72,3 +72,51 @@ def test_rank_takes_own_scripts_as_architectures(tmp_path):
     done = tool("budgeted-rank", *(f"{n}={tmp_path / n}" for n in archs), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert all(name in done.stdout for name in archs) and "top-1" in done.stdout, done.stdout
+
+
+BAD_FINAL = """\
+import argparse, json, pathlib
+parser = argparse.ArgumentParser()
+parser.add_argument("--out")
+out = pathlib.Path(parser.parse_known_args()[0].out)
+out.mkdir(parents=True, exist_ok=True)
+lines = [{{"iteration": 0, "lr": 0.1, "loss": 1.0}},
+         {{"iteration": 10, "val_accuracy": {value}, "val_loss": 0.3, "final": True}}]
+(out / "metrics.jsonl").write_text("".join(json.dumps(line) + "\\n" for line in lines))
+(out / "results.json").write_text("{{}}")
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("value", "shown"), [('"0.9"', "'0.9'"), ("10**400", "1" + "0" * 56 + "...")],
+    ids=["string", "10**400"],
+)  # fmt: skip
+def test_a_final_metric_that_is_no_number_fails_its_cell_in_one_line(value, shown, tmp_path):
+    """Issue 52, item 2: a script whose final ``val_accuracy`` was ``"0.9"`` or ``10**400``
+    beside a numeric ``val_loss`` was recorded as a finished run with no result, skipped by
+    every later sweep. Its cell fails in one line naming the value and its range; the same
+    command again refuses the folder in one line, nothing changed."""
+    script = tmp_path / "bad_final.py"
+    script.write_text(BAD_FINAL.format(value=value))
+    out = tmp_path / "sweep"
+    argv = ["--script", script, "--full-iters", "100", "--schedules", "linear", "--budgets",
+            "0.1", "--out", out]  # fmt: skip
+    done = tool("budgeted-sweep", *argv, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    log = out / "linear_budget10" / "metrics.jsonl"
+    result = (
+        f"{log}: its final val_accuracy {shown} is not a result; allowed: a number in [0, 1] "
+        "(pytorch logs val_accuracy as a fraction; move the cell's folder away to train it again)"
+    )
+    assert done.stderr.splitlines() == [
+        f"sweep: error: linear_budget10 exited 0 but its final metric cannot be read: {result} "
+        f"(log: {out}/linear_budget10/sweep.log)"
+    ]
+    record = json.loads((out / "linear_budget10" / "sweep_cell.json").read_text())
+    assert (record["status"], record["metrics"]) == ("failed", None)
+    before = digests(tmp_path)
+    again = tool("budgeted-sweep", *argv, cwd=tmp_path)
+    assert (again.returncode, again.stdout) == (2, "")
+    assert again.stderr.splitlines() == [f"sweep: error: {result}"]
+    assert digests(tmp_path) == before

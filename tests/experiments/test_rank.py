@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from run_folders import toy_data, write_sweep
+from run_folders import call_tool, toy_data, write_sweep
 from toy_pspnet import width_overrides
 
+from budgeted.experiments import rank
 from budgeted.experiments.rank import Architectures, kendall_tau, markdown
 from budgeted.experiments.report import Cell, CellKey, Final, Group
+from budgeted.experiments.report import main as report
 
 REPO = Path(__file__).resolve().parents[2]
 RANK = [sys.executable, "-m", "budgeted.experiments.rank"]
@@ -153,7 +155,47 @@ def test_rank_reads_sweep_folders_and_refuses_a_budget_not_run(arch_sweeps, tmp_
         "rank: error: --full 0.5 is not a budget every architecture and schedule finished; "
         "allowed: 0.01, 0.05"
     )
-    bad = cli(RANK, *named, "--metric", "box AP")
-    assert (
-        bad.stderr.strip() == "rank: error: --metric 'box AP' is not a mmseg metric; allowed: mIoU"
-    )
+    bad = cli(RANK, *named, "--metric", "box AP")  # what budgeted-report --metric says
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("rank: error: --metric 'box AP' is not logged by the run in ")
+    assert bad.stderr.endswith("; allowed: a key its final evaluation logged (aAcc, mAcc, mIoU)\n")
+
+
+@pytest.mark.unit
+def test_rank_takes_the_metric_the_report_takes(arch_sweeps, capsys):
+    """Issue 52: ``budgeted-rank --metric KEY`` reads the metric as ``budgeted-report --metric
+    KEY`` does (one route): a key the runs logged (aAcc) is ranked (refused before, "not a mmseg
+    metric"), a name the report shows (mIoU) too."""
+    named = [f"{name}={path}" for name, path in arch_sweeps.items()]
+    for metric, w4 in (("aAcc", "| w4 | 80.00 | 80.00 |"), ("mIoU", "| w4 | 30.00 | 45.00 |")):
+        assert call_tool(report, [str(arch_sweeps["w4"]), "--metric", metric], capsys)[0] == 0
+        code, out, err = call_tool(rank.main, [*named, "--metric", metric], capsys)
+        assert code == 0 and f"### Architecture ranking by {metric}:" in out, err
+        assert w4 in out, out
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("axis", "cells", "says"),
+    [
+        ("budgets", {("linear", 0.01, None): 30.0}, "different budgets (w4: 0.01 0.05; w6: 0.01 "
+         "0.05; w8: 0.01); allowed: sweeps of the same --budgets"),
+        ("seeds", {("linear", b, None, s): 30.0 for b in (0.01, 0.05) for s in (0, 1)},
+         "different seeds (w4: the config's; w6: the config's; w8: 0 1); allowed: sweeps of the "
+         "same --seeds"),
+        ("schedules", {(s, b, None): 30.0 for b in (0.01, 0.05) for s in ("linear", "step")},
+         "different schedules (w4: linear; w6: linear; w8: linear step)"),
+    ],
+)  # fmt: skip
+def test_sweeps_of_different_grids_are_refused(axis, cells, says, arch_sweeps, tmp_path, capsys):
+    """Issue 52: a ranking over sweeps of different budgets, seeds or schedules compares other
+    protocols (taken silently before: the budgets in common, means over other seeds): one line
+    naming the axis, as for different base-LR grids."""
+    import shutil
+
+    shutil.rmtree(arch_sweeps["w8"])
+    write_sweep(arch_sweeps["w8"], "mmseg", cells, tmp_path / "data")
+    named = [f"{name}={path}" for name, path in arch_sweeps.items()]
+    code, out, err = call_tool(rank.main, named, capsys)
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert err.startswith(f"rank: error: the sweeps searched {says}"), err

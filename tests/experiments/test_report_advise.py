@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from own_sweeps import sweep_ok, tool
+from own_sweeps import digests, sweep_ok, tool
+from run_folders import call_tool, write_sweep
 
 from budgeted.experiments.report import main
 from budgeted.experiments.report.advise import CURVES, fit_curve
@@ -148,3 +149,132 @@ def test_holdout_on_a_tiny_real_sweep(tmp_path) -> None:
     assert "the largest budget, 0.5, predicted from 0.05, 0.1, 0.25" in done.stdout, done.stdout
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith(("| `linear` |", "- cannot"))]
     assert len(lines) == 2, done.stdout  # a row (or its one-line refusal) per table
+
+
+def cells(out: str) -> list[str]:
+    """The cells of the advisor's rows (``| `schedule` | ... |``) in the report's output."""
+    rows = [ln for ln in out.splitlines() if ln.startswith("| `")]
+    return [c.strip() for row in rows for c in row.strip("|").split("|")[1:]]
+
+
+def numbers(text: str) -> list[float]:
+    """Every number in the advisor's cells: predictions and interval bounds."""
+    import re
+
+    return [float(x) for c in text for x in re.findall(r"-?\d+\.\d+", c)]
+
+
+@pytest.mark.unit
+def test_a_bounded_metric_is_predicted_in_its_range(tmp_path, capsys) -> None:
+    """Issue 52/7: top-1 (percent) is fitted on its error, so no prediction or interval passes
+    100: a steep one-seed curve with ``--curve log`` (113.73 before) and the real digits grid's
+    subset arm held out at 100 % (100.83 [97.56, 104.58] before, measured 97.40)."""
+    steep = write_csv(tmp_path / "steep.csv", curve=lambda b: 99.0 - 0.5 * b**-0.9, seeds=1,
+                      budgets=[0.01, 0.02, 0.05, 0.1, 0.25])  # fmt: skip
+    code, out, err = call_tool(main, [str(steep), "--predict", "0.5", "1", "--curve", "log"],
+                               capsys)  # fmt: skip
+    found = numbers(cells(out))
+    assert code == 0 and found and all(0 <= v <= 100 for v in found[:2]), (out, err)
+    grid = tmp_path / "subset.csv"
+    with (REPO / "docs/paper/digits_arms.csv").open() as f:
+        rows = [r for r in csv.reader(f) if r[2] in ("schedule", "subset")]
+    with grid.open("w", newline="") as f:
+        csv.writer(f).writerows([rows[0], *([*r[:9], "", *r[10:]] for r in rows[1:])])
+    code, out, err = call_tool(main, [str(grid), "--holdout"], capsys)
+    row = next(c for c in out.splitlines() if c.startswith("| `subset` |")).split("|")
+    predicted, interval, measured = float(row[2]), row[3].strip(" []"), float(row[4])
+    assert code == 0 and predicted <= 100 and abs(predicted - measured) < 1.0, row
+    assert all(float(v) <= 100 for v in interval.split(", ")), row
+    assert "fitted to z = −ln(100 − m), below 100 (top-1 lies in [0, 100])" in out
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--predict", "1e-5"], "--predict 1e-05 is more than 4× below the smallest budget run, "
+         "0.01 (mine.py); allowed: budgets from 0.0025 to 4"),
+        (["--predict", "1e-320"], "--predict 9.99989e-321 is more than 4× below"),
+        (["--predict", "1", "100"], "--predict 100 is more than 4× the largest budget run, 1"),
+    ],
+)  # fmt: skip
+def test_a_budget_far_outside_those_run_is_refused(argv, says, tmp_path, capsys) -> None:
+    """Issue 52/7: a curve says little far from its data (-109335 at 1e-5 and -inf [nan, nan] at
+    1e-320 before): more than 4x beyond the budgets run is one line, before any table."""
+    data = write_csv(tmp_path / "runs.csv")
+    before = digests(tmp_path)
+    code, out, err = call_tool(main, [str(data), *argv], capsys)
+    assert (code, out, len(err.splitlines())) == (2, "", 1), (code, out, err)
+    assert err.startswith(f"report: error: {says}"), err
+    assert digests(tmp_path) == before
+
+
+@pytest.mark.unit
+def test_one_seed_per_budget_gives_no_interval(tmp_path, capsys) -> None:
+    """Issue 52/8: a bootstrap over one seed is no interval (a zero-width "95 % interval"
+    before): the prediction alone, and a note that says why."""
+    data = write_csv(tmp_path / "runs.csv", seeds=1)
+    code, out, err = call_tool(main, [str(data), "--predict", "1", "--holdout"], capsys)
+    assert code == 0, err
+    assert not any("[" in c for c in cells(out)), cells(out)
+    assert out.count("- `linear`: no interval: one seed at budget(s) 0.01, 0.02, 0.05") == 2
+    held = next(ln for ln in out.splitlines() if ln.startswith("| `linear` |")
+                and ln.endswith(" |") and ln.count("|") == 7).split("|")  # fmt: skip
+    assert (held[3].strip(), held[6].strip()) == ("-", "-"), held  # no interval, so no "covered"
+
+
+@pytest.mark.unit
+def test_a_target_far_beyond_a_flat_curve_is_said_not_raised(tmp_path, capsys) -> None:
+    """Issue 52/9: ``--curve log --target 99`` on a sweep that hardly grows (an OverflowError
+    traceback before): the budget is more than 4x beyond those run, in words."""
+    flat = write_csv(tmp_path / "flat.csv", curve=lambda b: 90.0 + 1e-3 * np.log(b), noise=0.0)
+    argv = [str(flat), "--predict", "1", "--curve", "log", "--target", "99"]
+    code, out, err = call_tool(main, argv, capsys)
+    assert code == 0 and err == "", err
+    assert cells(out)[-1] == "beyond 4 for 99.00 (more than 4× the budgets fitted)", cells(out)
+
+
+@pytest.mark.unit
+def test_the_advisors_figure_is_the_reports_and_replaced_by_the_same_command(
+    tmp_path, capsys
+) -> None:
+    """Issue 52/10: the advisor's figure carries the report's mark and is written atomically, so
+    the same command replaces it (refused before, "which budgeted-report did not write")."""
+    from budgeted.experiments.report import written_by_report
+
+    data = write_csv(tmp_path / "runs.csv", budgets=[0.05, 0.1, 0.25, 1.0], seeds=2)
+    argv = [str(data), "--predict", "1", "--plot", str(tmp_path / "advice.png")]
+    assert call_tool(main, argv, capsys)[0] == 0
+    first = (tmp_path / "advice.png").read_bytes()
+    assert written_by_report(tmp_path / "advice.png")
+    code, out, err = call_tool(main, [*argv, "--curve", "log"], capsys)
+    assert code == 0 and f"plot: {tmp_path / 'advice.png'}" in out, err
+    assert (tmp_path / "advice.png").read_bytes() != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["advice.png", "runs.csv"]
+
+
+@pytest.mark.unit
+def test_a_sweep_with_no_cells_has_nothing_to_predict(tmp_path, capsys) -> None:
+    """Issue 52/11: a sweep folder that planned no cell, with ``--predict`` or ``--holdout``
+    (a traceback before): one line each that there is nothing to fit."""
+    write_sweep(tmp_path / "sweep", "mmseg", {}, tmp_path)
+    code, out, err = call_tool(main, [str(tmp_path / "sweep"), "--predict", "1", "--holdout"],
+                               capsys)  # fmt: skip
+    assert code == 0, err
+    assert "- cannot predict: the sweep has no cells" in out
+    assert "- cannot check: the sweep has no cells" in out
+
+
+@pytest.mark.unit
+def test_one_diverged_seed_of_two_is_not_every_run(tmp_path, capsys) -> None:
+    """One seed of two diverged at a budget: the fit is refused for that schedule, and the line
+    says so (it said "every run diverged" before)."""
+    data = write_csv(tmp_path / "runs.csv", seeds=2)
+    rows = list(csv.reader(data.open()))
+    rows[5][7:] = ["", "1.0", rows[5][9], "diverged"]  # budget 0.05, seed 0
+    with data.open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    code, out, err = call_tool(main, [str(data), "--predict", "1"], capsys)
+    assert code == 0, err
+    assert ("- cannot predict linear: no base LR at budget 0.05 has every run finished (1 of 2 "
+            "runs diverged, 0 ended undecayed)") in out  # fmt: skip

@@ -9,6 +9,7 @@ import pytest
 from budgeted.experiments.stats import (
     Interval,
     best_lr,
+    decimals,
     paired_difference,
     summarize,
     t_quantile_975,
@@ -82,3 +83,26 @@ def test_best_lr_is_the_best_mean_and_flags_the_edges():
     assert best_lr({None: [30.0]}) == (None, False)  # the config's own LR: no grid, no edge
     with pytest.raises(ValueError, match="no finished runs"):
         best_lr({0.1: []})
+
+
+def test_no_verdict_from_two_pairs_or_equal_differences():
+    """Issue 52/8: two pairs (one degree of freedom) and differences all equal (a zero-width
+    interval, equal but for float rounding too) are not resolved, whatever their sign."""
+    two = paired_difference({0: 91.0, 1: 92.0}, {0: 90.0, 1: 91.0})
+    assert (two.low, two.high, two.resolved) == (1.0, 1.0, False)
+    assert verdict(two, "linear", "step") == "not resolved: 2 seeds (3 needed)"
+    wide = paired_difference({0: 95.0, 1: 99.0}, {0: 90.0, 1: 91.0})
+    assert verdict(wide, "linear", "step") == "not resolved: 2 seeds (3 needed)"
+    same = paired_difference({0: 97.23, 1: 96.89, 2: 97.57}, {0: 96.89, 1: 96.55, 2: 97.23})
+    assert same.low == same.high == same.mean and not same.resolved
+    assert verdict(same, "linear", "step") == "not resolved: every difference equal"
+    three = paired_difference({0: 50.0, 1: 51.0, 2: 52.0}, {0: 45.0, 1: 45.5, 2: 46.0})
+    assert three.resolved and verdict(three, "linear", "step") == "linear ahead"
+
+
+def test_decimals_follow_the_metrics_scale():
+    """Four significant digits of the largest value, at least two decimals."""
+    assert [decimals(v) for v in ([97.12], [100.0], [0.9712], [0.05, 0.01], [1234.5], [])] == [
+        2, 2, 4, 5, 2, 2
+    ]  # fmt: skip
+    assert summarize([0.9712, 0.9743]).text(decimals([0.9743])) == "0.9728 ± 0.0022 (2)"

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "python examples/digits_budget.py"
-EVERY_ARM = ["linear", "wsd:decay=sqrt", "sgdr:restarts=1", "schedulefree", "subset"]
+EVERY_ARM = ["linear", "wsd:decay=sqrt", "sgdr:restarts=2", "schedulefree", "subset"]
 
 
 def planned(capsys: pytest.CaptureFixture, *args: str) -> dict[str, str]:
@@ -48,7 +48,7 @@ def test_every_arm_of_the_digits_script_is_its_flags(tmp_path, capsys, monkeypat
     for optimizer, lr in (("sgd", "0.1"), ("adamw", "0.001")):
         for arm, schedule, more in (
             ("linear", "linear", ""), ("wsd-decay-sqrt", "wsd:decay=sqrt", ""),
-            ("sgdr-restarts-1", "sgdr:restarts=1", ""),
+            ("sgdr-restarts-2", "sgdr:restarts=2", ""),
             ("schedulefree", "constant", " --schedule-free"),
             ("subset", "step", " --subset 0.01"),
         ):  # fmt: skip
@@ -70,7 +70,7 @@ def test_every_arm_of_an_mmengine_family_is_its_config_keys_and_tool_flags(
     head = "budgeted-train-seg"
     flags = "--optimizer adamw"
     wsd = "param_scheduler.0.type=BudgetWSDLR param_scheduler.0.decay=sqrt"
-    sgdr = "param_scheduler.0.type=BudgetSGDRLR param_scheduler.0.restarts=1"
+    sgdr = "param_scheduler.0.type=BudgetSGDRLR param_scheduler.0.restarts=2"
 
     def line(name: str, suffix: str, more: str, options: str = "") -> str:
         cfg = f" --cfg-options {options}" if options else ""
@@ -80,7 +80,7 @@ def test_every_arm_of_an_mmengine_family_is_its_config_keys_and_tool_flags(
     assert cells == {
         "linear-adamw_budget1": line("linear-adamw", "", ""),
         "wsd-decay-sqrt-adamw_budget1": line("wsd-decay-sqrt-adamw", "", "", wsd),
-        "sgdr-restarts-1-adamw_budget1": line("sgdr-restarts-1-adamw", "", "", sgdr),
+        "sgdr-restarts-2-adamw_budget1": line("sgdr-restarts-2-adamw", "", "", sgdr),
         "schedulefree-adamw_budget1": line("schedulefree-adamw", "", " --schedule-free"),
         "subset-adamw_budget1": line("subset-adamw", "_step", " --subset 0.01"),
         "step-gamma-0.5-adamw_budget1": line(
@@ -95,10 +95,10 @@ def test_detectron2_arms_are_its_budget_keys_and_its_eval_period(tmp_path, capsy
     cells = planned(capsys, "detectron2", "--toy", "--schedules", "wsd:decay=sqrt,cooldown=0.1",
                     "--budgets", "0.1", "--validate-every", "20", "--out", str(out))  # fmt: skip
     (name, command), = cells.items()  # fmt: skip
-    assert name == "wsd-decay-sqrt-cooldown-0.1_budget10"
+    assert name == "wsd-cooldown-0.1-decay-sqrt_budget10"  # its one text: keys in wsd's order
     assert command.endswith(
-        "mask_rcnn_toy_budget10.yaml SOLVER.LR_SCHEDULER_NAME BudgetWSD SOLVER.BUDGET.WSD_DECAY "
-        f"sqrt SOLVER.BUDGET.WSD_COOLDOWN 0.1 TEST.EVAL_PERIOD 20 OUTPUT_DIR {out}/{name}"
+        "mask_rcnn_toy_budget10.yaml SOLVER.LR_SCHEDULER_NAME BudgetWSD SOLVER.BUDGET.WSD_COOLDOWN "
+        f"0.1 SOLVER.BUDGET.WSD_DECAY sqrt TEST.EVAL_PERIOD 20 OUTPUT_DIR {out}/{name}"
     )
 
 

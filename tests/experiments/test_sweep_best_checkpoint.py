@@ -16,8 +16,8 @@ from budgeted.experiments.sweep import main as sweep
 from budgeted.runs import reader
 
 REPO = Path(__file__).resolve().parents[2]
-ARMS = ["linear", "wsd:decay=sqrt", "sgdr:restarts=1", "schedulefree", "subset"]
-FOLDERS = ["linear", "wsd-decay-sqrt", "sgdr-restarts-1", "schedulefree", "subset"]
+ARMS = ["linear", "wsd:decay=sqrt", "sgdr:restarts=2", "schedulefree", "subset"]
+FOLDERS = ["linear", "wsd-decay-sqrt", "sgdr-restarts-2", "schedulefree", "subset"]
 
 
 @pytest.mark.e2e

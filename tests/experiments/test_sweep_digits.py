@@ -89,7 +89,7 @@ def test_a_tiny_digits_sweep_records_every_cell_and_reports_them(digits_sweeps):
 
     report = cli(REPORT, out, "--csv", out / "runs.csv")
     assert report.returncode == 0, report.stderr
-    assert "### top-1: pytorch examples/digits_budget.py*" in report.stdout
+    assert "### top-1: pytorch examples/digits_budget.py (" in report.stdout
     assert "| 0.01 | 17 | " in report.stdout and "| diverged |" in report.stdout
     best = report.stdout.split("at the best base LR per budget", 1)[1].split("\n\n", 2)[1]
     assert best.count("@ 0.3") == 2 and "1e+10" not in best  # a diverged LR is never the best

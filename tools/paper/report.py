@@ -21,7 +21,6 @@ arm at its best LR) and the per-run CSV of every sweep (``budgeted-report --csv`
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -62,9 +61,7 @@ def blocks(grid: dict, out: Path, figures: Path | None = None) -> dict[str, str]
         texts[f"{data}-best"] = best_table(arms, order)
         texts[f"{data}-optimizers"] = optimizers_table(arms, groups.get("optimizers"))
         texts[f"{data}-batch"] = batch_table(arms, groups.get("batch128"))
-    timing_file = out / "timing.json"
-    timing = json.loads(timing_file.read_text()) if timing_file.is_file() else {}
-    texts["cost"] = cost_table(grid, out, timing)
+    texts["cost"] = cost_table(grid, out, run.read_timing(out))
     return texts
 
 
@@ -123,9 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("output/paper"))
     parser.add_argument("--doc", type=Path, default=run.REPO / "docs" / "paper.md")
     args = parser.parse_args(argv)
-    grid = run.load_grid(args.grid)
     folder = args.doc.parent / args.doc.stem
-    texts = blocks(grid, args.out, Path(args.doc.stem))
+    try:
+        grid = run.load_grid(args.grid)
+        texts = blocks(grid, args.out, Path(args.doc.stem))
+    except (OSError, ValueError) as err:  # a grid, or a timing.json cut short
+        print(f"paper: error: {err} (nothing was written)", file=sys.stderr)
+        return 2
     doc = args.doc.read_text() if args.doc.is_file() else skeleton(list(texts))
     try:
         new = fill(doc, texts)

@@ -13,21 +13,32 @@ per sweep (summed over the invocations that ran cells) goes to ``OUT/timing.json
     python tools/paper/run.py --grid G --out O --doc D
     python tools/paper/run.py --dry-run             # the sweeps' commands, nothing run
 
-Exit status: 0 when every sweep and the report are done; otherwise the first failing sweep's (2:
-refused before anything ran; 75 or 130: stopped by a signal, run again to go on).
+Exit status: 0 when every sweep and the report are done; 2: a grid or ``timing.json`` refused (one
+line, nothing run); otherwise the first failing sweep's (2: refused before anything ran; 75 or
+130: stopped by a signal, run again to go on). SIGINT, SIGTERM and SIGUSR1 are forwarded to the
+running sweep (which forwards them to its cells) and waited for; Ctrl-C ends with one line and
+exit status 130, SIGTERM with 75.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import tomllib
+
+from budgeted.experiments.sweep.execute import SignalForwarder, start_child
+from budgeted.safety import atomic_write_text
+from budgeted.safety.preemption import signal_name
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "examples" / "digits_budget.py"
@@ -36,17 +47,68 @@ BATCH = 32
 GRID_KEYS = {"budgets", "seeds", "jobs", "preload", "sets", "sweeps"}
 SWEEP_KEYS = {"name", "title", "schedules", "lrs", "lrs_for", "optimizers", "validate_every",
               "batch_size"}  # fmt: skip
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A set's or sweep's name: a folder name under ``--out`` (never ``..``, never a path)."""
+TIMING = "timing.json"
+"""The file under ``--out`` of each sweep's wall time: ``{"SET/SWEEP": seconds}``."""
 
 
 def load_grid(path: Path) -> dict:
-    """The grid file, its keys checked (one line naming an unknown key)."""
+    """The grid file, its keys and names checked: one line naming an unknown key, a set or sweep
+    name that is no folder name (``../x`` would write outside ``--out``) or is given twice, or a
+    set without its task and full schedule.
+
+    Raises:
+        ValueError: one line.
+    """
     grid = tomllib.loads(path.read_text())
-    unknown = set(grid) - GRID_KEYS | {k for s in grid.get("sweeps", ()) for k in s} - SWEEP_KEYS
-    if unknown or not grid.get("sets") or not grid.get("sweeps"):
+    sets, sweeps = grid.get("sets"), grid.get("sweeps")
+    if not (isinstance(sets, dict) and sets and isinstance(sweeps, list) and sweeps
+            and all(isinstance(s, dict) for s in [*sets.values(), *sweeps])):  # fmt: skip
+        raise ValueError(f"{path}: no [sets.NAME] tables or [[sweeps]]; allowed: both")
+    unknown = set(grid) - GRID_KEYS | {k for s in sweeps for k in s} - SWEEP_KEYS
+    missing = {"budgets", "seeds", "jobs"} - set(grid) | {
+        f"sweeps.{k}" for s in sweeps for k in ("name", "schedules", "lrs") if k not in s
+    }
+    if unknown or missing:
         allowed = ", ".join(sorted(GRID_KEYS | SWEEP_KEYS))
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)} or no sets / sweeps; "
-                         f"allowed: {allowed}")  # fmt: skip
+        raise ValueError(f"{path}: unknown keys {sorted(unknown)}, missing keys "
+                         f"{sorted(missing)}; allowed: {allowed}")  # fmt: skip
+    names = [*sets, *(s.get("name") for s in sweeps)]
+    for name in names:
+        if not (isinstance(name, str) and NAME.fullmatch(name)) or names.count(name) > 1:
+            raise ValueError(f"{path}: the set or sweep name {name!r} is no folder name or is "
+                             "given twice; allowed: letters, digits, _ and -, once")  # fmt: skip
+    for name, data in sets.items():
+        full, words = data.get("full_iters"), (data.get("title"), data.get("task"))
+        if not all(isinstance(w, str) for w in words) or not (isinstance(full, int) and full >= 1):
+            raise ValueError(f"{path}: set {name!r} needs title, task (texts) and full_iters (a "
+                             "whole number >= 1)")  # fmt: skip
     return grid
+
+
+def read_timing(out: Path) -> dict[str, float]:
+    """``OUT/timing.json``: each sweep's wall time so far (none yet: empty).
+
+    Raises:
+        ValueError: the file is not what :func:`main` writes (cut short, say; one line).
+    """
+    path = out / TIMING
+    if not path.exists():
+        return {}
+    try:
+        timing: Any = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        timing = f"unreadable ({type(err).__name__})"
+    good = isinstance(timing, dict) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")
+        for v in timing.values()
+    )
+    if not good:
+        what = timing if isinstance(timing, str) else "not an object of seconds"
+        raise ValueError(f"{path} is {what}; allowed: the {TIMING} run.py writes ({{\"SET/SWEEP\": "
+                         "seconds}), or no file: remove it to time the sweeps anew")  # fmt: skip
+    return timing
 
 
 def sweep_argv(grid: dict, name: str, data: dict, sweep: dict, out: Path) -> list[str]:
@@ -81,7 +143,34 @@ def sweep_argv(grid: dict, name: str, data: dict, sweep: dict, out: Path) -> lis
     return argv
 
 
+def run_sweep(command: list[str]) -> tuple[int, int | None]:
+    """Run one sweep in a process group of its own, SIGINT, SIGTERM and SIGUSR1 forwarded to it
+    (:class:`~budgeted.experiments.sweep.execute.SignalForwarder`: SIGINT as SIGTERM, a second
+    SIGINT as SIGKILL) until it ends; it dies with this process too (``start_child``).
+
+    Returns:
+        (its exit status, the first signal that came or None).
+    """
+    with SignalForwarder() as forwarder:
+        child = subprocess.Popen(command, preexec_fn=start_child)
+        forwarder.children.append(child)
+        if forwarder.signum is not None:  # came while the sweep was being started
+            os.killpg(child.pid, signal.SIGTERM)
+        code = child.wait()
+        forwarder.release(child)
+    return code, forwarder.signum
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``make paper``: every sweep, then the report; the exit status (module docstring)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # outside a sweep (which the forwarder stops): loading, the report
+        print("paper: interrupted; run the same command again to go on", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grid", type=Path, default=REPO / "tools" / "paper" / "grid.toml")
     parser.add_argument("--out", type=Path, default=Path("output/paper"))
@@ -90,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         grid = load_grid(args.grid)
+        timing = read_timing(args.out)
     except (OSError, ValueError) as err:  # tomllib.TOMLDecodeError is a ValueError
-        sys.exit(f"paper: error: {err}")
-    timing_file = args.out / "timing.json"
-    timing = json.loads(timing_file.read_text()) if timing_file.is_file() else {}
+        print(f"paper: error: {err}", file=sys.stderr)
+        return 2
     sweep_tool = [sys.executable, "-m", "budgeted.experiments.sweep"]
     for name, data in grid["sets"].items():
         for sweep in grid["sweeps"]:
@@ -102,11 +191,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.dry_run:
                 continue
             start = time.monotonic()
-            code = subprocess.run(command).returncode
+            code, signum = run_sweep(command)
             key = f"{name}/{sweep['name']}"
             timing[key] = round(timing.get(key, 0.0) + time.monotonic() - start, 1)
             args.out.mkdir(parents=True, exist_ok=True)
-            timing_file.write_text(json.dumps(timing, indent=1) + "\n")
+            atomic_write_text(args.out / TIMING, json.dumps(timing, indent=1) + "\n")
+            if signum is not None:
+                print(f"paper: interrupted by {signal_name(signum)}: the sweep {key} stopped "
+                      f"(exit {code}); run the same command again to go on",
+                      file=sys.stderr)  # fmt: skip
+                return 130 if signum == signal.SIGINT else 75
             if code not in (0, 1, 3):  # 1: a run failed (kept going); 3: a run diverged (a result)
                 print(f"[paper] the sweep stopped (exit {code}); run again to go on",
                       file=sys.stderr)  # fmt: skip

@@ -59,8 +59,7 @@ def difference_text(group: Group, a: str, b: str, budget: float, other: Group | 
     if interval is None:
         return "-"
     text = interval.text().rsplit(" (", 1)[0]
-    resolved = interval.low is not None and (interval.low > 0 or interval.high < 0)
-    return f"**{text}**" if resolved else text
+    return f"**{text}**" if interval.resolved else text
 
 
 def ordered(group: Group, order: Sequence[str] = ()) -> list[str]:

@@ -25,7 +25,11 @@ import torch
 from detectron2.config import LazyCall, instantiate
 from detectron2.solver import WarmupParamScheduler
 from detectron2.utils.registry import locate
-from fvcore.common.param_scheduler import MultiStepParamScheduler, ParamScheduler
+from fvcore.common.param_scheduler import (
+    MultiStepParamScheduler,
+    ParamScheduler,
+    PolynomialDecayParamScheduler,
+)
 from omegaconf import DictConfig, OmegaConf
 
 from ..schedules import DEFAULTS, BudgetSchedule, budget_iters, parse_arm, schedule_names
@@ -34,7 +38,7 @@ from .solver import BudgetConfigError, BudgetLRScheduler
 
 __all__ = [
     "BudgetLRMultiplier", "BudgetOptionError", "LazyBudgetLRScheduler", "apply_budget",
-    "build_lazy_lr_scheduler", "lazy_step", "lazy_warmup"
+    "build_lazy_lr_scheduler", "lazy_poly", "lazy_step", "lazy_warmup"
 ]  # fmt: skip
 
 
@@ -314,7 +318,8 @@ def apply_budget(
     text = schedule
     try:  # "wsd:decay=sqrt": a schedule with its parameters (parse_arm)
         schedule, given = parse_arm(text)
-        params = lazy_step(node, old) if schedule == "step" else {}  # BAC of the config's step
+        own = {"step": lambda: lazy_step(node, old), "poly": lambda: lazy_poly(node)}
+        params = own[schedule]() if schedule in own else {}  # the config's own step or poly
         params.update(given)
         BudgetLRMultiplier(schedule, total, warmup, factor, method, **params)
     except ValueError as err:
@@ -358,6 +363,27 @@ def lazy_step(lr_multiplier_cfg: Any, length: int) -> dict[str, Any]:
     if not fractions or len(values) < 2 or not values[0]:
         return {}
     return {"milestones": fractions, "gamma": values[1] / values[0]}
+
+
+def lazy_poly(lr_multiplier_cfg: Any) -> dict[str, Any]:
+    """The config's own poly schedule (a ``PolynomialDecayParamScheduler``, bare or under a
+    ``WarmupParamScheduler``; it decays to 0 as the budget ``poly`` does) as the budget
+    ``poly``'s parameters: its ``power``; ``{}`` for any other.
+
+    Example:
+        >>> from detectron2.config import LazyCall as L
+        >>> from detectron2.solver import WarmupParamScheduler
+        >>> from fvcore.common.param_scheduler import PolynomialDecayParamScheduler
+        >>> lazy_poly(L(WarmupParamScheduler)(scheduler=L(PolynomialDecayParamScheduler)(
+        ...     base_value=1.0, power=2.0), warmup_length=0.01))
+        {'power': 2.0}
+    """
+    node = lr_multiplier_cfg
+    if _is(node, WarmupParamScheduler):
+        node = node.get("scheduler")
+    if node is None or not _is(node, PolynomialDecayParamScheduler) or "power" not in node:
+        return {}
+    return {"power": node.get("power")}
 
 
 def _budget_alone(cfg: Any, total: int, fraction: Any, full: int) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..optimizers import OPTIMIZERS, SCHEDULE_FREE
-from ..schedules import parse_arm, schedule_names
+from ..schedules import arm_text, parse_arm, schedule_names
 from .families import FRAMEWORKS
 
 __all__ = [
@@ -80,10 +80,12 @@ def folder_text(text: str) -> str:
 
 
 def parse_cell(text: Any) -> Arm:
-    """A cell's text read and checked (``ValueError``, one line naming it and what is allowed).
+    """A cell's text read and checked (``ValueError``, one line naming it and what is allowed),
+    its schedule's text made the one text of that schedule (:func:`~budgeted.schedules.arm_text`:
+    ``wsd:decay=linear`` and ``wsd:cooldown=0.2`` are ``wsd``), so one schedule is one cell.
 
-    >>> parse_cell("sgdr:restarts=2").params
-    {'restarts': 2}
+    >>> parse_cell("sgdr:restarts=2").params, parse_cell("wsd:decay=sqrt,cooldown=0.2@sgd").text
+    ({'restarts': 2}, 'wsd:decay=sqrt@sgd')
     >>> parse_cell("cosine@lion")
     Traceback (most recent call last):
     ValueError: optimizer 'lion' of 'cosine@lion' is not known; allowed: sgd, adamw, amsgrad
@@ -112,12 +114,14 @@ def parse_cell(text: Any) -> Arm:
             "wsd:decay=sqrt)"
         )
     name, params = parse_arm(word)
-    return Arm(text, word, name, params, optimizer or None)
+    word = arm_text(name, params)  # one text per schedule: its defaults dropped, keys in order
+    return Arm(word + at + optimizer, word, name, parse_arm(word)[1], optimizer or None)
 
 
 def cell_texts(schedules: list[str], optimizers: list[str] | None) -> list[str]:
     """The cells' texts of ``--schedules`` x ``--optimizers`` (``ARM@OPTIMIZER``; without
-    ``--optimizers`` the arms alone), each checked (:func:`parse_cell`).
+    ``--optimizers`` the arms alone), each checked and written as its one text
+    (:func:`parse_cell`), each once.
 
     >>> cell_texts(["linear", "schedulefree"], ["sgd", "adamw"])
     ['linear@sgd', 'linear@adamw', 'schedulefree@sgd', 'schedulefree@adamw']
@@ -131,9 +135,7 @@ def cell_texts(schedules: list[str], optimizers: list[str] | None) -> list[str]:
             raise ValueError(f"--schedules {word!r} names an optimizer; allowed: the arm alone "
                              f"with --optimizers {word.rpartition('@')[2]}")  # fmt: skip
     texts = [f"{s}@{o}" for s in schedules for o in optimizers] if optimizers else list(schedules)
-    for text in texts:
-        parse_cell(text)
-    return texts
+    return list(dict.fromkeys(parse_cell(text).text for text in texts))  # one text a cell
 
 
 def check_arm(arm: Arm, framework: str) -> None:
@@ -151,7 +153,7 @@ def check_arm(arm: Arm, framework: str) -> None:
 
 def lrs_for(given: list[str], texts: list[str]) -> dict[str, list[str]]:
     """``--lrs-for WORD=LR[,LR...]`` (repeatable) as WORD -> its LRs' texts; a WORD must be a
-    cell's text, arm or optimizer of the grid (``ValueError``, one line).
+    cell's text, arm or optimizer of the grid, and given once (``ValueError``, one line).
 
     >>> lrs_for(["adamw=0.001,0.003"], ["linear@sgd", "linear@adamw"])
     {'adamw': ['0.001', '0.003']}
@@ -166,6 +168,10 @@ def lrs_for(given: list[str], texts: list[str]) -> dict[str, list[str]]:
         if word not in words:
             raise ValueError(f"--lrs-for {word!r} is no cell, arm or optimizer of the grid; "
                              f"allowed: {', '.join(sorted(words))}")  # fmt: skip
+        if word in found:
+            raise ValueError(f"--lrs-for {word!r} is given twice ({word}={','.join(found[word])} "
+                             f"and {item}); allowed: one --lrs-for per word, its LRs together "
+                             f"({word}={','.join([*found[word], values])})")  # fmt: skip
         found[word] = values.split(",")
     return found
 

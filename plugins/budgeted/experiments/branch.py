@@ -21,13 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import SweepError
-from ..schedules import WSD_DECAYS
-from .families import FRAMEWORKS, ConfigFamily
-from .own import own_overrides
+from ..schedules import WSD_DECAYS, BudgetSchedule, arm_text, check_params, schedule_params
+from .families import FRAMEWORKS
 from .sweep.cli import (
     GRID_ARGUMENTS,
+    OWN_ARGUMENTS,
     add_options,
-    add_own_arguments,
     own_experiment,
     prepare,
     run_locked,
@@ -35,21 +34,17 @@ from .sweep.cli import (
     split_argv,
     tool_parser,
 )
-from .sweep.commands import check_extra, schedule_overrides
+from .sweep.commands import show
 from .sweep.execute import SignalForwarder
+from .sweep.grid import check_grid
 from .sweep.local import run_cells
-from .sweep.plan import (
-    Plan,
-    family_configs,
-    parse_budget,
-    parse_lr,
-    parse_seed,
-    plan_cell,
-    toy_environment,
-)
+from .sweep.plan import Plan, family_configs, plan_cell, toy_environment
 from .sweep.records import CellKey
 
-__all__ = ["branch_points", "compute", "main", "wsd_text"]
+__all__ = ["branch_points", "compute", "main", "save_overrides", "wsd_text"]
+
+WSD = schedule_params("wsd")
+"""WSD's defaults: ``--cooldown`` and ``--decay`` default to them."""
 
 
 def branch_points(iters: dict[float, int], warmup: int, cooldown: float) -> dict[float, int]:
@@ -72,35 +67,28 @@ def compute(iters: dict[float, int], points: dict[float, int]) -> tuple[int, int
     return branched, sum(iters.values())
 
 
-def wsd_text(decay: str) -> str:
-    """The cells' schedule: ``wsd``, or ``wsd:decay=<decay>`` for another cooldown shape.
+def wsd_text(decay: str = "linear", cooldown: float = WSD["cooldown"]) -> str:
+    """The cells' schedule: ``wsd`` with this cooldown shape and fraction, as its one text
+    (:func:`~budgeted.schedules.arm_text`: defaults left out); ``ValueError`` (one line) for a
+    cooldown the schedule refuses.
 
-    >>> wsd_text("linear"), wsd_text("sqrt")
-    ('wsd', 'wsd:decay=sqrt')
+    >>> wsd_text("linear"), wsd_text("sqrt"), wsd_text("linear", 0.1)
+    ('wsd', 'wsd:decay=sqrt', 'wsd:cooldown=0.1')
     """
-    return "wsd" if decay == "linear" else f"wsd:decay={decay}"
+    return arm_text("wsd", check_params("wsd", {"cooldown": cooldown, "decay": decay}))
 
 
-def wsd_overrides(
-    fam: ConfigFamily, budget: float, cooldown: float, save_at: Sequence[int],
-    decay: str = "linear",
-) -> list[str]:  # fmt: skip
-    """The overrides that turn a linear budget config into WSD (cooldown shape ``decay``) at
-    ``budget``, saving ``save_at``."""
-    framework = fam.framework
-    own = fam.source  # the user's config trains every cell, its schedule set per cell
-    out = own_overrides(fam, "wsd", budget) if own else schedule_overrides(framework, "wsd")
+def save_overrides(framework: str, save_at: Sequence[int]) -> list[str]:
+    """The overrides that make a run save a checkpoint after each of ``save_at`` iterations.
+
+    >>> save_overrides("mmseg", [30, 61]), save_overrides("detectron2", [])
+    (['checkpoint_at=[30,61]'], [])
+    """
+    if not save_at:
+        return []
     if framework == "detectron2":
-        out += ["SOLVER.BUDGET.WSD_COOLDOWN", f"{cooldown}"]
-        out += ["SOLVER.BUDGET.WSD_DECAY", decay] if decay != "linear" else []
-        if save_at:
-            out += ["SOLVER.BUDGET.SAVE_AT", f"({','.join(map(str, save_at))},)"]
-        return out
-    out.append(f"param_scheduler.0.cooldown={cooldown}")
-    out += [f"param_scheduler.0.decay={decay}"] if decay != "linear" else []
-    if save_at:
-        out.append(f"checkpoint_at=[{','.join(map(str, save_at))}]")
-    return out
+        return ["SOLVER.BUDGET.SAVE_AT", f"({','.join(map(str, save_at))},)"]
+    return [f"checkpoint_at=[{','.join(map(str, save_at))}]"]
 
 
 def checkpoint_file(framework: str, run_dir: Path, trained: int) -> Path:
@@ -112,21 +100,36 @@ def checkpoint_file(framework: str, run_dir: Path, trained: int) -> Path:
 
 _TAKEN = ("--toy", "--task", "--lrs", "--seeds", "--data", "--dry-run", "--keep-going")
 """The sweep's options (:data:`~.sweep.cli.GRID_ARGUMENTS`) the tool takes as they are."""
+FULL_ITERS_HELP = "the full schedule in iterations (default: the config's own length)"
 
 
 def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     own, extra = split_argv(argv)
     parser = tool_parser("branch", "budgeted-branch", __doc__)
     config_frameworks = [f for f in FRAMEWORKS if f != "pytorch"]  # branching needs configs
-    parser.add_argument("framework", nargs="?", choices=config_frameworks)
-    parser.add_argument("--budgets", nargs="+", required=True, help="budget fractions (2 or more)")
-    parser.add_argument("--cooldown", type=float, default=0.2, help="WSD's cooldown fraction c")
-    parser.add_argument("--decay", choices=list(WSD_DECAYS), default="linear",
-                        help="WSD's cooldown shape (default: linear)")  # fmt: skip
+    parser.add_argument("framework", nargs="?", choices=config_frameworks, metavar="framework",
+                        help="a shipped family's framework, one of: "
+                        f"{', '.join(config_frameworks)} (not with --config)")  # fmt: skip
+    parser.add_argument("--budgets", nargs="+", required=True, metavar="F",
+                        help="budget fractions (2 or more): the longest trains the stable run, "
+                        "each shorter one branches off it")  # fmt: skip
+    parser.add_argument("--cooldown", type=float, default=WSD["cooldown"], metavar="C",
+                        help="WSD's cooldown, a fraction of each budget's decay (default: "
+                        f"{WSD['cooldown']:g})")  # fmt: skip
+    parser.add_argument("--decay", choices=list(WSD_DECAYS), default=WSD["decay"],
+                        help=f"WSD's cooldown shape (default: {WSD['decay']})")  # fmt: skip
     parser.add_argument("--compare", action="store_true", help="also separate linear runs")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, metavar="OUT",
+                        help="the sweep folder: a new or empty one, or one of budgeted-sweep's "
+                        "or budgeted-branch's of the same family")  # fmt: skip
     add_options(parser, [o for o in GRID_ARGUMENTS if o[0] in _TAKEN])
-    add_own_arguments(parser, script=False)
+    group = parser.add_argument_group(
+        "your own config", "the stable run and its branches train your config at each budget "
+        "(docs/sweeps.md, 'One run, many budgets')",
+    )  # fmt: skip
+    add_options(group, [(flag, {**kw, "help": FULL_ITERS_HELP} if flag == "--full-iters" else kw)
+                        for flag, kw in OWN_ARGUMENTS], skip=("--script",))  # fmt: skip
+    parser.set_defaults(script=None)
     args = parser.parse_args(own)
     if args.config is not None:
         own_experiment(parser, args)
@@ -141,38 +144,40 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def plan(args: argparse.Namespace, extra: list[str], data: Path | None) -> list[Plan]:
-    """Every cell, in the order they must run (a stable run before its branches)."""
+    """Every cell, in the order they must run (a stable run before its branches), after the
+    sweep's own checks of the grid and of ``--out`` (:func:`~.sweep.grid.check_grid`: a folder
+    of other files, a sweep of another family, a config changed since its first cells)."""
     fam = args.family
-    configs = family_configs(fam)
-    if not 0.0 < args.cooldown <= 1.0:
-        raise SweepError(f"--cooldown {args.cooldown} is invalid; allowed: a number in (0, 1]")
-    budgets = sorted({parse_budget(b, fam) for b in args.budgets})
+    try:
+        text = wsd_text(args.decay, args.cooldown)
+    except ValueError as err:
+        raise SweepError(f"--cooldown {args.cooldown:g}: {err}") from None
+    grid = check_grid(argparse.Namespace(**{
+        **vars(args), "schedules": [text, *(["linear"] if args.compare else [])],
+        "optimizers": None, "lrs_for": None, "validate_every": None,
+    }), extra)  # fmt: skip
+    budgets = sorted({key.budget for key in grid})
     if len(budgets) < 2:
         raise SweepError(f"--budgets {' '.join(args.budgets)}: allowed: two budgets or more")
-    missing = [b for b in budgets if ("linear", b) not in configs and not fam.source]
-    if missing:
-        raise SweepError(f"no committed linear config at budget {missing[0]:g}")
-    check_extra(fam.tool, extra, lrs=bool(args.lrs), seeds=bool(args.seeds))
+    for budget in budgets:  # each budget's cooldown must train at least one iteration
+        try:
+            BudgetSchedule(text, fam.iters(budget), fam.warmup).check_steps()
+        except ValueError as err:
+            raise SweepError(f"budget {budget:g} ({fam.iters(budget)} iterations): {err}") from None
     points = branch_points({b: fam.iters(b) for b in budgets}, fam.warmup, args.cooldown)
-    longest = budgets[-1]
-    lrs = [parse_lr(t) for t in args.lrs] if args.lrs else [None]
-    seeds = [parse_seed(t) for t in args.seeds] if args.seeds else [None]
+    longest, configs = budgets[-1], family_configs(fam)
     plans = []
-    for seed in seeds:
-        for lr in lrs:
-            save_at = [points[b] for b in budgets[:-1]]
+    for seed in dict.fromkeys(key.seed for key in grid):
+        for lr in dict.fromkeys(key.lr for key in grid):
+            save_at = save_overrides(fam.framework, [points[b] for b in budgets[:-1]])
             stable = plan_cell(
-                fam, CellKey(wsd_text(args.decay), longest, lr, seed), configs, args.out, data,
-                [*extra, *wsd_overrides(fam, longest, args.cooldown, save_at, args.decay)],
-                "linear",
-            )  # fmt: skip
+                fam, CellKey(text, longest, lr, seed), configs, args.out, data, [*extra, *save_at]
+            )
             plans.append(stable)
             for budget in budgets[:-1]:
                 cell = plan_cell(
-                    fam, CellKey(wsd_text(args.decay), budget, lr, seed), configs, args.out, data,
-                    [*extra, *wsd_overrides(fam, budget, args.cooldown, [], args.decay)],
-                    "linear",
-                )  # fmt: skip
+                    fam, CellKey(text, budget, lr, seed), configs, args.out, data, extra
+                )
                 if cell.action == "run":  # a new branch starts from the stable run's checkpoint
                     source = checkpoint_file(fam.framework, stable.run_dir, points[budget])
                     cell.command = with_branch(fam.framework, cell.command, source)
@@ -220,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dry_run:
         print(summary)
         for p in plans:
-            print(f"{p.run_dir.name}: {p.action}: {' '.join(p.command[3:])}")
+            print(f"{p.run_dir.name}: {p.action}: {show(p.command)}")
         return 0
 
     def run(forwarder: SignalForwarder) -> int:

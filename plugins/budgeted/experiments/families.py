@@ -62,7 +62,8 @@ class ConfigFamily:
     ``--budget``, ``--schedule``, ``--full-iters``, ``--lr``, ``--seed``, ``--out`` (docs/sweeps.md;
     no ``schedules``); ``source``: the user's own config or script (:mod:`.own`); ``metric``: the
     logged key the report reads (empty: the framework's); ``imports``: modules each cell imports
-    first (``--import``).
+    first (``--import``); ``notes``: schedule -> what its cells do not keep of the user's own
+    schedule (a ``PolyLR``'s ``eta_min``, say), one line the sweep prints with its plan.
     """
 
     name: str
@@ -84,6 +85,7 @@ class ConfigFamily:
     source: str = ""
     metric: str = ""
     imports: tuple[str, ...] = ()
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def tool(self) -> str:

@@ -22,8 +22,9 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from .._require import missing_line
 from ..errors import ReportError, SweepError
 from ..runs.records import shown
 from ..schedules import schedule_info
@@ -111,6 +112,13 @@ def _shortened(err: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def _why(err: BaseException) -> str:
+    """Why the user's code failed, on one line: its error's message, or that it exits."""
+    if isinstance(err, SystemExit):
+        return f"it exits (SystemExit {shown(err.code)})"
+    return _shortened(err)
+
+
 def _import_all(imports: tuple[str, ...]) -> None:
     """Import the user's modules from the current folder (as each cell's ``python -c`` does)
     or ``PYTHONPATH``."""
@@ -126,21 +134,33 @@ def _import_all(imports: tuple[str, ...]) -> None:
 
 
 def _import_one(name: str) -> None:
-    """Import the user's module ``name``; any error of theirs is one line."""
+    """Import the user's module ``name``; any error of theirs is one line (``sys.exit()`` in it
+    too: the sweep goes on only with the module imported)."""
     try:
         with warnings.catch_warnings():  # torch.jit's FutureWarning, importing detectron2
             warnings.simplefilter("ignore", FutureWarning)
             importlib.import_module(name)
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         raise SweepError(
-            f"--import {name} fails: {_shortened(err)}; allowed: a module "
+            f"--import {name} fails: {_why(err)}; allowed: a module "
             "importable from the current folder or PYTHONPATH"
         ) from None
 
 
-Loaded = tuple[int, int, str, tuple[float, ...]]
-"""What a config says: (full schedule, warmup, its scheduler or codebase, its step milestones as
-fractions of the full schedule, or ())."""
+class Loaded(NamedTuple):
+    """What a config says, read before any cell runs."""
+
+    full: Any
+    """The full schedule in iterations (checked by :func:`_check_full`)."""
+    full_key: str
+    """Where it was read: ``train_cfg.max_iters``, ``SOLVER.MAX_ITER``, ``--full-iters``, ..."""
+    warmup: int
+    said: str
+    """Its scheduler (Detectron2) or codebase (MMEngine's ``default_scope``)."""
+    milestones: tuple[float, ...] = ()
+    """A yaml's step milestones, as fractions of the full schedule."""
+    notes: tuple[tuple[str, str], ...] = ()
+    """(schedule, what its cells do not keep of the config's own schedule)."""
 
 
 def _detectron2_yaml(path: Path, full_iters: int | None) -> Loaded:
@@ -150,10 +170,27 @@ def _detectron2_yaml(path: Path, full_iters: int | None) -> Loaded:
 
     cfg = load_config(str(path), [])
     solver = cfg.SOLVER
-    full = full_iters or int(solver.BUDGET.FULL_ITERS) or int(solver.MAX_ITER)
+    key, full = ("--full-iters", full_iters) if full_iters else _yaml_full(solver)
     steps = solver.STEPS if solver.LR_SCHEDULER_NAME == "WarmupMultiStepLR" else ()
     milestones = tuple(round(s / solver.MAX_ITER, 6) for s in steps if 0 < s < solver.MAX_ITER)
-    return full, int(solver.WARMUP_ITERS), str(solver.LR_SCHEDULER_NAME), milestones
+    scheduler = str(solver.LR_SCHEDULER_NAME)
+    power, ending = solver.get("POLY_LR_POWER", 0.9), solver.get("POLY_LR_CONSTANT_ENDING", 0.0)
+    notes = ()
+    if scheduler == "WarmupPolyLR" and (power, ending) != (0.9, 0.0):  # said, not converted
+        notes = (("poly", (
+            f"a poly cell is the core's poly (power 0.9) to 0, not your WarmupPolyLR "
+            f"(SOLVER.POLY_LR_POWER {power}, POLY_LR_CONSTANT_ENDING {ending}); --schedules "
+            "poly:power=P sets its power"
+        )),)  # fmt: skip
+    return Loaded(full, key, int(solver.WARMUP_ITERS), scheduler, milestones, notes)
+
+
+def _yaml_full(solver: Any) -> tuple[str, Any]:
+    """Where a yaml states its full schedule, and the value: ``SOLVER.BUDGET.FULL_ITERS``, else
+    ``SOLVER.MAX_ITER``."""
+    if solver.BUDGET.FULL_ITERS:
+        return "SOLVER.BUDGET.FULL_ITERS", solver.BUDGET.FULL_ITERS
+    return "SOLVER.MAX_ITER", solver.MAX_ITER
 
 
 def _detectron2_lazy(path: Path, full_iters: int | None) -> Loaded:
@@ -165,24 +202,64 @@ def _detectron2_lazy(path: Path, full_iters: int | None) -> Loaded:
     from ..detectron2.lazy import apply_budget, lazy_warmup
 
     cfg = LazyConfig.load(str(path))
-    full = full_iters or int(cfg.train.max_iter)
+    key, full = "train.max_iter", cfg.train.max_iter
+    if full_iters:
+        key, full = "--full-iters", full_iters
+    _check_full(full, key)
     warmup, _, _ = lazy_warmup(cfg.lr_multiplier, full)
     said = str(cfg.lr_multiplier.get("_target_", ""))
     apply_budget(copy.deepcopy(cfg), None, "linear", full)
-    return full, warmup, said, ()
+    return Loaded(full, key, warmup, said)
 
 
 def _mmengine(path: Path, full_iters: int | None) -> Loaded:
     """An MMEngine config; the cells' edit tried on a copy (refused before any cell runs)."""
     from mmengine.config import Config
 
-    from ..mmengine.own_schedule import apply_own_schedule, full_schedule_iters, lr_warmup
+    from ..mmengine.own_schedule import (
+        apply_own_schedule,
+        full_schedule_iters,
+        lr_warmup,
+        poly_power,
+    )
 
     cfg = Config.fromfile(str(path))
-    full = full_iters or full_schedule_iters(cfg)
+    key, stated = ("--full-iters", full_iters) if full_iters else _mmengine_full(cfg)
+    try:
+        full = full_iters or full_schedule_iters(cfg)
+    except OverflowError:  # an integer past a float's range: the line below names it
+        full = stated
+    _check_full(full, key)
     warmup, _ = lr_warmup(cfg)
     apply_own_schedule(cfg.copy(), "linear", full)
-    return full, warmup, str(cfg.get("default_scope") or ""), ()
+    dropped = poly_power(cfg)[1]
+    notes = (("poly", dropped),) if dropped else ()
+    return Loaded(full, key, warmup, str(cfg.get("default_scope") or ""), (), notes)
+
+
+def _mmengine_full(cfg: Any) -> tuple[str, Any]:
+    """Where an MMEngine config states its full schedule, and the value, in the order of
+    :func:`~budgeted.mmengine.own_schedule.full_schedule_iters`."""
+    train_cfg = cfg.get("train_cfg") or {}
+    if cfg.get("full_schedule_iters") is not None:
+        return "full_schedule_iters", cfg.full_schedule_iters
+    if train_cfg.get("max_iters") is not None:
+        return "train_cfg.max_iters", train_cfg.max_iters
+    return "train_cfg.max_epochs x iterations per epoch", train_cfg.get("max_epochs")
+
+
+FULL_LIMIT = 2**40
+"""A full schedule is fewer iterations than this (an integer past it is a typo)."""
+
+
+def _check_full(full: Any, key: str) -> None:
+    """The full schedule (read from ``key``) is a whole number of iterations in [1,
+    :data:`FULL_LIMIT`); else :class:`SweepError`, one line naming the key."""
+    if isinstance(full, bool) or not isinstance(full, int) or not 0 < full < FULL_LIMIT:
+        raise SweepError(
+            f"full schedule {shown(full)} ({key}) is not a whole number of iterations in [1, "
+            "2**40); allowed: such a number (--full-iters N sets it)"
+        )
 
 
 def _load(path: Path, framework: str, full_iters: int | None) -> Loaded:
@@ -198,13 +275,10 @@ def _load(path: Path, framework: str, full_iters: int | None) -> Loaded:
             return loader(path, full_iters)
     except SweepError:
         raise
-    except ImportError as err:
-        raise SweepError(
-            f"--config {path} needs {_shortened(err)}; allowed: a config whose "
-            'framework is installed (pip install "budgeted-training[...]")'
-        ) from None
-    except Exception as err:  # the user's config, through the framework's own loader
-        raise SweepError(f"--config {path} does not load: {_shortened(err)}") from None
+    except ImportError as err:  # its framework's extra named (budgeted._require)
+        raise SweepError(missing_line(f"--config {path}", err, framework)) from None
+    except (Exception, SystemExit) as err:  # the user's config, through its framework's loader
+        raise SweepError(f"--config {path} does not load: {_why(err)}") from None
 
 
 def own_family(
@@ -224,6 +298,11 @@ def own_family(
     bad = [m for m in imports if not _MODULE.fullmatch(m)]
     if bad:
         raise SweepError(f"--import {bad[0]!r} is not a module name; allowed: e.g. my_datasets")
+    if script and imports:  # a cell runs `python SCRIPT`: nothing would import them
+        raise SweepError(
+            f"--import {imports[0]} is for --config (each cell imports it before its config is "
+            "built); a --script imports its own modules; allowed: --script PATH without --import"
+        )
     if script:
         if full_iters is None:
             raise SweepError(
@@ -233,7 +312,8 @@ def own_family(
         return _family("pytorch", path, full_iters, 0, metric, imports, script=True)
     framework = framework_of(path, framework)
     _import_all(imports)
-    full, warmup, said, milestones = _load(path, framework, full_iters)
+    loaded = _load(path, framework, full_iters)
+    said = loaded.said
     if framework == "mmengine" and said in MMENGINE_SCOPES:
         framework = said
     if framework == "mmengine" and not metric:
@@ -242,19 +322,18 @@ def own_family(
             f"knows (default_scope {said or 'unset'}); allowed: --metric KEY, the "
             "key its evaluator logs (e.g. accuracy/top1)"
         )
-    return _family(framework, path, full, warmup, metric, imports, False, milestones)
+    return _family(framework, path, loaded.full, loaded.warmup, metric, imports, False,
+                   loaded.milestones, loaded.full_key, dict(loaded.notes))  # fmt: skip
 
 
 def _family(
     framework: str, path: Path, full: Any, warmup: Any, metric: str, imports: tuple[str, ...],
-    script: bool = False, milestones: tuple[float, ...] = (),
+    script: bool = False, milestones: tuple[float, ...] = (), full_key: str = "--full-iters",
+    notes: dict[str, str] | None = None,
 ) -> ConfigFamily:  # fmt: skip
-    """The :class:`ConfigFamily` of an own experiment, its values checked."""
-    if isinstance(full, bool) or not isinstance(full, int) or not 0 < full < 2**40:
-        raise SweepError(
-            f"full schedule {shown(full)} is not a whole number of iterations >= 1; "
-            "allowed: --full-iters N"
-        )
+    """The :class:`ConfigFamily` of an own experiment, its values checked (``full_key``: where
+    the full schedule was read; ``notes``: :attr:`ConfigFamily.notes`)."""
+    _check_full(full, full_key)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < full:
         raise SweepError(
             f"warmup {shown(warmup)} is not a whole number of iterations in [0, "
@@ -264,7 +343,7 @@ def _family(
         name="own", framework=framework, folder="", prefix="", ext=path.suffix, full_iters=full,
         warmup=warmup, schedules={}, step_milestones=milestones, title=path.name,
         paper="the user's own experiment", script=str(path) if script else "", source=str(path),
-        metric=metric, imports=tuple(imports),
+        metric=metric, imports=tuple(imports), notes=dict(notes or {}),
     )  # fmt: skip
 
 
@@ -281,8 +360,9 @@ def check_own_budgets(fam: ConfigFamily, budgets: list[float]) -> None:
 
 
 def check_same_source(out: Path, recorded: dict, fam: ConfigFamily, force: bool) -> None:
-    """A sweep of one's own config or script goes on only with the same full schedule and file
-    (sha256; ``--force-source`` goes on with an edited one). Raises :class:`SweepError`."""
+    """A sweep of one's own config or script goes on only with the same full schedule, metric
+    and file (sha256; ``--force-source`` goes on with an edited one). Raises
+    :class:`SweepError`."""
     now = family_record(fam)
     for key in ("full_iters", "warmup"):
         if recorded.get(key) != now[key]:
@@ -291,12 +371,24 @@ def check_same_source(out: Path, recorded: dict, fam: ConfigFamily, force: bool)
                 f"iterations; {fam.source} now has {now[key]}; allowed: the same (--full-iters "
                 f"{recorded.get('full_iters')}), or another --out"
             )
+    if recorded.get("metric", "") != now["metric"]:  # its cells' records name their metric
+        then, asked = (_metric_words(m) for m in (recorded.get("metric", ""), now["metric"]))
+        raise SweepError(
+            f"--out {out} holds cells reported by {then}, not {asked}; allowed: {then} as "
+            "before (budgeted-report --metric KEY reports another key they logged), or another "
+            "--out"
+        )
     if recorded.get("sha256") != source_digest(Path(fam.source)) and not force:
         raise SweepError(
             f"{fam.source} changed since the first cells of --out {out} (sha256 "
             f"{str(recorded.get('sha256'))[:12]}... then, {now['sha256'][:12]}... now); "
             "allowed: the file as it was, another --out, or --force-source to go on with it"
         )
+
+
+def _metric_words(metric: Any) -> str:
+    """How a refusal names a sweep's metric: ``--metric KEY``, or the framework's."""
+    return f"--metric {shown(metric)}" if metric else "the framework's metric (no --metric)"
 
 
 def own_overrides(fam: ConfigFamily, schedule: str, budget: float) -> list[str]:
@@ -362,6 +454,6 @@ def family_from_record(framework: str, label: str, record: Any) -> ConfigFamily:
         raise bad(f"script {shown(record.get('script'))} does not fit framework {framework}")
     try:
         return _family(framework, Path(source), record.get("full_iters"), record.get("warmup"),
-                       metric, tuple(imports), script)  # fmt: skip
+                       metric, tuple(imports), script, full_key="full_iters")  # fmt: skip
     except SweepError as err:
         raise bad(str(err)) from None

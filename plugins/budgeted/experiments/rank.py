@@ -3,7 +3,8 @@
     budgeted-rank r18w8=output/nas/r18w8 r18w16=output/nas/r18w16 r34w16=output/nas/r34w16 \\
         [--full 0.25] [--metric mIoU]
 
-Each ``NAME=SWEEP`` is one architecture's sweep folder (the same schedules, budgets and LR grid).
+Each ``NAME=SWEEP`` is one architecture's sweep folder (the same schedules, budgets, LR grid and
+seeds).
 Per schedule and budget, Kendall's tau-b (scipy) between the architectures' ranking there (mean
 over seeds at the best base LR) and at the full budget (``--full``, default: the largest every
 sweep finished); then the metric per architecture and the normalized metric (docs/sweeps.md).
@@ -15,15 +16,16 @@ import argparse
 import importlib.util
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ReportError
+from .report.cli import read_input
 from .report.model import Group, group_sweeps
 from .stats import Summary, summarize
 from .sweep.cli import tool_parser
-from .sweep.records import load_sweep, number_text
+from .sweep.records import number_text
 
 __all__ = ["Architectures", "kendall_tau", "load_architectures", "main", "markdown"]
 
@@ -94,9 +96,11 @@ class Architectures:
         return asked
 
 
-def load_architectures(named: Mapping[str, Path]) -> Architectures:
+def load_architectures(named: Mapping[str, Path], metric: str = "") -> Architectures:
     """Read each ``name -> sweep folder``: a folder of its own per architecture, all of one
-    framework and base-LR grid, one config family each. Raises :class:`ReportError`."""
+    framework and grid (:func:`check_same_grid`), one config family each; ``metric``: that metric
+    alone, read as ``budgeted-report --metric`` reads it (:func:`~.report.cli.read_input`).
+    Raises :class:`ReportError`."""
     folders: dict[Path, list[str]] = {}
     for name, path in named.items():
         folders.setdefault(path.resolve(), []).append(name)
@@ -109,7 +113,10 @@ def load_architectures(named: Mapping[str, Path]) -> Architectures:
             )
     groups: dict[str, Group] = {}
     for name, path in named.items():
-        found = group_sweeps([load_sweep(path)])
+        found = group_sweeps(read_input(path, metric))
+        if len(found) > 1:
+            raise ReportError(f"{name}={path} holds {len(found)} config families; allowed: one "
+                              "sweep (one family) per architecture")  # fmt: skip
         groups[name] = found[0]
     frameworks = {g.framework for g in groups.values()}
     if len(frameworks) > 1:
@@ -120,24 +127,40 @@ def load_architectures(named: Mapping[str, Path]) -> Architectures:
     return Architectures(frameworks.pop(), groups)
 
 
+GRID_AXES: dict[str, tuple[Callable[[Group], list], str]] = {
+    "base-LR grids": (lambda g: g.lrs, "--lrs, so that every architecture's best LR is chosen "
+                      "from the same grid"),
+    "schedules": (lambda g: g.schedules, "--schedules: each is ranked on its own"),
+    "budgets": (lambda g: g.budgets, "--budgets: each budget ranks every architecture"),
+    "seeds": (lambda g: g.seeds, "--seeds: each score is a mean over the same seeds"),
+}  # fmt: skip
+"""What every architecture's sweep must plan alike (axis -> its values in a group, what to
+pass alike), in the order :func:`check_same_grid` compares them."""
+
+
 def check_same_grid(groups: Mapping[str, Group]) -> None:
-    """Refuse sweeps whose base-LR grids differ: each architecture's score is its best LR's,
-    and a best LR chosen from another grid is another protocol (:class:`ReportError`)."""
-    grids = {name: " ".join(_lr(lr) for lr in g.lrs) for name, g in groups.items()}
-    if len(set(grids.values())) > 1:
-        shown = "; ".join(f"{name}: {grid}" for name, grid in grids.items())
-        raise ReportError(
-            f"the sweeps searched different base-LR grids ({shown}); allowed: sweeps of the "
-            "same --lrs, so that every architecture's best LR is chosen from the same grid"
-        )
+    """Refuse sweeps of different grids (:data:`GRID_AXES`: base LRs, schedules, budgets, seeds):
+    each architecture's score is its best LR's mean over its seeds at a schedule and budget, and
+    one chosen from another grid, or over other seeds, is another protocol
+    (:class:`ReportError`, naming the first axis that differs)."""
+    for axis, (values, alike) in GRID_AXES.items():
+        grids = {name: " ".join(_value(v) for v in values(g)) for name, g in groups.items()}
+        if len(set(grids.values())) > 1:
+            shown = "; ".join(f"{name}: {grid}" for name, grid in grids.items())
+            raise ReportError(f"the sweeps searched different {axis} ({shown}); allowed: sweeps "
+                              f"of the same {alike}")  # fmt: skip
 
 
-def _lr(lr: float | None) -> str:
-    return "the config's" if lr is None else number_text(lr)
+def _value(value: float | int | str | None) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) or value is None:
+        return "the config's" if value is None else str(value)
+    return number_text(value)
 
 
-def _fmt(summary: Summary | None) -> str:
-    return "-" if summary is None else summary.text()
+def _fmt(summary: Summary | None, digits: int) -> str:
+    return "-" if summary is None else summary.text(digits)
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -177,8 +200,10 @@ def markdown(archs: Architectures, metric: str, full: float) -> str:
     rule = "|---|" + "---:|" * len(columns)
     lines += ["", f"#### {metric} per architecture (mean ± std (n) over seeds at the best LR)", ""]
     lines += [head, rule]
+    digits = max(g.digits(metric) for g in archs.groups.values())
     for name in names:
-        lines.append(_row([name, *(_fmt(archs.score(name, metric, s, b)) for s, b in columns)]))
+        lines.append(_row([name, *(_fmt(archs.score(name, metric, s, b), digits)
+                                   for s, b in columns)]))  # fmt: skip
     lines += ["", f"#### {metric} normalized: the mean at a budget / the mean at {full:g}", ""]
     lines += [head, rule]
     for name in names:
@@ -215,19 +240,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sweeps", nargs="+", metavar="NAME=SWEEP", help="one sweep per architecture"
     )
     parser.add_argument("--full", type=float, help="the reference budget (default: the largest)")
-    parser.add_argument("--metric", help="default: the framework's first (mIoU, box AP)")
+    parser.add_argument(
+        "--metric", metavar="KEY",
+        help="rank by this metric, as budgeted-report --metric reads it: one the report shows "
+        "(mIoU, box AP, top-1), or any key of the runs' final evaluation, as logged (default: "
+        "the sweeps' first)",
+    )  # fmt: skip
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     named = _named(args.sweeps, parser)
     try:
-        archs = load_architectures(named)
+        archs = load_architectures(named, args.metric or "")
         every = [[name for name, _ in g.metrics] for g in archs.groups.values()]
         metrics = [name for name in every[0] if all(name in names for names in every)]
-        metric = args.metric or metrics[0]
-        if metric not in metrics:
-            raise ReportError(
-                f"--metric {metric!r} is not a {archs.framework} metric; allowed: "
-                f"{', '.join(metrics)}"
-            )
+        if not metrics:
+            shown = "; ".join(", ".join(names) for names in every)
+            raise ReportError(f"the sweeps report no metric in common ({shown}); allowed: "
+                              "sweeps of one metric")  # fmt: skip
+        metric = metrics[0]
         full = archs.full_budget(metric, args.full)
         text = markdown(archs, metric, full)
     except (ReportError, ImportError) as err:

@@ -7,12 +7,30 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "Interval", "Summary", "best_lr", "paired_difference", "summarize", "t_quantile_975", "verdict",
+    "RESOLVED_FROM", "Interval", "Summary", "best_lr", "decimals", "paired_difference", "summarize",
+    "t_quantile_975", "verdict",
 ]  # fmt: skip
+
+RESOLVED_FROM = 3
+"""The fewest pairs from which :func:`verdict` calls a difference (two pairs: one degree of
+freedom, a standard deviation of two values; the verdict is not resolved)."""
+
+
+def decimals(values: Iterable[float]) -> int:
+    """The decimals that show four significant digits of the largest of ``values`` (at least 2):
+    a metric's scale, so that a metric on a 0-1 scale (an F1, an accuracy as a fraction) keeps
+    its differences (``0.9712 ± 0.0031``) as one in percent does (``97.12 ± 0.31``).
+
+    Example:
+        >>> decimals([97.1, 40.0]), decimals([100.0]), decimals([0.97, 0.5]), decimals([0.004])
+        (2, 2, 4, 6)
+    """
+    top = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+    return 2 if top == 0 else max(2, 3 - math.floor(math.log10(top)))
 
 
 def t_quantile_975(df: int) -> float:
@@ -72,6 +90,15 @@ class Interval:
     high: float | None
     n: int
 
+    @property
+    def resolved(self) -> bool:
+        """Whether the interval says which is ahead: it excludes 0, over at least
+        :data:`RESOLVED_FROM` pairs whose differences are not all equal (a zero-width interval
+        says nothing about the noise; a difference of two values hardly more)."""
+        if self.low is None or self.high is None or self.n < RESOLVED_FROM:
+            return False
+        return self.low < self.high and (self.low > 0 or self.high < 0)
+
     def text(self, digits: int = 2) -> str:
         """``"+2.10 [+0.40, +3.80] (3)"``; one pair: ``"+2.10 (1)"``."""
         if self.low is None or self.high is None:
@@ -96,28 +123,38 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float]) -> Interva
     mean = statistics.fmean(diffs)
     if len(diffs) < 2:
         return Interval(mean, None, None, 1)
+    if math.isclose(min(diffs), max(diffs), rel_tol=1e-9, abs_tol=1e-12):
+        return Interval(mean, mean, mean, len(diffs))  # equal but for rounding: zero width
     half = t_quantile_975(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
     return Interval(mean, mean - half, mean + half, len(diffs))
 
 
 def verdict(interval: Interval | None, first: str, second: str) -> str:
-    """``"<first> ahead"`` / ``"<second> ahead"`` when the 95 % interval excludes 0, else
-    ``"within noise"``; with fewer than 2 pairs ``"one seed: no interval"``.
+    """``"<first> ahead"`` / ``"<second> ahead"`` when the 95 % interval is
+    :attr:`~Interval.resolved` and excludes 0, ``"within noise"`` when it includes 0; else why
+    no verdict: one pair (no interval), two pairs, or every difference equal (a zero-width
+    interval).
 
     Example:
         >>> verdict(Interval(2.0, 0.5, 3.5, 3), "linear", "step")
         'linear ahead'
         >>> verdict(Interval(1.0, -0.5, 2.5, 3), "linear", "step")
         'within noise'
+        >>> verdict(Interval(1.0, 1.0, 1.0, 2), "linear", "step")
+        'not resolved: 2 seeds (3 needed)'
+        >>> verdict(Interval(1.0, 1.0, 1.0, 4), "linear", "step")
+        'not resolved: every difference equal'
     """
     if interval is None:
         return "no common seed"
     if interval.low is None or interval.high is None:
         return "one seed: no interval"
-    if interval.low > 0:
-        return f"{first} ahead"
-    if interval.high < 0:
-        return f"{second} ahead"
+    if interval.n < RESOLVED_FROM:
+        return f"not resolved: {interval.n} seeds ({RESOLVED_FROM} needed)"
+    if interval.low == interval.high:
+        return "not resolved: every difference equal"
+    if interval.resolved:
+        return f"{first} ahead" if interval.low > 0 else f"{second} ahead"
     return "within noise"
 
 

@@ -15,7 +15,7 @@ from mmengine.config import Config
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.momentum_scheduler import MomentumSchedulerMixin
 
-from ..schedules import schedule_info, whole_number
+from ..schedules import check_params, schedule_info, whole_number
 from .config_edits import (
     check_scheduler_types,
     is_budget_entry,
@@ -35,6 +35,7 @@ __all__ = [
     "iters_per_epoch",
     "lr_warmup",
     "make_iteration_based",
+    "poly_power",
     "step_milestones",
 ]
 
@@ -216,6 +217,37 @@ def step_milestones(cfg: Config) -> dict[str, Any]:
     return {"milestones": fractions, "gamma": float(entry.get("gamma", 0.1))} if fractions else {}
 
 
+def poly_power(cfg: Config) -> tuple[dict[str, Any], str]:
+    """The config's own ``PolyLR`` (its first) as the budget ``poly``'s parameters, its ``power``
+    (MMEngine's default 1.0), and what the budget ``poly`` does not keep of it, as a line: a
+    nonzero ``eta_min`` (it decays to 0, as the paper's schedules do); ``({}, "")`` without one.
+
+    Raises:
+        ValueError: a ``power`` the budget ``poly`` does not take (one line).
+
+    Example:
+        >>> params, dropped = poly_power(Config(dict(param_scheduler=[
+        ...     dict(type="PolyLR", power=2.0, eta_min=1e-4, by_epoch=False)])))
+        >>> params, dropped[:53]
+        ({'power': 2.0}, 'a poly cell keeps your PolyLR power 2 but not eta_min')
+    """
+    polys = [e for e in _lr_entries(cfg) if _short(e.get("type")) == "PolyLR"]
+    if not polys:
+        return {}, ""
+    entry = polys[0]
+    try:
+        params = check_params("poly", {"power": entry.get("power", 1.0)})
+    except ValueError as err:
+        raise ValueError(f"param_scheduler PolyLR: {err}") from None
+    eta_min = entry.get("eta_min", 0.0)
+    if not eta_min:
+        return params, ""
+    return params, (
+        f"a poly cell keeps your PolyLR power {params['power']:g} but not eta_min={eta_min!r}: "
+        "it decays to 0, as the paper's budget schedules do"
+    )
+
+
 def make_iteration_based(cfg: Config, full: int) -> None:
     """An epoch loop as ``IterBasedTrainLoop`` over ``full`` iterations, its checkpoint, logger
     and log processor counting iterations."""
@@ -238,9 +270,9 @@ def apply_own_schedule(
     (``schedule_free``: ``--schedule-free`` is its schedule, and makes the loop iteration-based).
 
     ``--schedule``: the LR entries become one ``Budget<Label>LR(by_epoch=False)`` with the
-    config's warmup (:func:`lr_warmup`) and own step milestones (:func:`step_milestones`); an
-    epoch-based loop becomes iteration-based. Apply before :func:`apply_budgets`, then
-    :func:`check_budget_after_warmup`.
+    config's warmup (:func:`lr_warmup`) and own step milestones (:func:`step_milestones`) or
+    ``PolyLR`` power (:func:`poly_power`); an epoch-based loop becomes iteration-based. Apply
+    before :func:`apply_budgets`, then :func:`check_budget_after_warmup`.
 
     Raises:
         ValueError: one line: an unknown schedule, a bad ``--full-iters``, a custom train loop,
@@ -274,7 +306,9 @@ def apply_own_schedule(
             f"allowed: {', '.join(LOOPS_FOR_SCHEDULE)}"
         )
     warmup, factor = lr_warmup(cfg)
-    params = step_milestones(cfg) if schedule == "step" else {}  # BAC of the config's own step
+    params = {}  # the budget-aware form of the config's own step or poly schedule
+    if schedule in ("step", "poly"):
+        params = step_milestones(cfg) if schedule == "step" else poly_power(cfg)[0]
     if epoch_based(cfg):
         make_iteration_based(cfg, full_schedule_iters(cfg))
     cfg.param_scheduler = [

@@ -418,6 +418,22 @@ class BudgetSchedule:
         )
         return new, line
 
+    def check_steps(self) -> None:
+        """Refuse a parameter whose phase is shorter than one step of this budget, where it is
+        counted in steps (iterations; not a time budget's seconds): ``wsd``'s cooldown and each
+        of ``sgdr``'s periods must span more than one step of the decay ``T - W``, or the run
+        trains none of it (the schedule's ``step_rules``).
+
+        Raises:
+            ValueError: one line naming the parameter, the decay's length and what is allowed.
+
+        >>> BudgetSchedule("wsd:cooldown=0.01", total=120, warmup=20).check_steps()
+        Traceback (most recent call last):
+        ValueError: wsd schedule: cooldown=0.01 is invalid for a decay of 100 steps; allowed: a \
+cooldown of more than one step, cooldown > 1/100
+        """
+        check_params(self.schedule, self.params, steps=self.decay_length)
+
     @property
     def decay_length(self) -> float:
         """``T - W``: the length of the decay phase."""

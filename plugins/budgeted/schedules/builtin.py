@@ -32,7 +32,8 @@ from collections.abc import Callable, Sequence
 from .registry import is_finite_number, register_schedule
 
 __all__ = [
-    "WSD_DECAYS", "constant", "cosine", "exp", "htd", "linear", "poly", "rex", "sgdr", "step", "wsd"
+    "FINEST", "WSD_DECAYS", "constant", "cosine", "exp", "htd", "linear", "poly", "rex", "sgdr",
+    "step", "wsd",
 ]  # fmt: skip
 
 
@@ -78,6 +79,12 @@ def constant(p: float) -> float:
     return 1.0
 
 
+FINEST = 1e-6
+"""The shortest phase a parameter may give without knowing the budget, as a fraction of the
+decay: one step of a million (``wsd``'s cooldown at least this, ``sgdr``'s periods at most its
+inverse). Where the decay's length is known, each such phase spans more than one step
+(:func:`~budgeted.schedules.check_params`'s ``steps``)."""
+
 WSD_DECAYS: dict[str, Callable[[float], float]] = {
     "linear": lambda q: 1.0 - q,
     "sqrt": lambda q: 1.0 - math.sqrt(q),
@@ -90,8 +97,17 @@ WSD_DECAYS: dict[str, Callable[[float], float]] = {
     "wsd",
     label="WSD",
     rules={
-        "cooldown": (lambda v: is_finite_number(v) and 0.0 < v <= 1.0, "a number in (0, 1]"),
+        "cooldown": (
+            lambda v: is_finite_number(v) and FINEST <= v <= 1.0,
+            f"a number in [{FINEST:g}, 1] (a fraction of the decay)",
+        ),
         "decay": (lambda v: isinstance(v, str) and v in WSD_DECAYS, ", ".join(WSD_DECAYS)),
+    },
+    step_rules={
+        "cooldown": (
+            lambda v, steps: v * steps > 1.0,
+            "a cooldown of more than one step, cooldown > 1/{steps}",
+        )
     },
 )
 def wsd(p: float, cooldown: float = 0.2, decay: str = "linear") -> float:
@@ -130,8 +146,14 @@ def rex(p: float) -> float:
     label="SGDR",
     rules={
         "restarts": (
-            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-            "a whole number >= 0",
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 / FINEST,
+            f"a whole number >= 0 and below {1 / FINEST:.0f}",
+        )
+    },
+    step_rules={
+        "restarts": (
+            lambda v, steps: v + 1 < steps,
+            "periods of more than one step each, restarts + 1 < {steps}",
         )
     },
 )

@@ -25,14 +25,18 @@ import math
 import numbers
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from ..runs.records import shown
 
 __all__ = [
     "PARAM_RULES",
     "Rule",
     "ScheduleFn",
     "ScheduleInfo",
+    "StepRule",
+    "arm_text",
     "check_params",
     "full_params",
     "get_schedule",
@@ -51,6 +55,11 @@ ScheduleFn = Callable[..., float]
 """A schedule: ``fn(p, **params) -> multiplier``."""
 Rule = tuple[Callable[[Any], bool], str]
 """A parameter rule: (test of a value, description of what is allowed)."""
+StepRule = tuple[Callable[[Any, float], bool], str]
+"""A parameter's rule where the decay's length in steps (iterations) is known: (test of a value
+and that length, what is allowed; ``{steps}`` in it stands for the length)."""
+PROGRESS_POINTS = tuple(k / 64 for k in range(65))
+"""Where :func:`check_params` evaluates a schedule's multiplier: 65 points of the progress."""
 
 
 def is_finite_number(value: Any) -> bool:
@@ -100,6 +109,9 @@ class ScheduleInfo:
     label: str
     defaults: dict[str, Any]
     rules: dict[str, Rule]
+    step_rules: dict[str, StepRule] = field(default_factory=dict)
+    """Rules of parameters given the decay's length in steps (:func:`check_params`'s
+    ``steps``): a phase shorter than one step trains nothing of it."""
 
 
 _REGISTRY: dict[str, ScheduleInfo] = {}
@@ -107,13 +119,19 @@ _LISTENERS: list[Callable[[ScheduleInfo], None]] = []
 
 
 def register_schedule(
-    name: str, *, rules: dict[str, Rule] | None = None, label: str | None = None
+    name: str,
+    *,
+    rules: dict[str, Rule] | None = None,
+    label: str | None = None,
+    step_rules: dict[str, StepRule] | None = None,
 ) -> Callable[[ScheduleFn], ScheduleFn]:
     """Register ``fn(p, **params) -> multiplier`` under ``name``; every adapter picks it up.
 
     Each keyword parameter of ``fn`` needs a default and a rule: from ``rules``
     (``{"k": (test, "what is allowed")}``) or, for the parameter names the built-in schedules
-    share (``eta``, ``power``, ``gamma``, ...), from :data:`PARAM_RULES`.
+    share (``eta``, ``power``, ``gamma``, ...), from :data:`PARAM_RULES`. ``step_rules``
+    (``{"k": (test(value, steps), "what is allowed")}``) say what a parameter may be where the
+    decay's length in steps is known (wsd's cooldown spans more than one step).
 
     Example::
 
@@ -145,7 +163,7 @@ def register_schedule(
                     f"rules={{{param.name!r}: (test, 'what is allowed')}}"
                 )
             defaults[param.name] = param.default
-        unknown = sorted(set(own) - set(defaults))
+        unknown = sorted((set(own) | set(step_rules or {})) - set(defaults))
         if unknown:
             raise ValueError(f"schedule {name!r}: rules for unknown parameters {unknown}")
         info = ScheduleInfo(
@@ -154,6 +172,7 @@ def register_schedule(
             label=label or name.capitalize(),
             defaults=defaults,
             rules={k: own.get(k) or PARAM_RULES[k] for k in defaults},
+            step_rules=dict(step_rules or {}),
         )
         _REGISTRY[name] = info
         for listener in list(_LISTENERS):
@@ -212,8 +231,26 @@ def get_schedule(name: str) -> ScheduleFn:
     return schedule_info(name).fn
 
 
-def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``params`` for schedule ``name``; return them with milestones as a tuple."""
+def check_params(name: str, params: dict[str, Any], steps: float | None = None) -> dict[str, Any]:
+    """Validate ``params`` for schedule ``name``; return them with milestones as a tuple.
+
+    Each value must pass its rule, and together with the defaults they must give a finite
+    multiplier >= 0 over the progress (checked at :data:`PROGRESS_POINTS`). ``steps``: the
+    decay's length in steps (iterations), where it is known: the schedule's ``step_rules``
+    apply too, to its defaults as well (``wsd``'s default cooldown of a 3-step decay).
+
+    Raises:
+        ValueError: one line naming the parameter and what is allowed.
+
+    >>> check_params("htd", {"lower": -1e308, "upper": 1e308})
+    Traceback (most recent call last):
+    ValueError: htd schedule: lower=-1e+308, upper=1e+308 give the multiplier nan at progress 0; \
+allowed: parameters whose multiplier is a finite number >= 0
+    >>> check_params("wsd", {"cooldown": 0.05}, steps=10)
+    Traceback (most recent call last):
+    ValueError: wsd schedule: cooldown=0.05 is invalid for a decay of 10 steps; allowed: a \
+cooldown of more than one step, cooldown > 1/10
+    """
     info = schedule_info(name)
     allowed = info.defaults
     checked = dict(params)
@@ -223,7 +260,7 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"schedule {name!r} has no parameter {key!r}; it takes: {takes}")
         test, what = info.rules[key]
         if not test(value):
-            raise ValueError(f"{name} schedule: {key}={value!r} is invalid; allowed: {what}")
+            raise ValueError(f"{name} schedule: {key}={shown(value)} is invalid; allowed: {what}")
         if key == "milestones":
             checked[key] = tuple(float(v) for v in value)
         else:
@@ -233,7 +270,32 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(
             f"{name} schedule: lower={merged['lower']!r} must be below upper={merged['upper']!r}"
         )
+    _check_multiplier(info, merged, checked)
+    for key, (test, what) in info.step_rules.items() if steps is not None else ():
+        if not test(merged[key], steps):
+            raise ValueError(
+                f"{name} schedule: {key}={shown(merged[key])} is invalid for a decay of {steps:g} "
+                f"steps; allowed: {what.format(steps=f'{steps:g}')}"
+            )
     return checked
+
+
+def _check_multiplier(info: ScheduleInfo, merged: dict[str, Any], given: dict[str, Any]) -> None:
+    """Refuse (``ValueError``) parameters that make the multiplier of schedule ``info`` anything
+    but a finite number >= 0 at one of :data:`PROGRESS_POINTS` (``htd`` with ``upper - lower``
+    beyond the largest float: NaN at 0)."""
+    for p in PROGRESS_POINTS:
+        try:
+            value: Any = info.fn(p, **merged)
+            ok = is_finite_number(value) and value >= 0
+        except (ArithmeticError, ValueError, TypeError) as err:
+            value, ok = f"an {type(err).__name__}", False
+        if not ok:
+            named = ", ".join(f"{k}={shown(v)}" for k, v in given.items()) or "the defaults"
+            raise ValueError(
+                f"{info.name} schedule: {named} give the multiplier {value} at progress {p:g}; "
+                "allowed: parameters whose multiplier is a finite number >= 0"
+            )
 
 
 def same_params(saved_schedule: Any, saved_params: Any, schedule: str, params: Any) -> bool:
@@ -277,4 +339,36 @@ def parse_arm(text: str) -> tuple[str, dict[str, Any]]:
             f"schedule {text!r} is invalid; allowed: NAME[:KEY=VALUE[,KEY=VALUE...]], e.g. "
             "wsd:decay=sqrt"
         )
+    keys = [key for key, _, _ in pairs]
+    twice = next((key for key in keys if keys.count(key) > 1), None)
+    if twice is not None:
+        raise ValueError(
+            f"schedule {text!r} gives {twice} {keys.count(twice)} times; allowed: each "
+            "parameter once"
+        )
     return name, check_params(name, {key: _arm_value(value) for key, _, value in pairs})
+
+
+def arm_text(name: str, params: Mapping[str, Any]) -> str:
+    """The one text of a schedule with parameters (its arm's name): ``name``, then each
+    parameter that is not its default, in the order the schedule takes them, so that one
+    schedule has one text (``wsd``, ``wsd:decay=linear`` and ``wsd:cooldown=0.2`` are ``wsd``).
+    Numbers are written as Python reads them back, of the default's kind (``0.1``; ``1`` of a
+    parameter whose default is a float as ``1.0``).
+
+    >>> arm_text("wsd", {"decay": "sqrt", "cooldown": 0.10}), arm_text("wsd", {"cooldown": 0.2})
+    ('wsd:cooldown=0.1,decay=sqrt', 'wsd')
+    >>> arm_text("wsd", {"cooldown": 1}), arm_text("sgdr", {"restarts": 2})
+    ('wsd:cooldown=1.0', 'sgdr:restarts=2')
+    """
+    defaults, given = full_params(name, schedule_params(name)), full_params(name, params)
+    changed = [f"{k}={_value_text(v, defaults[k])}" for k, v in given.items() if v != defaults[k]]
+    return f"{name}:{','.join(changed)}" if changed else name
+
+
+def _value_text(value: Any, default: Any) -> str:
+    """A parameter's value as an arm's text writes it: a whole number of a parameter whose
+    default is a float as that float."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    return repr(value) if isinstance(value, float) else str(value)

@@ -12,22 +12,25 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...errors import ReportError
+from ...errors import RecordError, ReportError
 from ...safety.locks import unwritable
 from ..sweep.cli import tool_parser
-from ..sweep.records import Sweep, load_sweep
-from .model import Group, group_sweeps, load_report_csv
+from ..sweep.records import METRICS, Sweep, load_sweep
+from .model import Group, group_sweeps, read_report_csv
 from .plots import plot_files, plot_formats, plot_sweeps, written_by_report
 from .tables import CSV_HEADER, best_progress, markdown, write_csv
 
-__all__ = ["check_outputs", "main"]
+__all__ = ["check_outputs", "main", "read_input"]
 
 
-def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequence[Path]) -> None:
+def check_outputs(
+    csv_path: Path | None, plot_path: Path | None, sweeps: Sequence[Path], advice: bool = False
+) -> None:
     """Refuse (:class:`ReportError`), before reading anything, an output that would overwrite
     what is not ours: ``--csv`` new or an earlier report's CSV, ``--plot`` in a format matplotlib
-    writes and each of its :func:`plot_files` new or an earlier report's figure; none a folder,
-    inside a run folder of a reported sweep, or in a folder that cannot be written."""
+    writes and each of its :func:`plot_files` (``advice``: the advisor's one figure) new or an
+    earlier report's figure; none a folder, inside a run folder of a reported sweep, or in a
+    folder that cannot be written."""
     for flag, out in (("--csv", csv_path), ("--plot", plot_path)):
         if out is None:
             continue
@@ -69,7 +72,7 @@ def check_outputs(csv_path: Path | None, plot_path: Path | None, sweeps: Sequenc
                 f"--plot {plot_path} has no image file type matplotlib writes; allowed: a file "
                 f"ending in one of .{', .'.join(formats)}"
             )
-        for figure in plot_files(plot_path):
+        for figure in [plot_path] if advice else plot_files(plot_path):
             if figure.exists() and (not figure.is_file() or not written_by_report(figure)):
                 raise ReportError(
                     f"--plot {plot_path} would replace {figure}, which budgeted-report did not "
@@ -89,12 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--plot", type=Path, metavar="FILE.png",
         help="metric vs budget (error bars, best LR); beside it FILE_lr.png, FILE_loss.png and "
-        "FILE_grad_norm.png from the runs' logs (any matplotlib file type)",
+        "FILE_grad_norm.png from the runs' logs (any matplotlib file type); with --predict or "
+        "--holdout: the advisor's figure alone",
     )  # fmt: skip
     parser.add_argument(
         "--metric", default="", metavar="KEY",
-        help="report this key of the runs' final evaluation, as logged (higher is better), "
-        "instead of the sweep's metric (bbox/AP, mIoU, accuracy/top1, or its --metric)",
+        help="report this metric alone: one the report shows (mIoU, box AP, top-1), or any key "
+        "of the runs' final evaluation, as logged (higher is better)",
     )  # fmt: skip
     parser.add_argument(
         "--best-progress", action="store_true",
@@ -103,19 +107,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_advice_arguments(parser)
     args = parser.parse_args(argv)
     check_advice_arguments(parser, args)
+    advising = args.predict is not None or args.holdout
     try:
         if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
             raise ReportError(
                 f"--plot {args.plot} needs matplotlib, which is not installed; install it with "
                 'pip install "budgeted-training[plot]", or leave out --plot'
             )
-        check_outputs(args.csv, args.plot, args.sweeps)
-        sweeps = [read_input(p, args.metric) for p in args.sweeps]
+        check_outputs(args.csv, args.plot, args.sweeps, advising)
+        sweeps = [sweep for p in args.sweeps for sweep in read_input(p, args.metric)]
         groups = group_sweeps(sweeps)
-    except (ReportError, ImportError) as err:
+        blocks = ["\n\n".join(markdown(g) for g in groups)]
+        if args.best_progress:
+            blocks.append("\n\n" + "\n\n".join(best_progress(g) for g in groups))
+        if advising:  # numpy and scipy only for the advice
+            from .advise import advice_blocks
+
+            blocks += advice_blocks(groups, args.predict, args.holdout, args.curve, args.target)
+    except (ReportError, RecordError, ImportError) as err:
         print(f"report: error: {err}", file=sys.stderr)
         return 2
-    print("\n\n".join(markdown(g) for g in groups))
+    print(blocks[0])
     for sweep in sweeps:  # a partial sweep (cells queued, running, failed): say how many
         missing = [c.run_dir.name for c in sweep.cells if c.final is None and c.status is None]
         if missing:
@@ -123,23 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"report: note: {sweep.path} is partial: {len(missing)} of {len(sweep.cells)} "
                   f"cells have no result yet ({shown}); budgeted-sweep --status {sweep.path} "
                   "shows where they are", file=sys.stderr)  # fmt: skip
-    if args.best_progress:
-        print("\n\n" + "\n\n".join(best_progress(g) for g in groups))
-    advising = args.predict is not None or args.holdout
-    if advising:  # numpy and scipy only for the advice
-        from .advise import advice, holdout, plot_advice
-    for group in groups if advising else ():
-        for metric, _ in group.metrics:
-            if args.predict is not None:
-                print("\n" + advice(group, metric, args.predict, args.curve, args.target))
-            if args.holdout:
-                print("\n" + holdout(group, metric, args.curve))
+    for block in blocks[1:]:
+        print(block)
     try:
         if advising and args.plot is not None:  # the advice's figure, not the sweep's
-            group = groups[0]
-            fit_on = [b for b in group.budgets if b != max(group.budgets)] if args.holdout else None
-            plot_advice(group, group.metrics[0][0], args.curve, args.plot, fit_on)
-            print(f"\nplot: {args.plot}")
+            from .advise import plot_advice
+
+            print(f"\nplot: {plot_advice(groups[0], args.curve, args.plot, args.holdout)}")
             args.plot = None
         _write_outputs(groups, args.csv, args.plot)
     except OSError as err:  # checked writable before; a disk that filled up meanwhile, say
@@ -148,18 +150,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def read_input(path: Path, metric: str) -> Sweep:
-    """A sweep folder, or a CSV an earlier report wrote (its ``metric`` column alone, if given)."""
-    if not path.is_file():
-        return load_sweep(path, metric)
-    sweep = load_report_csv(path)
-    if metric:
+def read_input(path: Path, metric: str = "") -> list[Sweep]:
+    """A sweep folder, or the sweeps of a CSV an earlier report wrote
+    (:func:`~.model.read_report_csv`); with ``metric``, that metric alone: one the report shows
+    (its name: ``mIoU``, ``box AP``), else a key of the runs' final evaluation, as logged (a
+    sweep folder read with it: :func:`~..sweep.records.load_sweep`; a CSV: its column).
+    ``budgeted-rank --metric`` reads the same way."""
+    if path.is_file():
+        sweeps = read_report_csv(path)
+    elif metric in {name for shown in METRICS.values() for name, _ in shown}:
+        sweeps = [load_sweep(path)]  # a name the report shows: its own metric, if the sweep's
+    else:
+        return [load_sweep(path, metric)]  # no name: a key (or none)
+    if not metric:
+        return sweeps
+    found = []
+    for sweep in sweeps:
         names = [name for name, _ in sweep.metrics]
-        if metric not in names:
+        if metric in names:
+            sweep.metrics = tuple(m for m in sweep.metrics if m[0] == metric)
+        elif path.is_file():
             raise ReportError(f"--metric {metric!r} is not a column of {path}; allowed: "
                               f"{', '.join(names)}")  # fmt: skip
-        sweep.metrics = ((metric, metric),)
-    return sweep
+        else:
+            sweep = load_sweep(path, metric)
+        found.append(sweep)
+    return found
 
 
 def add_advice_arguments(parser) -> None:

@@ -22,7 +22,7 @@ from .model import Group
 
 __all__ = [
     "MARKED_PLOT_FORMATS", "PLOT_ENDINGS", "PLOT_MARK", "plot_files", "plot_formats", "plot_sweeps",
-    "written_by_report",
+    "save_figure", "written_by_report",
 ]  # fmt: skip
 
 
@@ -66,7 +66,9 @@ def plot_formats() -> list[str]:
     return sorted(Figure().canvas.get_supported_filetypes())
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write ``fig`` to ``path`` atomically, marked with :data:`PLOT_MARK` where the file type
+    keeps it (so that a later report may replace it), and close it; ``path``."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -95,12 +97,13 @@ def plot_sweeps(groups: Sequence[Group], path: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     metric_file, lr_file, loss_file, grad_norm_file = plot_files(path)
-    written = [_metric_figure(groups, metric_file)]
+    # every log is read before any figure is written: a log refused writes nothing
     curves: Curves = {
         (id(g), s, b): reader(g.framework).train_curve(cell.run_dir)
         for g in groups for s in g.schedules for b in g.budgets
         if (cell := _best_cell(g, s, b)) is not None
     }  # fmt: skip
+    written = [_metric_figure(groups, metric_file)]
     for key, label, file in (
         ("lr", "learning rate (logged)", lr_file),
         ("loss", "training loss (logged)", loss_file),
@@ -140,7 +143,7 @@ def _metric_figure(groups: Sequence[Group], file: Path) -> Path:
         ax.set_title(f"{group.framework}: {Path(group.family).name}", fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    return _save(fig, file)
+    return save_figure(fig, file)
 
 
 def _curve_figure(
@@ -162,7 +165,7 @@ def _curve_figure(
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    return _save(fig, file)
+    return save_figure(fig, file)
 
 
 def _grad_norm_figure(groups: Sequence[Group], curves: Curves, file: Path) -> Path:
@@ -185,4 +188,4 @@ def _grad_norm_figure(groups: Sequence[Group], curves: Curves, file: Path) -> Pa
         ax.set_ylabel("full-gradient norm")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    return _save(fig, file)
+    return save_figure(fig, file)

@@ -6,21 +6,17 @@ Table 4), and the CSV of every run.
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from ...runs import reader
 from ...safety import atomic_write
+from ..families import FAMILIES
 from ..stats import paired_difference, summarize, verdict
-from ..sweep.records import NOTHING_PREDICTED, CellKey, cell_name, number_text
+from ..sweep.records import NOTHING_PREDICTED, CellKey, cell_name, family_label, number_text
 from .model import Group
 
-__all__ = ["COMPARISONS", "CSV_HEADER", "best_progress", "markdown", "write_csv"]
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else ("nan" if math.isnan(value) else f"{value:.2f}")
+__all__ = ["COMPARISONS", "CSV_HEADER", "best_progress", "family_text", "markdown", "write_csv"]
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> list[str]:
@@ -50,7 +46,20 @@ def _cell_text(group: Group, metric: str, schedule: str, budget: float, lr: floa
     if not values:
         return "diverged" if diverged else "-"
     undecayed = " *" if group.with_status("undecayed", schedule, budget, lr) else ""
-    return f"{summarize(values).text()}{undecayed}{f', {diverged} diverged' if diverged else ''}"
+    text = summarize(values).text(group.digits(metric))
+    return f"{text}{undecayed}{f', {diverged} diverged' if diverged else ''}"
+
+
+def family_text(group: Group) -> tuple[str, str]:
+    """The group's config family as a heading names it, and a note on it: a shipped family's
+    budget configs as ``<prefix>*``, the note what the ``*`` stands for; the user's config or
+    script as is, no note."""
+    fam = next((f for f in FAMILIES.values() if family_label(f) == group.family
+                and f.framework == group.framework and not f.script), None)  # fmt: skip
+    if fam is None:
+        return group.family, ""
+    example = Path(fam.filename(group.budgets[0] if group.budgets else fam.fractions[0])).name
+    return f"{group.family}*", f"; `*`: the budget, one config each ({example}, ...)"
 
 
 def _status_notes(group: Group) -> list[str]:
@@ -88,10 +97,11 @@ def markdown(group: Group) -> str:
             row = [f"{budget:g}", _iterations(group, budget)]
             row += [_cell_text(group, metric, schedule, budget, lr) for schedule, lr in columns]
             rows.append(row)
+        family, note = family_text(group)
         lines = [
-            f"### {metric}: {group.framework} {group.family}* "
+            f"### {metric}: {group.framework} {family} "
             f"({', '.join(str(p) for p in group.sources)}; {done}/{len(group.cells)} runs "
-            f"finished{also})",
+            f"finished{also}{note})",
             "",
             *_table(head, rows, len(head)),
             *_status_notes(group),
@@ -127,6 +137,7 @@ def _best_tables(group: Group, metric: str) -> list[str]:
         "",
     ]
     best: dict[tuple[str, float], tuple[float | None, bool]] = {}
+    digits = group.digits(metric)
     rows = []
     for budget in group.budgets:
         row = [f"{budget:g}"]
@@ -138,7 +149,7 @@ def _best_tables(group: Group, metric: str) -> list[str]:
             best[schedule, budget] = found
             values = list(group.values(metric, schedule, budget, found[0]).values())
             edge = " (edge)" if found[1] else ""
-            row.append(f"{summarize(values).text()} @ {_lr_text(found[0])}{edge}")
+            row.append(f"{summarize(values).text(digits)} @ {_lr_text(found[0])}{edge}")
         rows.append(row)
     lines += _table(["budget", *group.schedules], rows, 1 + len(group.schedules))
     pairs = [
@@ -165,7 +176,7 @@ def _best_tables(group: Group, metric: str) -> list[str]:
                     group.values(metric, a, budget, best[a, budget][0]),
                     group.values(metric, b, budget, best[b, budget][0]),
                 )
-                row += [interval.text() if interval else "-", verdict(interval, a, b)]
+                row += [interval.text(digits) if interval else "-", verdict(interval, a, b)]
             rows.append(row)
         head = ["budget", *(c for a, b in pairs for c in (f"{a} − {b}", "verdict"))]
         lines += _table(head, rows, 1)
@@ -180,7 +191,7 @@ def _best_tables(group: Group, metric: str) -> list[str]:
         lines += [
             "",
             f"#### {metric} normalized: mean at the best LR / the best schedule's at {what} "
-            f"({top:.2f})",
+            f"({top:.{digits}f})",
             "",
         ]
         rows = [
@@ -228,8 +239,8 @@ then one column per metric, ``wall_s``, ``run_dir`` and ``status`` (:func:`run_s
 
 
 def write_csv(groups: Sequence[Group], path: Path) -> None:
-    """One row per run (axes, iterations, each metric, wall time, folder, status), written
-    atomically."""
+    """One row per run (axes, iterations, each metric, wall time, its folder relative to the
+    CSV's, status), written atomically."""
     metrics = list(dict.fromkeys(m for g in groups for m, _ in g.metrics))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "w") as f:
@@ -244,17 +255,26 @@ def write_csv(groups: Sequence[Group], path: Path) -> None:
                      "" if key.lr is None else number_text(key.lr),
                      "" if key.seed is None else key.seed,
                      final.iters if final else "", *("" if v is None else v for v in values),
-                     "" if cell.wall_s is None else f"{cell.wall_s:.1f}", _shown(cell.run_dir),
+                     "" if cell.wall_s is None else f"{cell.wall_s:.1f}",
+                     _run_dir_text(cell.run_dir, path),
                      cell.status or ""]
                 )  # fmt: skip
 
 
-def _shown(path: Path) -> str:
-    """``path`` relative to the current folder when it lies under it (portable CSVs)."""
+def _run_dir_text(run_dir: Path, csv_path: Path) -> str:
+    """``run_dir`` relative to the CSV's folder, where a report reads it back
+    (:func:`~.model.read_report_csv`); empty where it lies outside that folder (a report of the
+    CSV then has its metrics, not its logs).
+
+    >>> _run_dir_text(Path("out/sweep/linear_budget1"), Path("out/sweep/runs.csv"))
+    'linear_budget1'
+    >>> _run_dir_text(Path("out/sweep/linear_budget1"), Path("docs/runs.csv"))
+    ''
+    """
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(run_dir.resolve().relative_to(csv_path.parent.resolve()))
     except ValueError:
-        return str(path)
+        return ""
 
 
 def _sort_key(key: CellKey) -> tuple:

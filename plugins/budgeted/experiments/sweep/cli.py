@@ -13,14 +13,23 @@ from typing import Any, NoReturn, TypeVar
 
 from ...errors import FolderBusyError, ReportError, SweepError
 from ...safety.locks import FolderLock
-from ..families import FRAMEWORKS, family
+from ...schedules.units import BUDGET_FRACTIONS
+from ..arms import parse_cell
+from ..families import FRAMEWORKS, ConfigFamily, family
 from ..own import OWN_FRAMEWORKS, family_record, own_family
 from .commands import short, show
 from .cost import estimate
 from .execute import SignalForwarder, check_writable, save_sweep, skip_text, sweep_lock
 from .grid import check_grid
 from .local import THREAD_VARIABLES, jobs_environment, run_cells
-from .plan import Plan, make_toy_data, plan_cells, plan_evaluations, toy_environment
+from .plan import (
+    DEFAULT_SCHEDULES,
+    Plan,
+    make_toy_data,
+    plan_cells,
+    plan_evaluations,
+    toy_environment,
+)
 from .records import family_label
 from .slurm import run_on_slurm, show_options
 from .slurm_options import SLURM_FLAGS, add_slurm_arguments, check_cluster, slurm_options
@@ -93,7 +102,8 @@ GRID_ARGUMENTS: tuple[Option, ...] = (
      "with parameters as NAME:KEY=VALUE[,KEY=VALUE...] (wsd:decay=sqrt, sgdr:restarts=2; without "
      "shipped configs: the linear configs with its scheduler name), schedulefree (the optimizer's "
      "schedule-free form) or subset (the step baseline on a budget-sized random subset); "
-     "default: the family's shipped ones (docs/sweeps.md, 'Arms')")),
+     f"default: the family's shipped ones, {' '.join(DEFAULT_SCHEDULES)} without shipped "
+     "configs (--config, --script; docs/sweeps.md, 'Arms')")),
     ("--optimizers", dict(nargs="+", metavar="NAME", help="train each arm with each of these "
      "optimizers (sgd, adamw, amsgrad; cells ARM@NAME); plain-PyTorch scripts and MMEngine "
      "codebases only (default: the config's or script's own)")),
@@ -103,7 +113,9 @@ GRID_ARGUMENTS: tuple[Option, ...] = (
     ("--validate-every", dict(metavar="K", help="every cell validates every K iterations "
      "(TEST.EVAL_PERIOD, train.eval_period, the tools' --validate-every), for budgeted-report "
      "--best-progress")),
-    ("--budgets", dict(nargs="+", help="budget fractions, of the committed ones (default: all)")),
+    ("--budgets", dict(nargs="+", metavar="F", help="budget fractions: a shipped family's "
+     "committed ones (default: all), or with --config / --script any in (0, 1] of the full "
+     f"schedule (default: {' '.join(f'{b:g}' for b in BUDGET_FRACTIONS)})")),
     ("--lrs", dict(nargs="+", metavar="LR", help="base LRs, one cell each (SOLVER.BASE_LR / "
      "optim_wrapper.optimizer.lr; default: the config's)")),
     ("--seeds", dict(nargs="+", metavar="SEED", help="seeds, one cell each (SEED / "
@@ -277,14 +289,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``budgeted-sweep``: plan, then run, skip or resume every cell; the exit status (``argv``:
     default ``sys.argv[1:]``; the training tool's overrides after ``--``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, extra = parse_args(argv)
-    if args.status is not None:
-        return status_main(args.status)
     try:
-        return _sweep(args, extra)
-    except KeyboardInterrupt:  # before the cells run (planning, writing the toy set)
+        args, extra = parse_args(argv)  # one's own config is loaded here
+        if args.status is None:
+            return _sweep(args, extra)
+    except KeyboardInterrupt:  # before the cells run (loading, planning, writing the toy set)
         print("sweep: interrupted before any cell ran; run the same command again", file=sys.stderr)
         return 130
+    return status_main(args.status)
 
 
 PLANNING_ERRORS = (SweepError, ReportError, FolderBusyError, ImportError, ValueError)
@@ -348,16 +360,22 @@ def _plan(args: argparse.Namespace, extra: list[str]) -> tuple[Path | None, bool
                              "local (the default) with --evaluate-from")  # fmt: skip
         options = slurm_options(args)
         check_cluster(options)
+    preloaded = None
     if args.preload:
         check_preload(args.preload, [plan.command for plan in plans])
-    return data, present, (data, present, env, plans, options)
+        if not args.dry_run:  # imported before anything is written: a failing one is refused
+            cell_env = jobs_environment(env, args.jobs)[0]
+            preloaded = preload(args.preload, cell_env, THREAD_VARIABLES)
+    return data, present, (data, present, env, plans, options, preloaded)
 
 
 def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     prepared = prepare("sweep", args, lambda: _plan(args, extra))
     if isinstance(prepared, int):
         return prepared
-    lock, (data, present, env, plans, options) = prepared
+    lock, (data, present, env, plans, options, preloaded) = prepared
+    for note in schedule_notes(args.family, plans):
+        print(f"[sweep] note: {note}", flush=True)
     if args.dry_run:
         print_dry_run(args, plans, lock, data, present)
         if options is not None:
@@ -372,18 +390,20 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
         cell_env, note = jobs_environment(env, args.jobs)
         if note:
             print(note, flush=True)
-        if args.preload:
-            try:
-                seconds = preload(args.preload, cell_env, THREAD_VARIABLES)
-            except SweepError as err:
-                print(f"sweep: error: {err}", file=sys.stderr)
-                return 2
-            print(f"[sweep] preloaded {' '.join(args.preload)} in {seconds:.1f} s; every cell "
+        if preloaded is not None:  # imported while planning (_plan)
+            print(f"[sweep] preloaded {' '.join(args.preload)} in {preloaded:.1f} s; every cell "
                   "is forked from this process", flush=True)  # fmt: skip
             forwarder.warm = True
         return run_cells(args.out, plans, cell_env, forwarder, args.keep_going, args.jobs)
 
     return run_locked("sweep", args, lock, plans, data, present, run)
+
+
+def schedule_notes(fam: ConfigFamily, plans: Sequence[Plan]) -> list[str]:
+    """What the cells of the planned schedules do not keep of one's own config's schedule
+    (:attr:`~budgeted.experiments.families.ConfigFamily.notes`), each once."""
+    planned = {parse_cell(plan.schedule).schedule for plan in plans}
+    return [note for schedule, note in fam.notes.items() if schedule in planned]
 
 
 def print_dry_run(

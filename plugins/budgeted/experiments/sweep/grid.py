@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ...config_files import config_root
 from ...errors import SweepError
 from ..arms import arm_flags, cell_texts, check_arm, lrs_for, parse_cell, validate_overrides
 from ..families import ConfigFamily
 from ..own import check_own_budgets, check_same_source
 from .commands import SCHEDULER_KEYS, check_extra
 from .plan import (
-    SCRIPT_SCHEDULES,
+    DEFAULT_SCHEDULES,
     config_schedule,
     describe,
     family_configs,
@@ -74,8 +75,15 @@ def check_grid(args: argparse.Namespace, extra: list[str]) -> list[tuple[str, fl
     fam = args.family
     configs = family_configs(fam)
     label = family_label(fam)
-    default = SCRIPT_SCHEDULES if fam.script else sorted({s for s, _ in configs})
+    shipped = not (fam.script or fam.source)  # else one file trains every arm
+    default = sorted({s for s, _ in configs}) if shipped else DEFAULT_SCHEDULES
     schedules = list(dict.fromkeys(args.schedules or default))
+    if not schedules:  # a shipped family's config folder holding none of its configs
+        raise SweepError(
+            f"the sweep plans no cell: {config_root() / fam.folder} holds none of the {fam.name} "
+            f"family's configs ({fam.prefix}*{fam.ext}); allowed: a config root with them (the "
+            "checkout's configs/ or $BUDGETED_CONFIGS)"
+        )
     budgets = sorted({parse_budget(b, fam) for b in args.budgets or map(str, fam.fractions)})
     try:
         texts = cell_texts(schedules, args.optimizers)

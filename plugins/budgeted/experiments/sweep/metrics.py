@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import RecordError, ReportError
 from ...runs import reader
+from ...runs.records import read_json_lines, shown
 from ..families import ConfigFamily
 
 __all__ = [
@@ -61,7 +63,14 @@ class Final:
 
 def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
     """The final metrics of a finished run of ``fam`` at ``budget`` in ``run_dir`` (through its
-    framework's run-folder reader), else None."""
+    framework's run-folder reader), else None.
+
+    Raises:
+        ReportError: a finished run whose final evaluation has no result the report reads: a
+            metric logged as no number (a string, an integer past a float's range), out of its
+            range or not finite, or none of the metrics logged (one line naming the value and
+            what is allowed).
+    """
     if not run_dir.is_dir():
         return None
     try:
@@ -70,9 +79,9 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
         raise ReportError(str(err)) from None
     if found is None or (not found and fam.framework not in NOTHING_PREDICTED):
         return None
+    _check_final(fam, run_dir, found)
     if fam.metric:
-        return Final(fam.iters(budget), {fam.metric: _own_metric(fam, run_dir, found)})
-    _check_final(fam.framework, run_dir, found)
+        return Final(fam.iters(budget), {fam.metric: found[fam.metric]})
     if not found:  # validated, but no metric logged: the model predicted nothing
         found = {key: math.nan for _, key in METRICS[fam.framework]}
     scale = 100.0 if fam.framework in LOGGED_AS_FRACTION else 1.0
@@ -85,35 +94,75 @@ def read_final(fam: ConfigFamily, budget: float, run_dir: Path) -> Final | None:
     return Final(fam.iters(budget), {**metrics, **dict.fromkeys(empty, 0.0)}, empty)
 
 
-def _own_metric(fam: ConfigFamily, run_dir: Path, found: dict[str, float]) -> float:
-    """The ``--metric`` of a finished run, as logged: one line where the run did not log it
-    (naming the keys it did) or logged a number that is not finite."""
-    value = found.get(fam.metric)
-    if value is None:
-        logged = ", ".join(sorted(found)) or "none"
+_AGAIN = "move the cell's folder away to train it again"
+
+
+def _allowed(fam: ConfigFamily, key: str) -> str:
+    """What a final ``key`` of ``fam`` may be, as a refusal names it: any finite number for
+    ``--metric``; else a number in [0, 1] where :data:`LOGGED_AS_FRACTION`, [0, 100] otherwise,
+    NaN too where :data:`NAN_LOGGED`."""
+    if fam.metric:
+        return f"a finite number ({_AGAIN})"
+    framework = fam.framework
+    high, nan = 1.0 if framework in LOGGED_AS_FRACTION else 100.0, framework in NAN_LOGGED
+    unit = "as a fraction" if high == 1.0 else "in percent"
+    return (
+        f"a number in [0, {high:g}]{' or NaN' if nan else ''} ({framework} logs {key} {unit}"
+        f"{', NaN where the model predicted nothing' if nan else ''}; {_AGAIN})"
+    )
+
+
+def _in_range(fam: ConfigFamily, value: float) -> bool:
+    """Whether a final metric of ``fam`` is one :func:`_allowed` takes."""
+    if fam.metric:
+        return math.isfinite(value)
+    if math.isnan(value):
+        return fam.framework in NAN_LOGGED
+    return 0.0 <= value <= (1.0 if fam.framework in LOGGED_AS_FRACTION else 100.0)
+
+
+def _check_final(fam: ConfigFamily, run_dir: Path, found: dict[str, float]) -> None:
+    """Refuse (:class:`ReportError`, one line naming the value and what is allowed) a final
+    evaluation without the result the report reads: a reported metric out of its range
+    (:func:`_allowed`), one logged as no number (a string, an integer past a float's range: the
+    reader leaves those out; found again in the log), or none of them logged (a model that
+    predicted nothing logs none where :data:`NOTHING_PREDICTED`: counted as 0)."""
+    keys = [fam.metric] if fam.metric else [key for _, key in METRICS[fam.framework]]
+    where = run_dir if fam.metric else _final_log(fam, run_dir)
+    for key in keys:
+        if key in found and not _in_range(fam, found[key]):
+            raise ReportError(f"{where}: its final {key} {found[key]!r} is not a result; "
+                              f"allowed: {_allowed(fam, key)}")  # fmt: skip
+    missing = [key for key in keys if key not in found]
+    logged = _final_record(fam, run_dir, found) if found and missing else {}
+    for key in missing:
+        if key in logged:  # a value the reader does not take as a number
+            raise ReportError(f"{where}: its final {key} {shown(logged[key])} is not a result; "
+                              f"allowed: {_allowed(fam, key)}")  # fmt: skip
+    if len(missing) < len(keys) or not (found or fam.metric):
+        return
+    names = ", ".join(sorted(found)) or "none"
+    if fam.metric:
         raise ReportError(f"--metric {fam.metric!r} is not logged by the run in {run_dir}; "
-                          f"allowed: a key its final evaluation logged ({logged})")  # fmt: skip
-    if not math.isfinite(value):
-        raise ReportError(f"{run_dir}: its final {fam.metric} {value!r} is not a result; "
-                          "allowed: a finite number (move the cell's folder away to train it "
-                          "again)")  # fmt: skip
-    return float(value)
+                          f"allowed: a key its final evaluation logged ({names})")  # fmt: skip
+    raise ReportError(
+        f"{where}: its final evaluation logged no {' or '.join(keys)} (it logged {names}); "
+        f"allowed: {keys[0]} as {_allowed(fam, keys[0])}, or --metric KEY to report another key"
+    )
 
 
-def _check_final(framework: str, run_dir: Path, found: dict[str, float]) -> None:
-    """Refuse (one line) a final metric outside its tool's range: [0, 1] where
-    :data:`LOGGED_AS_FRACTION`, else [0, 100]; NaN only where :data:`NAN_LOGGED`."""
-    low, high = 0.0, 1.0 if framework in LOGGED_AS_FRACTION else 100.0
-    nan = framework in NAN_LOGGED
-    for _, key in METRICS[framework]:
-        value = found.get(key)
-        if value is None or low <= value <= high or (nan and math.isnan(value)):
-            continue
-        log = sorted(run_dir.glob(_FINAL_LOGS.get(framework, "*/vis_data/scalars.json")))[-1]
-        unit = "as a fraction" if high == 1.0 else "in percent"
-        raise ReportError(
-            f"{log}: its final {key} {value!r} is not a result; allowed: a number in "
-            f"[{low:g}, {high:g}]{' or NaN' if nan else ''} ({framework} logs {key} {unit}"
-            f"{', NaN where the model predicted nothing' if nan else ''}; move the cell's "
-            "folder away to train it again)"
-        )
+def _final_log(fam: ConfigFamily, run_dir: Path) -> Path:
+    """The log of the run's final evaluation (the newest, of an MMEngine run launched again)."""
+    return ([run_dir, *_logs(fam, run_dir)])[-1]
+
+
+def _logs(fam: ConfigFamily, run_dir: Path) -> list[Path]:
+    """The logs a finished run's final evaluation is in, oldest first."""
+    return sorted(run_dir.glob(_FINAL_LOGS.get(fam.framework, "*/vis_data/scalars.json")))
+
+
+def _final_record(fam: ConfigFamily, run_dir: Path, found: dict[str, float]) -> dict[str, Any]:
+    """The final evaluation's record as logged, its values unread: the last record of the run's
+    logs that holds every metric the reader ``found`` in it; {} without one."""
+    records = [r for log in _logs(fam, run_dir) for r in read_json_lines(log)]
+    return next((r for r in reversed(records) if found.keys() <= r.keys()), {})

@@ -97,9 +97,9 @@ def committed_configs(fam: ConfigFamily) -> dict[tuple[str, float], Path]:
     return found
 
 
-SCRIPT_SCHEDULES = ("linear", "step")
-"""A script family's schedules without ``--schedules``: the paper's comparison (``--schedules``
-takes any registered schedule)."""
+DEFAULT_SCHEDULES = ("linear", "step")
+"""The schedules without ``--schedules`` of a family that ships no configs (a script family, the
+user's own config or script): the paper's comparison (``--schedules`` takes any arm)."""
 
 
 def find_script(fam: ConfigFamily) -> Path:

@@ -83,7 +83,8 @@ def preload(modules: Sequence[str], env: Mapping[str, str], variables: Sequence[
     first; the seconds it took.
 
     Raises:
-        SweepError: a module that cannot be imported (one line naming it and why).
+        SweepError: a module that cannot be imported, or exits (``sys.exit()``) as it is (one
+            line naming it and why).
     """
     for name in variables:
         if name in env:
@@ -92,10 +93,10 @@ def preload(modules: Sequence[str], env: Mapping[str, str], variables: Sequence[
     for module in modules:
         try:
             importlib.import_module(module)
-        except Exception as err:  # ImportError, or an error in the module's own code
+        except (Exception, SystemExit) as err:  # ImportError, the module's own error or exit
             raise SweepError(
                 f"--preload {module} cannot be imported ({type(err).__name__}: {err}); allowed: "
-                "modules this interpreter imports (nothing was run)"
+                "modules this interpreter imports (nothing was run or written)"
             ) from None
     return time.perf_counter() - start
 
