@@ -7,6 +7,7 @@ none added; ``--budgets``' help names the fractions one's own experiment takes."
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,7 @@ def test_a_preload_module_that_exits_or_raises_is_refused_before_anything_is_wri
     sweep silently with exit 0, after ``sweep.json`` was written; one that raised was refused
     only after it was written."""
     code, why = PRELOADED[case]
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # no __pycache__ beside the module
     name = f"preloaded_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{name}.py").write_text(f"{code}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
