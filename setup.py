@@ -132,6 +132,8 @@ setup(
         "slurm": ["submitit>=1.5"],
         # the schedule-free optimizers (the sweep's `schedulefree` arm, --schedule-free)
         "schedulefree": ["schedulefree>=1.4"],
+        # budgeted-search: Optuna's samplers, pruners and storages (docs/search.md)
+        "search": ["optuna>=4.0"],
     },
     entry_points={
         "console_scripts": [
@@ -143,6 +145,7 @@ setup(
             "budgeted-report = budgeted.entry_points:report",
             "budgeted-branch = budgeted.entry_points:branch",
             "budgeted-rank = budgeted.entry_points:rank",
+            "budgeted-search = budgeted.entry_points:search",
         ]
     },
 )

@@ -29,7 +29,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "plugins" / "budgeted"
 FRAMEWORKS = (
     "detectron2", "fvcore", "iopath", "mmaction", "mmcv", "mmdet", "mmengine", "mmpretrain",
-    "mmseg", "omegaconf", "schedulefree", "submitit", "torch",
+    "mmseg", "omegaconf", "optuna", "schedulefree", "submitit", "torch",
 )  # fmt: skip
 ACCESSORS = {"getattr", "hasattr", "setattr", "delattr"}
 EXTENSION_POINTS = {

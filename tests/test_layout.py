@@ -1,6 +1,6 @@
-"""The package's layout holds: layers without import cycles, adapters that load only what they
-use, modules and functions small enough to read in one sitting, and no framework internals
-reached by walking the call stack. (Old import paths: tests/test_public_api.py.)"""
+"""The package's layout holds: floors no import runs up, without import cycles, adapters that load
+only what they use, modules and functions small enough to read in one sitting, and no framework
+internals reached by walking the call stack. (Old import paths: tests/test_public_api.py.)"""
 
 from __future__ import annotations
 
@@ -19,6 +19,28 @@ NOT_FOR_ADAPTERS = ("toys", "sweep", "report", "plots", "launch", "launcher")
 """What importing an adapter must not load: toy data writers, the sweep, the report, plots and
 launchers (module names, or a package on the way to one)."""
 STACK_WALKERS = ("_getframe", "f_back", "f_locals", "inspect.stack", "inspect.currentframe")
+FLOORS = (
+    "errors version _require _legacy config_files optimizers compat",
+    "safety/",
+    "runs.records toys/",
+    "schedules/",
+    "runs/",
+    "control/",
+    "pytorch torch_optimizers",
+    "detectron2/ mmengine/",
+    "experiments/",
+    "entry_points",
+)
+"""The package's floors, lowest first: a module imports from a floor below its own, from its own
+package, or from a module beside it (``errors`` from ``compat``); packages (``name/``) on one
+floor never import each other. A module is on the floor of the longest entry naming it or a
+package above it (``runs.records`` on the third, the rest of ``runs/`` on the fifth)."""
+FACE = "budgeted"
+"""The package face, above every floor and importable from any: it is every module's parent
+package, run before any of them (``detectron2/solver.py`` reads ``SCHEDULES`` from it)."""
+KNOWN_UPWARD = {("budgeted.runs.mmengine", "budgeted.mmengine.checkpoint")}
+"""Imports that still run up a floor, until issue 54 moves what they fetch down: the MMEngine
+reader loads checkpoints with the globals of the adapter's ``checkpoint.py``."""
 
 
 def modules() -> dict[str, Path]:
@@ -88,6 +110,52 @@ def test_no_import_cycles():
     for name in graph:  # a package re-exporting its own submodules is not a cycle
         graph[name] = {d for d in graph[name] if not d.startswith(name + ".")}
     assert import_cycles(graph) == []
+
+
+def place(name: str) -> tuple[int, str] | None:
+    """The floor of module ``name`` (0: the lowest of :data:`FLOORS`) and the entry that puts it
+    there; None for a module on no floor."""
+    if name == FACE:
+        return len(FLOORS), FACE
+    parts = name.split(".")[1:]
+    for cut in range(len(parts), 0, -1):
+        for level, entries in enumerate(FLOORS):
+            for entry in entries.split():
+                if entry.rstrip("/") == ".".join(parts[:cut]):
+                    return level, entry
+    return None
+
+
+def runs_up(importer: str, imported: str) -> bool:
+    """Whether ``importer`` importing ``imported`` goes up a floor, or across to another package
+    on its floor (``detectron2/`` to ``mmengine/``)."""
+    (low, home), (high, there) = place(importer), place(imported)
+    if imported == FACE or high < low or home == there:
+        return False
+    return high > low or home.endswith("/") or there.endswith("/")
+
+
+@pytest.mark.unit
+def test_no_import_runs_up_a_layer():
+    mods = modules()
+    assert [name for name in mods if place(name) is None] == []
+    upward = {
+        (name, imported)
+        for name, path in mods.items()
+        for imported in imported_modules(name, path, set(mods))
+        if runs_up(name, imported)
+    }
+    assert upward == KNOWN_UPWARD
+
+
+@pytest.mark.unit
+def test_the_floors_see_an_import_up_or_across():
+    assert runs_up("budgeted.safety.loading", "budgeted.runs.records")
+    assert runs_up("budgeted.detectron2.solver", "budgeted.mmengine.checkpoint")
+    assert runs_up("budgeted.runs.records", "budgeted.toys.coco")
+    assert not runs_up("budgeted.errors", "budgeted.compat")
+    assert not runs_up("budgeted.runs.mmengine", "budgeted.runs.detectron2")
+    assert not runs_up("budgeted.detectron2.solver", "budgeted")
 
 
 @pytest.mark.unit

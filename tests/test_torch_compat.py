@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from budgeted.compat import CheckpointedLRScheduler, set_last_lr
+from budgeted.compat import CheckpointedLRScheduler, torch_bookkeeping
 from budgeted.pytorch import BudgetLR
 
 
@@ -33,9 +33,18 @@ def test_detectron2_checkpoints_a_scheduler_of_that_base_and_only_of_it() -> Non
 
 
 @pytest.mark.unit
-def test_set_last_lr_is_what_get_last_lr_reports_and_what_step_stores() -> None:
-    sched = torch.optim.lr_scheduler.LambdaLR(optimizer(), lambda step: 0.5)
-    assert sched.get_last_lr() == [0.05]  # torch's step() stores it
-    assert "_last_lr" in vars(sched)
-    set_last_lr(sched, [0.02])
-    assert sched.get_last_lr() == [0.02]
+def test_torch_bookkeeping_is_what_torchs_step_leaves_and_get_last_lr_reports() -> None:
+    """A ``LambdaLR`` stepped 3 times by torch, and its twin whose bookkeeping is written: the
+    same state (every key torch keeps), the same ``get_last_lr()``."""
+    stepped = torch.optim.lr_scheduler.LambdaLR(optimizer(), lambda step: 0.5**step)
+    for _ in range(3):
+        stepped.optimizer.step()
+        stepped.step()
+    twin = torch.optim.lr_scheduler.LambdaLR(optimizer(), lambda step: 0.5**step)
+    twin.last_epoch = 3
+    torch_bookkeeping(twin, 4, [0.1 * 0.5**3])
+    assert twin.get_last_lr() == stepped.get_last_lr() == [0.1 * 0.5**3]
+    ours, theirs = twin.state_dict(), stepped.state_dict()
+    ours.pop("lr_lambdas"), theirs.pop("lr_lambdas")
+    assert ours == theirs
+    assert {"_step_count", "_get_lr_called_within_step", "_last_lr"} <= set(theirs)

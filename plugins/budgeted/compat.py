@@ -8,9 +8,10 @@ Detectron2 changes either.
   state in its checkpoints only for an instance of that class (``isinstance(..., _LRScheduler)``),
   and torch 2.x keeps it as a subclass of the public ``LRScheduler``. A scheduler built on the
   public class alone would resume from iteration 0 in Detectron2.
-- :func:`set_last_lr`: torch's ``get_last_lr()`` returns what ``step()`` stored last; a resumed
-  re-planned budget changes the LR of the next iteration without a step, so the value
-  ``get_last_lr()`` reports is set directly.
+- :func:`torch_bookkeeping`: ``BudgetLR.step`` is a table look-up and one write per param group
+  (``param_group["lr"]`` is public), not torch's ``LRScheduler.step``; what that step leaves on a
+  scheduler (its step count, the LRs ``get_last_lr()`` returns) is written here, so that a saved
+  state holds exactly what torch's own schedulers save.
 """
 
 from __future__ import annotations
@@ -20,17 +21,23 @@ from typing import Any
 
 from torch.optim.lr_scheduler import _LRScheduler as CheckpointedLRScheduler
 
-__all__ = ["CheckpointedLRScheduler", "set_last_lr"]
+__all__ = ["CheckpointedLRScheduler", "torch_bookkeeping"]
 
 
-def set_last_lr(scheduler: Any, lrs: Sequence[Any]) -> None:
-    """Make ``scheduler.get_last_lr()`` return ``lrs`` (torch 2.x keeps them in ``_last_lr``).
+def torch_bookkeeping(scheduler: Any, step_count: int, lrs: Sequence[Any]) -> None:
+    """Leave on ``scheduler`` what torch 2.x's ``LRScheduler.step()`` leaves after
+    ``step_count`` steps (its construction's among them) that set the LRs ``lrs``:
+    ``_step_count``, ``_get_lr_called_within_step`` (False between steps) and ``_last_lr``
+    (what ``get_last_lr()`` returns).
 
     Example:
         >>> import torch
         >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
         >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
-        >>> set_last_lr(sched, [0.05]); sched.get_last_lr()
-        [0.05]
+        >>> torch_bookkeeping(sched, 3, [0.05])
+        >>> sched.get_last_lr(), sched.state_dict()["_step_count"]
+        ([0.05], 3)
     """
+    scheduler._step_count = step_count
+    scheduler._get_lr_called_within_step = False
     scheduler._last_lr = list(lrs)

@@ -1,9 +1,10 @@
-"""The framework-free core of the budgeted-convergence diagnostics (budgeted.experiments.grad_norm):
+"""The framework-free core of the budgeted-convergence diagnostics (budgeted.control.grad_norm):
 the norm is the one computed by hand, and nothing the training depends on changes."""
 
 from __future__ import annotations
 
 import doctest
+import importlib
 import math
 import random
 
@@ -12,14 +13,17 @@ import pytest
 import torch
 from torch import nn
 
-import budgeted.experiments.grad_norm as gn
-from budgeted.experiments.grad_norm import (
+import budgeted.control.grad_norm as gn
+from budgeted.control.grad_norm import (
+    GradNormProbe,
+    check_count,
     first_batches,
     full_gradient_norm,
     model_devices,
     preserved_rng,
     unwrap_model,
 )
+from budgeted.errors import BudgetConfigError
 
 
 def mse(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -271,10 +275,91 @@ def test_preserved_rng_restores_after_an_error_and_helpers():
     assert model_devices(net) == []
 
 
+# --- the probe every framework's FullGradNormHook is -----------------------------------------
+
+
+def train_with(probe: GradNormProbe | None, iters: int = 7) -> tuple[nn.Module, dict[int, float]]:
+    """A plain training loop (dropout, BatchNorm, momentum, batches drawn from the global
+    generators); the probe, if any, measured after each iteration it is due."""
+    net = make_net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    torch.manual_seed(3)
+    if probe is not None:
+        probe.draw(lambda: make_batches(n=4, seed=9), nn.DataParallel(net))
+    values = {}
+    for done in range(1, iters + 1):
+        x, y = torch.randn(4, 3), torch.randn(4, 1)
+        opt.zero_grad()
+        mse(net, (x, y)).backward()
+        opt.step()
+        if probe is not None and probe.due(done, iters):
+            values[done] = probe.measure(nn.DataParallel(net), mse)[0]
+    return net, values
+
+
+@pytest.mark.unit
+def test_a_probe_measures_on_its_period_and_after_the_last_leaving_training_as_it_was():
+    probe = GradNormProbe(period=3, num_batches=2, seed=0)
+    plain, _ = train_with(None)
+    net, values = train_with(probe)
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(),
+                                                 net.state_dict().values()))  # fmt: skip
+    assert sorted(values) == [3, 6, 7]
+    assert probe.evaluations == 3 and probe.seconds > 0
+    # the subset was drawn once: the value is the norm over the loader's first two batches
+    assert values[7] == full_gradient_norm(net, make_batches(n=4, seed=9)[:2], mse, seed=0)
+    assert probe.line(values[7], 0.125, 7) == (
+        f"GradNormProbe: full_grad_norm={values[7]:.6g} after iteration 7 (2 batches, 0.12 s)"
+    )
+    assert probe.finish() == (
+        f"GradNormProbe: 3 evaluations of 2 batches, {probe.seconds / 3:.2f} s each on average"
+    )
+    assert probe.batches is None
+    assert GradNormProbe(period=1).finish() is None  # nothing measured: no summary
+
+
+@pytest.mark.unit
+def test_a_probe_refuses_in_its_owners_words():
+    for kwargs, line in (
+        (dict(period=0), "GradNormProbe: period=0 is invalid; allowed: an int >= 1"),
+        (dict(period=True, owner="FullGradNormHook", period_key="interval"),
+         "FullGradNormHook: interval=True is invalid; allowed: an int >= 1"),
+        (dict(period=2, num_batches=1.5, owner="FullGradNormHook"),
+         "FullGradNormHook: num_batches=1.5 is invalid; allowed: an int >= 1"),
+    ):  # fmt: skip
+        with pytest.raises(BudgetConfigError) as err:
+            GradNormProbe(**kwargs)
+        assert str(err.value) == line
+    with pytest.raises(BudgetConfigError, match=r"^X: seed=-1 is invalid; allowed: an int >= 0$"):
+        check_count("X", "seed", -1, 0)
+    probe = GradNormProbe(period=2, owner="FullGradNormHook")
+    with pytest.raises(RuntimeError, match=r"^FullGradNormHook: before_train has not drawn"):
+        probe.measure(nn.Linear(3, 1), mse)
+    with pytest.raises(ValueError, match="gave 1 batches, fewer than num_batches=2"):
+        probe.draw(lambda: make_batches(n=1), nn.Linear(3, 1))
+    assert probe.batches is None and probe.evaluations == 0
+
+
+@pytest.mark.unit
+def test_a_framework_words_its_own_measured_line():
+    class Quiet(GradNormProbe):
+        MEASURED = "{name}: {value:.6g} after iteration {done} ({batches} batches, {seconds:.2f} s)"
+
+    probe = Quiet(period=1, num_batches=1, name="gn")
+    probe.draw(lambda: make_batches(n=1), nn.Linear(3, 1))
+    assert probe.line(1.5, 2.0, 4) == "gn: 1.5 after iteration 4 (1 batches, 2.00 s)"
+
+
 @pytest.mark.unit
 def test_docstring_examples_run():
     result = doctest.testmod(gn, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("old", ["budgeted.experiments.grad_norm", "budgeted.grad_norm"])
+def test_an_old_path_is_this_module(old):
+    assert importlib.import_module(old) is gn
 
 
 # --- several processes: the gradients are averaged over the ranks ---------------------------

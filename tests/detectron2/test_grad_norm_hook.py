@@ -154,6 +154,33 @@ def test_a_hook_after_the_writer_warns_its_values_are_not_written(tmp_path):
 
 
 @pytest.mark.unit
+def test_the_log_lines_keep_their_words():
+    seen: list[str] = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    hook = FullGradNormHook(period=1, num_batches=1, data_loader=stream())
+    hook.trainer = type("T", (), {"model": TinyDetector(), "iter": 6})()
+    level = d2gn.logger.level
+    d2gn.logger.addHandler(handler)
+    d2gn.logger.setLevel(logging.INFO)
+    try:
+        hook.before_train()
+        value = hook.evaluate()
+        hook.after_train()
+    finally:
+        d2gn.logger.removeHandler(handler)
+        d2gn.logger.setLevel(level)
+    assert (
+        seen[0]
+        == f"full_grad_norm: {value:.6g} after iteration 7 (1 batches, {hook.seconds:.2f} s)"
+    )
+    assert seen[1] == (
+        f"FullGradNormHook: 1 evaluations of 1 batches, {hook.seconds:.2f} s each on average"
+    )
+    assert len(seen) == 2 and hook.batches is None
+
+
+@pytest.mark.unit
 def test_bad_values_are_one_line_naming_the_value(toy_root, tmp_path) -> None:
     with pytest.raises(BudgetConfigError, match=r"^FullGradNormHook: period=0 is invalid; allo"):
         FullGradNormHook(period=0)

@@ -66,6 +66,35 @@ def test_bad_arguments_are_one_line():
 
 
 @pytest.mark.unit
+def test_the_log_lines_keep_their_words():
+    from mmengine.model import BaseModel
+
+    class Net(BaseModel):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor(2.0))
+
+        def forward(self, x: torch.Tensor, mode: str = "tensor") -> dict[str, torch.Tensor]:
+            return {"loss_a": self.w * x.sum()}
+
+    seen: list[str] = []
+    runner = type("R", (), {"model": Net(), "iter": 3, "logger": type("L", (), {})()})()
+    runner.logger.info = seen.append
+    hook = FullGradNormHook(interval=2, num_batches=1)
+    assert hook.interval == hook.period == 2
+    hook.draw(lambda: iter([{"x": torch.ones(3)}]), runner.model)
+    assert hook.evaluate(runner) == 3.0  # d(w * 3)/dw
+    hook.after_train(runner)
+    assert seen[0] == (
+        f"FullGradNormHook: full_grad_norm=3 after iteration 4 (1 batches, {hook.seconds:.2f} s)"
+    )
+    assert seen[1] == (
+        f"FullGradNormHook: 1 evaluations of 1 batches, {hook.seconds:.2f} s each on average"
+    )
+    assert len(seen) == 2 and hook.batches is None
+
+
+@pytest.mark.unit
 def test_a_built_train_dataloader_is_refused_not_shared():
     class Cfg(dict):
         pass

@@ -1,5 +1,6 @@
 """The full-gradient norm over a fixed subset of training batches (the paper's Figure 3), in
-plain PyTorch; the Detectron2 and MMEngine hooks call :func:`full_gradient_norm`.
+plain PyTorch: :func:`full_gradient_norm`, and :class:`GradNormProbe`, the diagnostic every
+framework's ``FullGradNormHook`` is (its period, its subset drawn once, its bookkeeping and lines).
 
     ||g||_2,   g = (1/B) sum_b grad_w L_b(w)
 
@@ -16,6 +17,7 @@ import contextlib
 import copy
 import itertools
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -23,7 +25,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["first_batches", "full_gradient_norm", "model_devices", "preserved_rng", "unwrap_model"]
+from ..errors import BudgetConfigError
+
+__all__ = [
+    "GradNormProbe", "check_count", "first_batches", "full_gradient_norm", "model_devices",
+    "preserved_rng", "unwrap_model",
+]  # fmt: skip
 
 LossFn = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar tensor``: the training loss of one batch."""
@@ -207,3 +214,127 @@ def full_gradient_norm(
         mean = [flat / ranks]
     squares = [torch.linalg.vector_norm(g, dtype=torch.float64) ** 2 for g in mean]
     return float(torch.stack(squares).sum().sqrt())
+
+
+def check_count(owner: str, key: str, value: Any, low: int) -> None:
+    """Refuse ``value`` unless it is an int (not a bool) >= ``low``, in one line naming ``owner``
+    and ``key``.
+
+    Raises:
+        BudgetConfigError: ``<owner>: <key>=<value> is invalid; allowed: an int >= <low>``.
+
+    Example:
+        >>> try:
+        ...     check_count("FullGradNormHook", "seed", -1, 0)
+        ... except BudgetConfigError as err:
+        ...     print(err)
+        FullGradNormHook: seed=-1 is invalid; allowed: an int >= 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise BudgetConfigError(f"{owner}: {key}={value!r} is invalid; allowed: an int >= {low}")
+
+
+class GradNormProbe:
+    """The full-gradient norm every ``period`` iterations and after the last (:meth:`due`), over
+    a subset of ``num_batches`` training batches drawn once (:meth:`draw`), with its bookkeeping:
+    ``evaluations`` (norms computed) and ``seconds`` (their time, in all). A framework's hook is
+    this probe plus its framework's loss, loader and place to write the value.
+
+    Args:
+        period: iterations between two norms (an int >= 1).
+        num_batches: batches in the subset (an int >= 1).
+        seed: the random generators' seed while the subset is drawn and the norm computed (None:
+            as they are).
+        name: the value's name in the lines (and where the hook writes it).
+        owner: who speaks in the lines and refusals (``FullGradNormHook``).
+        period_key: what a refusal calls ``period`` (MMEngine's hook: ``interval``).
+
+    Raises:
+        BudgetConfigError: ``period`` or ``num_batches`` not an int >= 1 (:func:`check_count`).
+
+    Example:
+        >>> probe = GradNormProbe(period=2, num_batches=1)
+        >>> [done for done in range(1, 6) if probe.due(done, last=5)]
+        [2, 4, 5]
+        >>> net = torch.nn.Linear(2, 1, bias=False)
+        >>> _ = net.weight.data.copy_(torch.tensor([[3.0, 4.0]]))
+        >>> probe.draw(lambda: iter([torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])]), net)
+        >>> value, seconds = probe.measure(net, lambda m, x: m(x).sum())  # gradient [1, 0]
+        >>> value, probe.evaluations
+        (1.0, 1)
+        >>> probe.line(value, 0.25, done=2)
+        'GradNormProbe: full_grad_norm=1 after iteration 2 (1 batches, 0.25 s)'
+        >>> probe.finish().split(",")[0], probe.batches
+        ('GradNormProbe: 1 evaluations of 1 batches', None)
+    """
+
+    MEASURED = (
+        "{owner}: {name}={value:.6g} after iteration {done} ({batches} batches, {seconds:.2f} s)"
+    )
+    """The line after a norm (:meth:`line`); Detectron2's hook words it its own way."""
+
+    def __init__(
+        self,
+        period: int,
+        num_batches: int = 2,
+        *,
+        seed: int | None = 0,
+        name: str = "full_grad_norm",
+        owner: str = "GradNormProbe",
+        period_key: str = "period",
+    ) -> None:
+        check_count(owner, period_key, period, 1)
+        check_count(owner, "num_batches", num_batches, 1)
+        self.period = period
+        self.num_batches = num_batches
+        self.seed = seed
+        self.name = name
+        self.owner = owner
+        self.batches: list[Any] | None = None
+        self.evaluations = 0
+        self.seconds = 0.0
+
+    def draw(self, make_loader: Callable[[], Iterable[Any]], model: nn.Module) -> None:
+        """Draw the subset: the first ``num_batches`` batches of ``make_loader()`` (a loader of its
+        own, never the training one; :func:`first_batches`, on the devices of ``model``)."""
+        devices = model_devices(unwrap_model(model))
+        self.batches = first_batches(make_loader, self.num_batches, seed=self.seed, devices=devices)
+
+    def due(self, done: int, last: int) -> bool:
+        """Whether a norm is due after ``done`` iterations of ``last``: every ``period``, and
+        after the last."""
+        return done % self.period == 0 or done == last
+
+    def measure(self, model: nn.Module, loss_fn: LossFn) -> tuple[float, float]:
+        """The norm at the current weights of ``model`` (wrapped or not) and the seconds it
+        took, counted in ``evaluations`` and ``seconds``.
+
+        Raises:
+            RuntimeError: no subset drawn yet.
+        """
+        if self.batches is None:
+            raise RuntimeError(f"{self.owner}: before_train has not drawn the subset yet")
+        start = time.perf_counter()
+        value = full_gradient_norm(unwrap_model(model), self.batches, loss_fn, seed=self.seed)
+        seconds = time.perf_counter() - start
+        self.evaluations += 1
+        self.seconds += seconds
+        return value, seconds
+
+    def line(self, value: float, seconds: float, done: int) -> str:
+        """The log line of a norm ``value`` that took ``seconds`` after ``done`` iterations
+        (:data:`MEASURED`)."""
+        facts = dict(owner=self.owner, name=self.name, batches=len(self.batches or ()))
+        return self.MEASURED.format(value=value, seconds=seconds, done=done, **facts)
+
+    def finish(self) -> str | None:
+        """The summary line after training (None when no norm was computed); the subset is let
+        go."""
+        self.batches = None
+        if not self.evaluations:
+            return None
+        each = self.seconds / self.evaluations
+        return (
+            f"{self.owner}: {self.evaluations} evaluations of {self.num_batches} batches, "
+            f"{each:.2f} s each on average"
+        )

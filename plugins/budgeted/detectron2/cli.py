@@ -156,7 +156,7 @@ def _claim_output_dir(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
     """A training run's launching process (of machine 0) locks the output folder for the run
     and removes what killed checkpoint writes left there; the workers log it."""
     folder = getattr(args, "output_dir", "")
-    if args.eval_only or args.machine_rank != 0 or not folder or "://" in folder:
+    if args.eval_only or args.machine_rank != 0:
         return
     lock, args.removed_temporaries = claim(folder, getattr(args, "output_key", "OUTPUT_DIR"))
     stack.callback(lock.release)

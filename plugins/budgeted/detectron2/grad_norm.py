@@ -6,8 +6,8 @@ batches, logged as ``full_grad_norm`` beside ``lr`` in metrics.json (and TensorB
 
 over the ``B = SOLVER.BUDGET.GRAD_NORM_BATCHES`` first batches of a second, seeded train loader
 (the same in every run), ``L_b`` the training loss, ``w`` the weights after the iteration
-(:func:`budgeted.experiments.grad_norm.full_gradient_norm`); training continues bit for bit as
-without the hook. In your own ``DefaultTrainer`` subclass::
+(:class:`budgeted.control.grad_norm.GradNormProbe`); training continues bit for bit as without
+the hook. In your own ``DefaultTrainer`` subclass::
 
     def build_hooks(self):
         ret = super().build_hooks()
@@ -18,7 +18,6 @@ without the hook. In your own ``DefaultTrainer`` subclass::
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,7 +26,7 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase, hooks
 from detectron2.utils.events import EventStorage
 
-from ..experiments.grad_norm import first_batches, full_gradient_norm, model_devices, unwrap_model
+from ..control.grad_norm import GradNormProbe
 from .compat import trainer_hooks, writer_period
 from .config import KEYS, check_grad_norm_config
 from .solver import BudgetConfigError
@@ -58,14 +57,7 @@ def detectron2_loss(model: torch.nn.Module, batch: list[dict[str, Any]]) -> torc
     return sum(out.values())
 
 
-def _check(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BudgetConfigError(
-            f"FullGradNormHook: {name}={value!r} is invalid; allowed: an int >= {low}"
-        )
-
-
-class FullGradNormHook(HookBase):
+class FullGradNormHook(HookBase, GradNormProbe):
     """Every ``period`` iterations (and after the last), ``full_grad_norm`` over a fixed subset
     of ``num_batches`` training batches, put in the trainer's event storage (see the module);
     ``evaluations`` and ``seconds`` count them and their time.
@@ -80,6 +72,8 @@ class FullGradNormHook(HookBase):
         FullGradNormHook: period=0 is invalid; allowed: an int >= 1
     """
 
+    MEASURED = "{name}: {value:.6g} after iteration {done} ({batches} batches, {seconds:.2f} s)"
+
     def __init__(
         self,
         period: int,
@@ -89,16 +83,10 @@ class FullGradNormHook(HookBase):
         seed: int = SUBSET_SEED,
         name: str = SCALAR_NAME,
     ) -> None:
-        _check("period", period, 1)
-        _check("num_batches", num_batches, 1)
-        self.period = period
-        self.num_batches = num_batches
+        GradNormProbe.__init__(
+            self, period, num_batches, seed=seed, name=name, owner="FullGradNormHook"
+        )
         self.data_loader = data_loader
-        self.seed = seed
-        self.name = name
-        self.batches: list[Any] | None = None
-        self.evaluations = 0
-        self.seconds = 0.0
 
     def _make_loader(self) -> Iterable[Any]:
         if self.data_loader is not None:
@@ -116,16 +104,8 @@ class FullGradNormHook(HookBase):
         cfg.DATALOADER.NUM_WORKERS = 0  # as DefaultTrainer builds PreciseBN's loader
         return build(cfg)
 
-    def _model(self) -> torch.nn.Module:
-        return unwrap_model(self.trainer.model)
-
     def before_train(self) -> None:
-        self.batches = first_batches(
-            self._make_loader,
-            self.num_batches,
-            seed=self.seed,
-            devices=model_devices(self._model()),
-        )
+        self.draw(self._make_loader, self.trainer.model)
         self._warn_about_writers()
 
     def _warn_about_writers(self) -> None:
@@ -151,41 +131,20 @@ class FullGradNormHook(HookBase):
                 )
 
     def after_step(self) -> None:
-        done = self.trainer.iter + 1
-        if done % self.period and done != self.trainer.max_iter:
-            return
-        value = self.evaluate()
-        self.trainer.storage.put_scalar(self.name, value, smoothing_hint=False)
+        if self.due(self.trainer.iter + 1, self.trainer.max_iter):
+            self.trainer.storage.put_scalar(self.name, self.evaluate(), smoothing_hint=False)
 
     def evaluate(self) -> float:
         """The norm at the current weights (also logged, with its cost)."""
-        if self.batches is None:
-            raise RuntimeError("FullGradNormHook: before_train has not drawn the subset yet")
-        start = time.perf_counter()
         with EventStorage(self.trainer.iter):  # the model's own put_scalar calls land here
-            value = full_gradient_norm(self._model(), self.batches, detectron2_loss, seed=self.seed)
-        seconds = time.perf_counter() - start
-        self.evaluations += 1
-        self.seconds += seconds
-        logger.info(
-            "%s: %.6g after iteration %d (%d batches, %.2f s)",
-            self.name,
-            value,
-            self.trainer.iter + 1,
-            len(self.batches),
-            seconds,
-        )
+            value, seconds = self.measure(self.trainer.model, detectron2_loss)
+        logger.info(self.line(value, seconds, self.trainer.iter + 1))
         return value
 
     def after_train(self) -> None:
-        if self.evaluations:
-            logger.info(
-                "FullGradNormHook: %d evaluations of %d batches, %.2f s each on average",
-                self.evaluations,
-                self.num_batches,
-                self.seconds / self.evaluations,
-            )
-        self.batches = None
+        summary = self.finish()
+        if summary:
+            logger.info(summary)
 
 
 def grad_norm_hook_from_cfg(cfg: CfgNode) -> FullGradNormHook | None:

@@ -24,21 +24,16 @@ from detectron2.engine import DefaultTrainer, default_setup
 from detectron2.utils import comm
 
 from ..config_files import find_config
-from ..runs.detectron2 import (
-    check_new_run_folder,
-    run_config_kept,
-    saved_schedulers,
-    write_evaluation,
-)
+from ..control.folder import OutputFolder
+from ..runs import detectron2 as accessor
+from ..runs.detectron2 import LOCK_NAME, run_config_kept, saved_schedulers, write_evaluation
 from ..safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
     check_later_checkpoints_kept,
     load_checkpoint,
-    remove_stale_temporaries,
 )
 from ..safety.locks import FolderLock
-from ..safety.locks import check_writable as writable
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from ..schedules.clock import parse_duration
 from .checkpoint import (
@@ -58,7 +53,8 @@ from .time_budget import time_budget_seconds
 __all__ = [
     "LOCK_NAME", "OutputDirLock", "ToolConfig", "check_checkpoint_files", "check_resume",
     "check_saved_scheduler", "check_workers", "check_writable", "claim", "configured_base_lrs",
-    "evaluate", "log_removed", "preflight", "setup", "stand_in_optimizer", "start_worker"
+    "evaluate", "log_removed", "output_folder", "preflight", "setup", "stand_in_optimizer",
+    "start_worker"
 ]  # fmt: skip
 
 logger = logging.getLogger("detectron2")
@@ -132,11 +128,12 @@ def preflight(args: argparse.Namespace, tool: ToolConfig | None = None) -> Any:
     folder, key = tool.output_dir(cfg), tool.output_key
     train_sets = tool.datasets(cfg, train=True) if training else []
     check_datasets(train_sets + tool.datasets(cfg, train=False))
-    check_writable(folder, key=key)
+    output = output_folder(folder, key)
+    output.check_writable()
     if training:
         tool.check_budget(cfg, world_size)
-        check_new_run_folder(folder, args.resume or bool(args.resume_from), key=key)
-        OutputDirLock(folder, key).check()
+        output.check_new_run(args.resume or bool(args.resume_from))
+        output.check_not_in_use()
         check_not_empty(train_sets, lambda: tool.load_train_set(cfg))
     checkpoint = check_checkpoint_files(
         args,
@@ -373,28 +370,26 @@ def configured_base_lrs(cfg: CfgNode, world_size: int) -> ConfiguredLRs | None:
     return ConfiguredLRs(lrs, "SOLVER.BASE_LR", float(cfg.SOLVER.BASE_LR))
 
 
-# --- the output folder ----------------------------------------------------------------------
-
-LOCK_NAME = ".train_net.lock"
-"""The lock file the Detectron2 tools hold in their output folder while they train."""
+# --- the output folder: budgeted.control.folder, in the words of budgeted.runs.detectron2 ------
 
 
-def check_writable(folder: str, *, key: str = "OUTPUT_DIR") -> None:
-    """Refuse in one line a run folder in which nothing can be created
-    (:func:`budgeted.safety.locks.check_writable`, with the config key ``key``).
+def output_folder(folder: str, key: str = "OUTPUT_DIR") -> OutputFolder:
+    """The Detectron2 tools' output folder ``folder``, named by config key ``key``.
 
     Example:
         >>> import tempfile
-        >>> check_writable(tempfile.mkdtemp() + "/new/run")  # a writable parent: fine
+        >>> output_folder(tempfile.mkdtemp() + "/new/run").check_writable()  # a writable parent
     """
-    writable(
-        folder, key, f"a folder this run can write (set another {key}, e.g. {key} ./output/run)"
-    )
+    return OutputFolder(folder, accessor, key)
+
+
+def check_writable(folder: str, *, key: str = "OUTPUT_DIR") -> None:
+    """Refuse in one line an output folder in which nothing can be created."""
+    output_folder(folder, key).check_writable()
 
 
 class OutputDirLock(FolderLock):
-    """An exclusive ``flock`` on ``<folder>/.train_net.lock`` while a run trains there: a second
-    run into the same folder is refused in one line naming the first one's PID.
+    """The lock (``<folder>/.train_net.lock``) of :func:`output_folder`, as a class of its own.
 
     Example:
         >>> import tempfile
@@ -403,32 +398,22 @@ class OutputDirLock(FolderLock):
     """
 
     def __init__(self, folder: str | os.PathLike[str], key: str = "OUTPUT_DIR") -> None:
-        super().__init__(
-            folder,
-            LOCK_NAME,
-            f"{key} {{folder}} is in use: {{holder}} is training there (it holds {{lock}}); "
-            f"wait for it to end, stop it, or set another {key} (nothing was written)",
-        )
+        super().__init__(folder, LOCK_NAME, output_folder(os.fspath(folder), key).lock.busy)
 
 
-def claim(folder: str, key: str = "OUTPUT_DIR") -> tuple[OutputDirLock, list[str]]:
-    """Lock run folder ``folder`` (made if missing) and remove the temporary files a killed
-    checkpoint write left there. Returns the held lock and the names removed.
+def claim(folder: str, key: str = "OUTPUT_DIR") -> tuple[FolderLock, list[str]]:
+    """:meth:`~budgeted.control.folder.OutputFolder.claim` ``folder``: the held lock and the
+    names of the temporaries removed.
 
     Raises:
         FolderBusyError: another live process trains there (one line).
     """
-    lock = OutputDirLock(folder, key)
-    lock.acquire()
-    return lock, remove_stale_temporaries(folder)
+    claimed = output_folder(folder, key)
+    return claimed.lock, claimed.claim()
 
 
 def log_removed(folder: str, removed: Sequence[str]) -> None:
     """Log (in the run's log.txt) the temporary files :func:`claim` removed, if any."""
-    if removed:
-        logging.getLogger("detectron2.budgeted").warning(
-            "removed %d temporary file(s) a killed checkpoint write left in %s: %s",
-            len(removed),
-            folder,
-            ", ".join(removed),
-        )
+    line = output_folder(folder).removed_line(list(removed))
+    if line is not None:
+        logging.getLogger("detectron2.budgeted").warning(line)

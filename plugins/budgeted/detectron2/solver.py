@@ -29,9 +29,8 @@ from detectron2.utils import comm
 from detectron2.utils.registry import Registry
 
 from .. import SCHEDULES
-from ..compat import set_last_lr
 from ..errors import BudgetConfigError, BudgetResumeError
-from ..pytorch import BudgetLR, BudgetTimeLR, set_lrs
+from ..pytorch import BudgetLR, BudgetTimeLR
 from ..schedules import (
     BudgetSchedule,
     ScheduleInfo,
@@ -49,7 +48,6 @@ from .config import (
     on_resume,
     param_key,
 )
-from .stops import ResumesInOneLine
 from .time_budget import time_budget_from_cfg, time_budget_seconds
 
 logger = logging.getLogger(__name__)
@@ -196,10 +194,13 @@ def budget_schedule_from_cfg(cfg: CfgNode, name: str | None = None) -> BudgetSch
         raise BudgetConfigError(f"SOLVER.LR_SCHEDULER_NAME={name}: {err}") from None
 
 
-class BudgetLRScheduler(ResumesInOneLine, BudgetLR):
+class BudgetLRScheduler(BudgetLR):
     """:class:`budgeted.BudgetLR` whose resume check names Detectron2's config keys: a resume
-    with another budget is one line (:class:`BudgetResumeError`, from ``load_state_dict``), or
-    with ``SOLVER.BUDGET.ON_RESUME replan`` re-planned (docs/detectron2.md, "Resume policy").
+    with another budget or other base LRs is one line (:class:`BudgetResumeError`, from
+    ``load_state_dict``), or with ``SOLVER.BUDGET.ON_RESUME replan`` re-planned
+    (docs/detectron2.md, "Resume policy"). A load sets the next iteration's LR at once: a
+    resumed run's first iteration trains at the LR an uninterrupted run would use (Detectron2
+    v0.6 checkpoints no optimizer LR to restore).
 
     Example:
         >>> import torch
@@ -221,17 +222,9 @@ class BudgetLRScheduler(ResumesInOneLine, BudgetLR):
         "count), or start a new run from its weights: MODEL.WEIGHTS <checkpoint>, no --resume, "
         "another OUTPUT_DIR"
     )
-
-    BASE_LR_KEY: ClassVar[str] = "SOLVER.BASE_LR"
-    """The config key of the base LR, for the message of a checkpoint with other base LRs."""
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
-        # the LR of the next iteration, now: a resumed run's first iteration trains at the LR an
-        # uninterrupted run would use (Detectron2 v0.6 checkpoints no optimizer LR to restore)
-        lrs = self.get_lr()
-        set_lrs(self.optimizer, lrs)
-        set_last_lr(self, lrs)
+    BASE_LR_KEY: ClassVar[str | None] = "SOLVER.BASE_LR"
+    RESUME_ERROR = BudgetResumeError
+    APPLY_ON_LOAD = True
 
 
 def register_budget_scheduler(name: str, schedule: str, params: ParamReader | None = None) -> None:

@@ -22,14 +22,13 @@ from detectron2.engine import hooks
 from ..errors import BudgetResumeError, Diverged, RunStopped, Undecayed
 from ..runs.detectron2 import final_metrics, saved_schedulers
 from ..safety import newest_intact_checkpoint
-from ..schedules import BudgetMismatchError, BudgetReplanError
 from ..schedules.base_lrs import base_lr_in_use, check_base_lrs
 from .compat import trainer_hooks
 
 __all__ = [
-    "DiskFull", "Diverged", "Finished", "ResumesInOneLine", "RunStopped", "StopsInOneLine",
-    "Undecayed", "as_stop", "check_finished", "check_position", "check_resumed_base_lrs",
-    "check_scheduler_base_lrs", "disk_full", "is_disk_full", "non_finite_kind", "stop_line"
+    "DiskFull", "Diverged", "Finished", "RunStopped", "StopsInOneLine", "Undecayed", "as_stop",
+    "check_finished", "check_position", "check_resumed_base_lrs", "disk_full", "is_disk_full",
+    "non_finite_kind", "stop_line"
 ]  # fmt: skip
 
 logger = logging.getLogger("detectron2.budgeted")
@@ -282,39 +281,6 @@ def check_resumed_base_lrs(
             check_base_lrs(saved, configured, subject=f"{what} {path!r}", saved_key=where,
                            config_key=key, config_value=value, fix=fix)  # fmt: skip
         except ValueError as err:
-            raise BudgetResumeError(str(err)) from None
-
-
-def check_scheduler_base_lrs(scheduler: Any, state_dict: Any, *, fix: str) -> None:
-    """Refuse (one line, :class:`~budgeted.errors.BudgetResumeError`) a saved LR scheduler state
-    whose ``base_lrs`` are not ``scheduler``'s own (those of the optimizer the trainer built from
-    the config), before it is loaded."""
-    saved = state_dict.get("base_lrs") if isinstance(state_dict, dict) else None
-    try:
-        check_base_lrs(
-            saved,
-            [float(v) for v in scheduler.base_lrs],
-            subject="cannot resume: the checkpoint",
-            saved_key="the LR scheduler's base_lrs",
-            config_key=getattr(scheduler, "BASE_LR_KEY", "SOLVER.BASE_LR"),
-            fix=fix,
-        )
-    except ValueError as err:
-        raise BudgetResumeError(str(err)) from None
-
-
-class ResumesInOneLine:
-    """Mixin for our LR schedulers: ``load_state_dict`` first refuses a state of other base LRs
-    (:func:`check_scheduler_base_lrs`), and the core's refusal of another budget is a one-line
-    :class:`~budgeted.errors.BudgetResumeError`."""
-
-    RESUME_FIX: ClassVar[str]
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        check_scheduler_base_lrs(self, state_dict, fix=self.RESUME_FIX)
-        try:
-            super().load_state_dict(state_dict)  # type: ignore[misc]
-        except (BudgetMismatchError, BudgetReplanError) as err:
             raise BudgetResumeError(str(err)) from None
 
 

@@ -19,7 +19,7 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
-from ..errors import BudgetConfigError
+from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetTimeLR
 from ..safety.ranks import broadcast_from_rank0
 from ..schedules import (
@@ -31,7 +31,7 @@ from ..schedules import (
     parse_duration,
 )
 from .config import on_resume
-from .stops import ResumesInOneLine, Undecayed
+from .stops import Undecayed
 
 __all__ = [
     "TimeBudgetHook", "TimeBudgetLRScheduler", "broadcast_from_rank0", "time_budget_from_cfg",
@@ -79,15 +79,18 @@ def time_budget_from_cfg(
     return TimeBudgetLRScheduler(optimizer, budget, clock, on_resume=policy)
 
 
-class TimeBudgetLRScheduler(ResumesInOneLine, BudgetTimeLR):
+class TimeBudgetLRScheduler(BudgetTimeLR):
     """:class:`budgeted.BudgetTimeLR` logging into Detectron2's log and raising its error types:
-    a refused resume is a ``BudgetResumeError`` (one line)."""
+    a refused resume (another time budget, other base LRs) is a ``BudgetResumeError`` (one
+    line)."""
 
     LOGGER = "detectron2.budgeted"
     RESUME_FIX = (
         "resume with the checkpoint's time budget and base LR, or start a new run from its "
         "weights: MODEL.WEIGHTS <checkpoint>, no --resume, another OUTPUT_DIR"
     )
+    BASE_LR_KEY = "SOLVER.BASE_LR"
+    RESUME_ERROR = BudgetResumeError
 
 
 class TimeBudgetHook(HookBase):

@@ -1,8 +1,10 @@
 """A resumed checkpoint's base LRs against the config's, before MMEngine's runner exists
 (:func:`check_resume_base_lrs`: the model and its optimizer wrapper built without weights,
 ``paramwise_cfg`` and ``auto_scale_lr`` applied as the runner does; the core's rule,
-:func:`~budgeted.schedules.base_lrs.check_base_lrs`), and again when a budget scheduler is loaded
-in any runner (:func:`check_scheduler_base_values`).
+:func:`~budgeted.schedules.base_lrs.check_base_lrs`). A budget scheduler checks its own
+``base_values`` again when any runner loads it (the engine's
+:func:`~budgeted.control.engine.check_loaded`, in
+:meth:`~budgeted.mmengine.schedulers.BudgetParamScheduler.resume_words`).
 """
 
 from __future__ import annotations
@@ -20,14 +22,10 @@ from ..runs.mmengine import saved_schedulers, scheduler_place
 from ..schedules.base_lrs import ConfiguredLRs, build_without_weights, check_base_lrs
 from .resume import state_place
 
-__all__ = [
-    "PlannedLRs",
-    "check_resume_base_lrs",
-    "check_scheduler_base_values",
-    "configured_base_lrs",
-]
+__all__ = ["LR_KEY", "PlannedLRs", "check_resume_base_lrs", "configured_base_lrs"]
 
 LR_KEY = "optim_wrapper.optimizer.lr"
+"""The config key of the LR of the only optimizer wrapper."""
 
 
 def _lr_key(group: str | None) -> str:
@@ -163,26 +161,3 @@ def check_resume_base_lrs(cfg: Config, checkpoint: Mapping, path: str) -> None:
         label = "optimizer" if name is None else f"optimizer[{name!r}]"
         check(name, "optimizer", f"cannot resume from {path}: its {label}",
               f"param groups' {key}", [g[key] for g in groups])  # fmt: skip
-
-
-def check_scheduler_base_values(scheduler: Any, state_dict: Any) -> None:
-    """Refuse (one line) a saved LR scheduler state whose ``base_values`` are not
-    ``scheduler``'s own (the config's LR of each param group, as the runner built the
-    optimizer), before the runner loads it: any runner, MMSegmentation's own ``tools/train.py``
-    too.
-
-    Raises:
-        BudgetMismatchError: one line naming the scheduler, the group and both base LRs.
-    """
-    if getattr(scheduler, "param_name", "lr") != "lr":
-        return
-    saved = state_dict.get("base_values") if isinstance(state_dict, Mapping) else None
-    check_base_lrs(
-        saved,
-        [float(v) for v in scheduler.base_values],
-        subject=f"cannot resume: the checkpoint's {type(scheduler).__name__}",
-        saved_key="base_values",
-        config_key=LR_KEY,
-        fix="resume with the config that run was trained with, or start a new run from its "
-        "weights (load_from=<checkpoint>, resume=False)",
-    )

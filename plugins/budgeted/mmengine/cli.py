@@ -30,9 +30,9 @@ import torch.distributed as dist
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
-from ..runs.mmengine import WorkDirBusyError, WorkDirLock
-from ..safety import remove_stale_temporaries
+from ..control.folder import OutputFolder
 from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
+from ..safety.ranks import agree_max
 from ..schedules import BudgetMismatchError, schedule_names
 from .arms import add_arm_options
 from .checkpoint import allow_mmengine_checkpoints
@@ -46,6 +46,7 @@ from .config_edits import (  # the config edits, importable from here as before
     fill_budget_scheduler_defaults,
 )
 from .hooks import Diverged
+from .input_checks import output_folder
 from .launch import (
     LAUNCHERS,
     destroy_process_group,
@@ -273,29 +274,12 @@ def _init_distributed(launcher: str, cfg: Config) -> None:
         init_dist(launcher, **dict((cfg.get("env_cfg") or {}).get("dist_cfg") or {}))
 
 
-def _lock_work_dir(cfg: Config) -> WorkDirLock | None:
-    """Rank 0 locks the work dir; every rank refuses together if it could not."""
-    import torch.distributed as dist
-
-    distributed = dist.is_available() and dist.is_initialized()
-    rank = dist.get_rank() if distributed else 0
-    lock = WorkDirLock(cfg.work_dir) if rank == 0 else None
-    error: WorkDirBusyError | None = None
-    if lock is not None:
-        try:
-            lock.acquire()
-        except WorkDirBusyError as err:
-            error, lock = err, None
-    if distributed:
-        from ..safety.ranks import agree_max
-
-        if agree_max(error is not None) and error is None:
-            if lock is not None:
-                lock.release()
-            error = WorkDirBusyError(f"work dir {cfg.work_dir} is in use (rank 0 found it locked)")
-    if error is not None:
-        raise error
-    return lock
+def _claim_work_dir(work_dir: OutputFolder) -> str | None:
+    """Rank 0 locks the work dir and removes what killed checkpoint writes left there (the line
+    saying so); every rank refuses together if it could not."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return work_dir.removed_line(work_dir.claim())
+    return work_dir.removed_line(work_dir.claim(here=dist.get_rank() == 0, agree=agree_max))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -369,19 +353,8 @@ def _signalled_early(cfg: Config, guard: PreemptionGuard, launcher: str) -> int 
     return None
 
 
-def _removed_temporaries(work_dir: str) -> str | None:
-    """Remove what a killed checkpoint write left (holding the work dir's lock); the line."""
-    removed = remove_stale_temporaries(work_dir)
-    if not removed:
-        return None
-    return (
-        f"removed {len(removed)} temporary file(s) that a killed checkpoint write left in "
-        f"{work_dir}: {', '.join(removed)}"
-    )
-
-
 def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
-    lock = None
+    work_dir = None
     try:
         cfg = _checked(args)
         if isinstance(cfg, int):
@@ -391,11 +364,11 @@ def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
             return early
         try:
             _init_distributed(args.launcher, cfg)
-            lock = _lock_work_dir(cfg)
+            work_dir = output_folder(cfg.work_dir)
+            cleaned = _claim_work_dir(work_dir)
         except ValueError as err:
             print(f"{PROG}: error: {err}", file=sys.stderr)
             return 2
-        cleaned = _removed_temporaries(cfg.work_dir) if lock is not None else None
         runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else _build_custom(cfg)
         if cleaned is not None:
             runner.logger.warning(cleaned)
@@ -412,8 +385,8 @@ def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
         say_lost_rank(PROG, _global_rank(), err)
         return 1
     finally:
-        if lock is not None:
-            lock.release()
+        if work_dir is not None:
+            work_dir.release()
         destroy_process_group()
     return 0
 

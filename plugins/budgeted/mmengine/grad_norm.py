@@ -6,8 +6,8 @@ training batches, logged as ``full_grad_norm`` beside ``lr`` in ``vis_data/scala
 
 over the ``B = num_batches`` first batches of a second dataloader seeded with ``seed`` (the same
 subset in every run; averaged over ranks), ``L_b`` the training loss, ``w`` the weights after the
-iteration (:func:`budgeted.experiments.grad_norm.full_gradient_norm`). Training continues exactly
-as without the hook (buffers, ``.grad`` and random generators restored). In a config::
+iteration (:class:`budgeted.control.grad_norm.GradNormProbe`). Training continues exactly as
+without the hook (buffers, ``.grad`` and random generators restored). In a config::
 
     custom_imports = dict(imports=["budgeted.mmengine"], allow_failed_imports=False)
     custom_hooks = [dict(type="FullGradNormHook", interval=100, num_batches=2)]
@@ -16,7 +16,6 @@ as without the hook (buffers, ``.grad`` and random generators restored). In a co
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ import torch
 from mmengine.hooks import Hook, IterTimerHook, LoggerHook
 from mmengine.registry import HOOKS
 
+from ..control.grad_norm import GradNormProbe, check_count
 from .schedulers import BudgetConfigError
 
 __all__ = ["SCALAR_NAME", "FullGradNormHook", "mmengine_loss"]
@@ -59,15 +59,8 @@ def mmengine_loss(model: torch.nn.Module, data: Any) -> torch.Tensor:
     return loss
 
 
-def _check(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BudgetConfigError(
-            f"FullGradNormHook: {name}={value!r} is invalid; allowed: an int >= {low}"
-        )
-
-
 @HOOKS.register_module()
-class FullGradNormHook(Hook):
+class FullGradNormHook(Hook, GradNormProbe):
     """Every ``interval`` iterations (and after the last), ``full_grad_norm`` over a fixed
     subset of ``num_batches`` training batches (see the module).
 
@@ -97,9 +90,11 @@ class FullGradNormHook(Hook):
         dataloader: Mapping[str, Any] | None = None,
         name: str = SCALAR_NAME,
     ) -> None:
-        _check("interval", interval, 1)
-        _check("num_batches", num_batches, 1)
-        _check("seed", seed, 0)
+        GradNormProbe.__init__(
+            self, interval, num_batches, seed=seed, name=name, owner="FullGradNormHook",
+            period_key="interval",
+        )  # fmt: skip
+        check_count(self.owner, "seed", seed, 0)
         if dataloader is not None and not isinstance(dataloader, Mapping):
             raise BudgetConfigError(
                 f"FullGradNormHook: dataloader={type(dataloader).__name__} is invalid; allowed: "
@@ -111,17 +106,15 @@ class FullGradNormHook(Hook):
                 f"MMEngine does not log itself (not {', '.join(LOGGED_NAMES)}), e.g. "
                 f"{SCALAR_NAME!r}"
             )
-        self.interval = interval
-        self.num_batches = num_batches
-        self.seed = seed
         self.dataloader = dataloader
-        self.name = name
         self.key = f"train/{name}"
-        self.batches: list[Any] | None = None
-        self.evaluations = 0
-        self.seconds = 0.0
         self._logger_hook: LoggerHook | None = None
         self._timer: IterTimerHook | None = None
+
+    @property
+    def interval(self) -> int:
+        """The probe's ``period``, in MMEngine's word."""
+        return self.period
 
     # --- the subset -------------------------------------------------------------------------
 
@@ -140,17 +133,8 @@ class FullGradNormHook(Hook):
         return cfg
 
     def before_train(self, runner: Any) -> None:
-        # imported here: ``import budgeted.mmengine`` registers the hook, loading no experiment
-        from ..experiments.grad_norm import first_batches, model_devices, unwrap_model
-
         cfg = self._loader_cfg(runner)
-        model = unwrap_model(runner.model)
-        self.batches = first_batches(
-            lambda: runner.build_dataloader(cfg, seed=self.seed),
-            self.num_batches,
-            seed=self.seed,
-            devices=model_devices(model),
-        )
+        self.draw(lambda: runner.build_dataloader(cfg, seed=self.seed), runner.model)
         self._logger_hook = next((h for h in runner.hooks if isinstance(h, LoggerHook)), None)
         # the IterTimerHook that times an iteration before this hook runs (its after_train_iter
         # comes first): the evaluation is then moved out of the next iteration's data_time
@@ -168,7 +152,7 @@ class FullGradNormHook(Hook):
         self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
     ) -> None:
         done = runner.iter + 1  # iterations trained (runner.iter counts up after the hooks)
-        if done % self.interval and done != runner.max_iters:
+        if not self.due(done, runner.max_iters):
             return
         value = self.evaluate(runner)
         runner.message_hub.update_scalar(self.key, value)
@@ -194,29 +178,13 @@ class FullGradNormHook(Hook):
 
     def evaluate(self, runner: Any) -> float:
         """The norm at the current weights (also logged, with its cost)."""
-        from ..experiments.grad_norm import full_gradient_norm, unwrap_model
-
-        if self.batches is None:
-            raise RuntimeError("FullGradNormHook: before_train has not drawn the subset yet")
-        start = time.perf_counter()
-        value = full_gradient_norm(
-            unwrap_model(runner.model), self.batches, mmengine_loss, seed=self.seed
-        )
-        seconds = time.perf_counter() - start
-        self.evaluations += 1
-        self.seconds += seconds
+        value, seconds = self.measure(runner.model, mmengine_loss)
         if self._timer is not None and isinstance(getattr(self._timer, "t", None), float):
             self._timer.t += seconds
-        runner.logger.info(
-            f"FullGradNormHook: {self.name}={value:.6g} after iteration {runner.iter + 1} "
-            f"({len(self.batches)} batches, {seconds:.2f} s)"
-        )
+        runner.logger.info(self.line(value, seconds, runner.iter + 1))
         return value
 
     def after_train(self, runner: Any) -> None:
-        if self.evaluations:
-            runner.logger.info(
-                f"FullGradNormHook: {self.evaluations} evaluations of {self.num_batches} "
-                f"batches, {self.seconds / self.evaluations:.2f} s each on average"
-            )
-        self.batches = None
+        summary = self.finish()
+        if summary:
+            runner.logger.info(summary)

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 from mmengine.config import Config
 
-from ..safety.locks import check_writable as writable
+from ..control.folder import OutputFolder
+from ..runs import mmengine as accessor
 from .checkpoint import load_mmengine_checkpoint
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "check_time_budget_pair",
     "check_weights_fit_model",
     "check_writable",
+    "output_folder",
 ]
 
 DATA_HINTS = {
@@ -167,6 +169,11 @@ def check_data_roots(cfg: Config) -> None:
 # --- the work dir, the budget -------------------------------------------------------------------
 
 
+def output_folder(work_dir: str | os.PathLike[str]) -> OutputFolder:
+    """The work dir as the output folder of ``tools/train_seg.py`` (named by ``--work-dir``)."""
+    return OutputFolder(work_dir, accessor, "--work-dir")
+
+
 def check_writable(work_dir: str | os.PathLike[str]) -> None:
     """The work dir (where it does not exist yet: the folder it will be made in) can be written.
 
@@ -177,7 +184,7 @@ def check_writable(work_dir: str | os.PathLike[str]) -> None:
         >>> import tempfile
         >>> check_writable(tempfile.mkdtemp() + "/run")
     """
-    writable(work_dir, "work dir", "a --work-dir where this user can create files")
+    output_folder(work_dir).check_writable()
 
 
 def check_time_budget_pair(cfg: Config, duration: str) -> None:

@@ -19,12 +19,9 @@ one line naming ``pip install budgeted-training[schedulefree]``.
 
 from __future__ import annotations
 
-import contextlib
-import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
 import torch
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
@@ -33,6 +30,7 @@ from mmengine.registry import HOOKS, OPTIMIZERS
 from mmengine.runner.checkpoint import weights_to_cpu
 from mmengine.utils import apply_to
 
+from ..control.grad_norm import preserved_rng
 from ..optimizers import SCHEDULE_FREE
 from ..torch_optimizers import recalibrate_bn
 
@@ -136,20 +134,6 @@ def _in_train_mode(optimizers: list[torch.optim.Optimizer]) -> bool:
 def _set_mode(optimizers: list[torch.optim.Optimizer], train: bool) -> None:
     for optimizer in optimizers:
         optimizer.train() if train else optimizer.eval()
-
-
-@contextlib.contextmanager
-def _same_randomness() -> Iterator[None]:
-    """Python's, NumPy's and torch's (CPU and current CUDA device) random states restored after:
-    what runs inside does not change the training run's data order or augmentations."""
-    python, numpy_state = random.getstate(), np.random.get_state()
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices):
-        try:
-            yield
-        finally:
-            random.setstate(python)
-            np.random.set_state(numpy_state)
 
 
 def _endless(loader: torch.utils.data.DataLoader) -> Iterator[Any]:
@@ -300,7 +284,8 @@ class ScheduleFreeHook(Hook):
         forward, no grad (:func:`budgeted.torch_optimizers.recalibrate_bn`), drawn from a
         generator seeded by the iteration, the training's random states left as they were."""
         loader = runner.train_dataloader
-        with _same_randomness():
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+        with preserved_rng(devices=devices):  # training's data order and augmentations unchanged
             generator = torch.Generator().manual_seed(runner.iter)
             sampler = torch.utils.data.RandomSampler(loader.dataset, generator=generator)
             batches = torch.utils.data.DataLoader(

@@ -14,18 +14,20 @@ from __future__ import annotations
 import difflib
 import numbers
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from mmengine.optim.scheduler.param_scheduler import INF
 
-from ..errors import BudgetConfigError, BudgetMismatchError, BudgetReplanError
-from ..schedules import BudgetSchedule, TimeBudget, schedule_params
+from ..control.engine import Resumed
+from ..errors import BudgetConfigError, BudgetMismatchError
+from ..schedules import TimeBudget, schedule_params
 from ..schedules.contract import BudgetFieldError, check_fields
 from .compat import GLOBAL_STEP, global_step
 
 __all__ = [
     "ARGUMENT_NAMES",
+    "REPLAN_NAMES",
     "RESUME_NAMES",
     "SCHEDULER_ARGUMENTS",
     "Resumed",
@@ -38,6 +40,7 @@ __all__ = [
     "check_resumed",
     "check_scheduler_arguments",
     "resume_budget",
+    "resume_fix",
     "resume_step",
 ]
 
@@ -51,6 +54,8 @@ ARGUMENT_NAMES = {"total": "end - begin", "warmup": "warmup_iters"}
 
 RESUME_NAMES = {"total": "train_cfg.max_iters (end - begin)", "warmup": "warmup_iters"}
 """How the core's budget keys read in a refused resume's message (MMEngine's names)."""
+REPLAN_NAMES = {"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
+"""The same, where the policy is to re-plan (the re-plan line names the loop's length)."""
 
 
 def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bool = False) -> None:
@@ -337,26 +342,31 @@ def check_at_first_step(scheduler: Any, epochs: tuple[int, int] | None, loaded: 
     check_resumed(scheduler, loaded, iteration)
 
 
-class Resumed(NamedTuple):
-    """The core's decision on a budget scheduler's saved state (:func:`resume_budget`)."""
+def resume_fix(saved: Mapping[str, Any] | None) -> str:
+    """What to do instead of resuming a checkpoint whose ``saved`` budget is not the config's:
+    keep its budget (naming its end where it has one), or start a new run from its weights.
 
-    plan: BudgetSchedule
-    """The iteration budget to go on with."""
-    line: str | None
-    """The re-plan line to log (None: not re-planned)."""
-    elapsed: float | None = None
-    """A time budget's training seconds to restore the clock to (None: no time budget)."""
-    time_line: str | None = None
-    """A time budget's re-plan line to log."""
+    Example:
+        >>> resume_fix({"begin": 0, "total": 900})[:58]
+        "to resume, keep the checkpoint's budget (train_cfg.max_ite"
+    """
+    saved = saved or {}
+    end = ""
+    if isinstance(saved.get("total"), (int, float)):
+        end = f" (train_cfg.max_iters={int(saved.get('begin', 0) + saved['total'])})"
+    return (
+        f"to resume, keep the checkpoint's budget{end}; to train another budget, start a new "
+        "run from its weights with load_from=<checkpoint> and resume=False"
+    )
 
 
 def resume_budget(
     scheduler: Any, state: Mapping[str, Any] | None, time: TimeBudget | None = None
 ) -> Resumed:
-    """The one resume route of a budget scheduler: its saved ``state``
-    (:func:`budgeted.runs.mmengine.saved_schedulers`; None: none at its place), decided by the
-    core (:meth:`budgeted.schedules.BudgetSchedule.resume`, and
-    :meth:`budgeted.schedules.TimeBudget.resume_from` for ``time``, its time budget).
+    """A budget scheduler's resume decision (:meth:`budgeted.control.engine.BudgetEngine.resume`)
+    on its saved ``state`` (:func:`budgeted.runs.mmengine.saved_schedulers`; None: none at its
+    place), in MMEngine's words: its ``begin`` kept, the steps trained counted by
+    :func:`resume_step`, and ``time``, its time budget, resumed on the state's clock.
 
     Raises:
         BudgetMismatchError: one line naming what differs and what to do.
@@ -369,40 +379,16 @@ def resume_budget(
         >>> resume_budget(sched, sched.state_dict()).line is None  # the same budget
         True
     """
-    name = type(scheduler).__name__
     saved = state.get("budget") if state is not None else None
-    saved = saved if isinstance(saved, Mapping) else None
-    old_end = None
-    if saved is not None and isinstance(saved.get("total"), (int, float)):
-        old_end = int(saved.get("begin", 0) + saved["total"])
-    fix = (
-        "to resume, keep the checkpoint's budget"
-        + (f" (train_cfg.max_iters={old_end})" if old_end is not None else "")
-        + "; to train another budget, start a new run from its weights with "
-        "load_from=<checkpoint> and resume=False"
+    return scheduler.engine.resume(
+        saved if isinstance(saved, Mapping) else None,
+        at=resume_step(state) if state is not None else 0,
+        words=scheduler.resume_words(),
+        on_resume=scheduler.on_resume,
+        fixed={"begin": scheduler.begin},
+        state=state,
+        time=time,
     )
-    if saved is not None and saved.get("begin") != scheduler.begin:
-        raise BudgetMismatchError(
-            f"cannot resume: the checkpoint's budget has begin={saved.get('begin')!r}, the "
-            f"config's begin={scheduler.begin!r}; {fix}"
-        )
-    replan = scheduler.on_resume == "replan"
-    try:
-        plan, line = scheduler._plan.resume(
-            None if saved is None else {k: v for k, v in saved.items() if k != "begin"},
-            at=resume_step(state) if state is not None else 0,
-            on_resume=scheduler.on_resume,
-            names={"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
-            if replan
-            else RESUME_NAMES,
-            fix=fix,
-        )
-        if time is None:
-            return Resumed(plan, line)
-        elapsed, time_line = time.resume_from(state or {}, scheduler.on_resume, owner=name)
-    except BudgetReplanError as err:
-        raise BudgetReplanError(f"{name}: {err}") from None
-    return Resumed(plan, line, elapsed, time_line)
 
 
 def resume_step(state: Mapping[str, Any]) -> int:

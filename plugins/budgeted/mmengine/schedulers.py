@@ -19,6 +19,7 @@ from mmengine.optim.scheduler.param_scheduler import INF, OptimizerType
 from mmengine.registry import PARAM_SCHEDULERS
 from mmengine.runner.loops import EpochBasedTrainLoop
 
+from ..control.engine import BaseLRWords, BudgetEngine, ResumeWords, check_loaded
 from ..errors import BudgetConfigError
 from ..schedules import (
     DEFAULTS,
@@ -30,9 +31,10 @@ from ..schedules import (
     check_on_resume,
     on_schedule_registered,
 )
-from .base_lrs import check_scheduler_base_values
+from .base_lrs import LR_KEY
 from .compat import GLOBAL_STEP, ParamScheduler, set_last_value
 from .scheduler_checks import (
+    REPLAN_NAMES,
     RESUME_NAMES,
     check_at_first_step,
     check_epoch_arguments,
@@ -43,6 +45,7 @@ from .scheduler_checks import (
     check_resumed,
     check_scheduler_arguments,
     resume_budget,
+    resume_fix,
     resume_step,
 )
 
@@ -112,13 +115,9 @@ class BudgetParamScheduler(ParamScheduler):
             )
         except ValueError as err:
             raise BudgetConfigError(f"{name}: {err}") from None
-        self._plan = plan
+        self.engine = BudgetEngine(plan)
         self._loaded = False  # load_state_dict was called (the runner resumed this scheduler)
         self._epochs: tuple[int, int] | None = None  # (end, epoch length) of an epoch entry
-        self._time: TimeBudget | None = None
-        self._clock: TrainingClock | None = None
-        # What defines this budget, saved in checkpoints: the core's state plus ``begin``.
-        self.budget = {"begin": begin, **plan.state()}
         self._checked = True  # MMEngine's __init__ steps once: no runner to check against yet
         super().__init__(
             optimizer,
@@ -190,17 +189,12 @@ class BudgetParamScheduler(ParamScheduler):
                     f"{name}: on_resume='branch' is for iteration budgets; a time budget "
                     "allows: refuse, replan"
                 )
-            self._time = self.over_seconds(loop.seconds)
-            self._clock = loop.clock
+            self.engine.over_seconds(loop.seconds, loop.clock)
             self._apply_value()
 
     def over_seconds(self, seconds: Any) -> TimeBudget:
         """This budget's schedule and warmup over ``seconds`` of training (a time budget)."""
-        plan = self._plan
-        return TimeBudget(
-            plan.schedule, seconds, plan.warmup, plan.warmup_factor, plan.warmup_method,
-            dict(plan.params),
-        )  # fmt: skip
+        return self.engine.over_seconds(seconds)
 
     def check_in_runner(self, schedulers: Any, iteration: int) -> None:
         """Refuse what only the built runner shows (before the first iteration, after resuming):
@@ -233,34 +227,44 @@ class BudgetParamScheduler(ParamScheduler):
         set_last_value(self, [group[self.param_name] for group in self.optimizer.param_groups])
 
     @property
+    def budget(self) -> dict[str, Any]:
+        """What defines this budget, saved in checkpoints: the plan's state after ``begin``."""
+        return self.engine.state(begin=self.begin)["budget"]
+
+    @property
     def schedule(self) -> str:
         """The schedule's registered name."""
-        return self._plan.schedule
+        return self.engine.plan.schedule
 
     @property
     def params(self) -> dict[str, Any]:
         """The schedule's parameters (validated; milestones as a tuple)."""
-        return dict(self._plan.params)
+        return dict(self.engine.plan.params)
 
     @property
     def warmup_iters(self) -> int:
         """The warmup length in iterations."""
-        return int(self._plan.warmup)
+        return int(self.engine.plan.warmup)
 
     @property
     def warmup_factor(self) -> float:
         """The multiplier at the first warmup iteration."""
-        return self._plan.warmup_factor
+        return self.engine.plan.warmup_factor
 
     @property
     def warmup_method(self) -> str:
         """``"linear"`` or ``"constant"``."""
-        return self._plan.warmup_method
+        return self.engine.plan.warmup_method
 
     @property
     def time_budget(self) -> TimeBudget | None:
         """The wall-clock budget of a ``TimeBudgetTrainLoop`` the decay runs over, else None."""
-        return self._time
+        return self.engine.time
+
+    @property
+    def _clock(self) -> TrainingClock | None:
+        """The clock of that time budget."""
+        return self.engine.clock
 
     @classmethod
     def build_iter_from_epoch(
@@ -300,13 +304,10 @@ class BudgetParamScheduler(ParamScheduler):
             >>> BudgetScheduleLR(opt, end=900, warmup_iters=100, by_epoch=False).multiplier(500)
             0.5
         """
-        return self._plan(self.last_step if step is None else step)
+        return self.engine.lookup(self.last_step if step is None else step)
 
     def _get_value(self) -> list[float]:
-        if self._time is not None and self._clock is not None:
-            factor = self._time.multiplier(self.last_step, self._clock.elapsed)
-            return [base * factor for base in self.base_values]
-        factor = self._plan(self.last_step)
+        factor = self.engine.multiplier(self.last_step)
         return [base * factor for base in self.base_values]
 
     def check_resume(
@@ -326,36 +327,45 @@ class BudgetParamScheduler(ParamScheduler):
         return resume_budget(self, state)[:2]
 
     _NOT_STATE: ClassVar[tuple[str, ...]] = (
-        "optimizer", "_plan", "on_resume", "_on_resume_given", "_time", "_clock", "_loaded",
-        "_epochs", "_checked",
+        "optimizer", "engine", "on_resume", "_on_resume_given", "_loaded", "_epochs", "_checked",
     )  # fmt: skip
 
+    def resume_words(self) -> ResumeWords:
+        """MMEngine's words for the engine's resume decision: its keys, the checkpoint's end
+        in the fix, the class name before a re-plan's refusal, ``base_values`` of an LR."""
+        name = type(self).__name__
+        base_lrs = None
+        if self.param_name == "lr":
+            base_lrs = BaseLRWords(
+                "base_values", f"cannot resume: the checkpoint's {name}", "base_values", LR_KEY,
+                "resume with the config that run was trained with, or start a new run from its "
+                "weights (load_from=<checkpoint>, resume=False)",
+            )  # fmt: skip
+        return ResumeWords(RESUME_NAMES, resume_fix, name, replan_names=REPLAN_NAMES,
+                           owner_first=True, base_lrs=base_lrs)  # fmt: skip
+
     def state_dict(self) -> dict[str, Any]:
-        """MMEngine's state (plain values only, safe for ``weights_only`` loading)."""
+        """MMEngine's state (plain values only, safe for ``weights_only`` loading) and the
+        engine's: ``budget`` (with ``begin``), a time budget's ``time_budget`` and ``clock``."""
+        own = self.engine.state(begin=self.begin)
         state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_STATE}
-        if self._time is not None and self._clock is not None:
-            state["time_budget"] = self._time.state()
-            state["clock"] = self._clock.state()
-        return state
+        return {"budget": own.pop("budget"), **state, **own}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume through :func:`~budgeted.mmengine.scheduler_checks.resume_budget` (a checkpoint
-        of another budget refused, or re-planned with ``on_resume="replan"``); refuse one whose
-        ``base_values`` are not the config's LR of each param group
-        (:func:`~budgeted.mmengine.base_lrs.check_scheduler_base_values`)."""
-        check_scheduler_base_values(self, state_dict)
+        of another budget refused, or re-planned with ``on_resume="replan"``), after refusing
+        one whose ``base_values`` are not the config's LR of each param group: one line each,
+        nothing changed."""
+        check_loaded(state_dict, self.resume_words(), bases=self.base_values)
         name = type(self).__name__
-        decided = resume_budget(self, state_dict, self._time)
+        decided = resume_budget(self, state_dict, self.engine.time)
         if decided.time_line is not None:
             print_log(f"{name}: {decided.time_line}", logger="current")
-        if self._clock is not None and decided.elapsed is not None:
-            self._clock.restore(decided.elapsed)
-        keep = ("end", "budget") if decided.line is not None else ()  # a re-plan keeps its end
-        skip = (*self._NOT_STATE, *keep, "time_budget", "clock")
+        self.engine.adopt(decided)
+        keep = ("end",) if decided.line is not None else ()  # a re-plan keeps its end
+        skip = (*self._NOT_STATE, *keep, "budget", "time_budget", "clock")
         self.__dict__.update({k: v for k, v in state_dict.items() if k not in skip})
-        self._plan = decided.plan
         self._loaded = True
-        self.budget = {"begin": self.begin, **decided.plan.state()}
         if decided.line is not None:
             print_log(f"{name}: {decided.line}", logger="current")
         if decided.line is not None or decided.time_line is not None:

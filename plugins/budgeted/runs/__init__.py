@@ -32,11 +32,15 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import RecordError
 
-__all__ = ["BUDGET_KEYS", "RunFolderReader", "reader", "readers", "register_reader", "saved_budget"]
+__all__ = [
+    "BUDGET_KEYS", "RunFolderReader", "check_new_run", "reader", "readers", "register_reader",
+    "saved_budget"
+]  # fmt: skip
 
 Folder = str | os.PathLike[str]
 
@@ -115,6 +119,29 @@ def reader(framework: str) -> RunFolderReader:
             )
         _READERS[framework] = found
     return found
+
+
+def check_new_run(
+    folder: Folder | None,
+    resume: bool,
+    run_files: Callable[[Folder], list[str]],
+    line: str,
+    key: str,
+) -> None:
+    """The one "already holds a run" rule (each reader's ``check_new_run_folder``): a new run
+    (not ``resume``) may not start in ``folder`` where ``run_files(folder)`` lists files of a
+    run; ``line`` (formatted with ``key``, ``folder`` and ``shown``: the first three files) is the
+    ``ValueError``'s. An empty ``folder`` (the run has none) is not checked.
+
+    Example:
+        >>> check_new_run("run", False, lambda _: ["a.pth"], "{key} {folder}: {shown}", "--out")
+        Traceback (most recent call last):
+        ValueError: --out run: a.pth
+    """
+    held = [] if resume or not folder else run_files(folder)
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise ValueError(line.format(key=key, folder=os.fspath(folder), shown=shown))
 
 
 BUDGET_KEYS = ("budget", "time_budget")

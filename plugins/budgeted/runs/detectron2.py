@@ -1,5 +1,6 @@
 """Run folders of the Detectron2 tools (``OUTPUT_DIR``, ``train.output_dir``): whether a folder
-holds a run, the one "already holds a run" check, and the final evaluation of a finished run.
+holds a run, its lock file and the words of the lines about it (:mod:`budgeted.control.folder`),
+and the final evaluation of a finished run.
 
 Reads only the files Detectron2 writes (``config.yaml``, ``metrics.json``, ``last_checkpoint``,
 ``model_final.pth``); imports no Detectron2 module itself. A run folder is untrusted (it may come
@@ -20,13 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from .._require import require
+from . import check_new_run
 from .records import curve, number, read_json_lines
 
 __all__ = [
     "CURVE_NAMES",
     "EVAL_CONFIG_NAME",
     "EVAL_TASKS",
+    "LOCK_NAME",
     "RUN_FILES",
+    "WORDS",
     "check_new_run_folder",
     "evaluations",
     "final_metrics",
@@ -34,6 +38,7 @@ __all__ = [
     "max_iter",
     "resume_checkpoint",
     "run_config_kept",
+    "run_files",
     "saved_schedulers",
     "train_curve",
     "write_evaluation",
@@ -42,8 +47,29 @@ __all__ = [
 RUN_FILES = ("last_checkpoint", "metrics.json", "model_final.pth")
 """Files that mark an output folder as holding a run."""
 
+LOCK_NAME = ".train_net.lock"
+"""The lock file the Detectron2 tools hold in their output folder while they train."""
+
+WORDS = {
+    "folder": "{key}",
+    "writable": "a folder this run can write (set another {key}, e.g. {key} ./output/run)",
+    "in_use": "{key} {folder} is in use: {holder} is training there (it holds {lock}); wait for "
+    "it to end, stop it, or set another {key} (nothing was written)",
+    "holds_run": "{key} {folder!r} already holds a run; pass --resume to continue it, or set "
+    "another {key} (e.g. {key} ./output/new_run) to start a new one",
+    "removed": "removed {count} temporary file(s) a killed checkpoint write left in {folder}: "
+    "{names}",
+}
+"""The Detectron2 tools' lines about their output folder (:mod:`budgeted.control.folder`), ``key``
+being ``OUTPUT_DIR`` or ``train.output_dir``."""
+
 EVAL_TASKS = ("bbox", "segm", "keypoints", "sem_seg", "panoptic_seg")
 """Prefixes of the evaluation results in ``metrics.json`` (``bbox/AP``, ``segm/AP50``, ...)."""
+
+
+def run_files(folder: str | os.PathLike[str]) -> list[str]:
+    """The files of :data:`RUN_FILES` in ``folder``: those that show a run was started there."""
+    return [name for name in RUN_FILES if os.path.exists(os.path.join(folder, name))]
 
 
 def holds_run(folder: str | os.PathLike[str]) -> bool:
@@ -56,7 +82,7 @@ def holds_run(folder: str | os.PathLike[str]) -> bool:
         >>> holds_run("/nonexistent/folder")
         False
     """
-    return any(os.path.exists(os.path.join(folder, f)) for f in RUN_FILES)
+    return bool(run_files(folder))
 
 
 def check_new_run_folder(
@@ -75,12 +101,7 @@ def check_new_run_folder(
     Example:
         >>> check_new_run_folder("/nonexistent/folder", resume=False)  # nothing there: fine
     """
-    if resume or not folder or not holds_run(folder):
-        return
-    raise ValueError(
-        f"{key} {os.fspath(folder)!r} already holds a run; pass --resume to continue it, or set "
-        f"another {key} (e.g. {key} ./output/new_run) to start a new one"
-    )
+    check_new_run(folder, resume, run_files, WORDS["holds_run"], key)
 
 
 def max_iter(folder: str | os.PathLike[str]) -> int | None:

@@ -1,7 +1,8 @@
 """What a work dir of an MMEngine / MMSegmentation run holds: started, finished, its metrics.
 
-The one "already holds a run" rule of ``tools/train_seg.py`` (:func:`check_new_run_folder`), and
-the final validation metrics of a finished run (:func:`final_metrics`) for sweeps and reports.
+What marks a work dir as holding a run (:func:`run_files`), its lock and the words of the lines
+about it (:mod:`budgeted.control.folder`), and the final validation metrics of a finished run
+(:func:`final_metrics`) for sweeps and reports.
 MMEngine writes, in a work dir: checkpoints (``iter_<N>.pth``, ``epoch_<N>.pth``) and
 ``last_checkpoint``, the config it ran (``<config name>.py``) and, per launch,
 ``<timestamp>/vis_data/scalars.json`` (one JSON record a line: training iterations and
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ..safety.locks import FolderBusyError, FolderLock
+from . import check_new_run
 from .records import RecordError, curve, number, read_json_lines
 
 __all__ = [
     "CURVE_NAMES",
     "LOCK_NAME",
+    "WORDS",
     "WorkDirBusyError",
     "WorkDirLock",
     "check_new_run_folder",
@@ -47,18 +50,27 @@ __all__ = [
 LOCK_NAME = ".train_seg.lock"
 """The lock file ``tools/train_seg.py`` holds (``flock``) in its work dir while it trains."""
 
+WORDS = {
+    "folder": "work dir",
+    "writable": "a --work-dir where this user can create files",
+    "in_use": "work dir {folder} is in use: {holder} is training there (it holds {lock}); wait "
+    "for it to end, stop it, or choose another --work-dir (nothing was written)",
+    "in_use_agreed": "work dir {folder} is in use (rank 0 found it locked)",
+    "holds_run": "work dir {folder} already holds a run ({shown}); pass --resume to continue it, "
+    "or choose another --work-dir (nothing is overwritten)",
+    "removed": "removed {count} temporary file(s) that a killed checkpoint write left in "
+    "{folder}: {names}",
+}
+"""``tools/train_seg.py``'s lines about its work dir (:mod:`budgeted.control.folder`); they name
+its one option, ``--work-dir``."""
 
 WorkDirBusyError = FolderBusyError
 """Another process trains in the work dir (one line naming it)."""
 
 
 class WorkDirLock(FolderLock):
-    """An exclusive ``flock`` on ``<folder>/.train_seg.lock`` while a run trains there
-    (:class:`budgeted.safety.locks.FolderLock`: a lock left by a dead process is never in the way;
-    :meth:`check` writes nothing).
-
-    Args:
-        folder (str or PathLike): the work dir.
+    """An exclusive ``flock`` on ``<folder>/.train_seg.lock`` while a run trains there: the lock
+    of the work dir's :class:`~budgeted.control.folder.OutputFolder`.
 
     Example:
         >>> import tempfile
@@ -67,12 +79,7 @@ class WorkDirLock(FolderLock):
     """
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
-        super().__init__(
-            folder,
-            LOCK_NAME,
-            "work dir {folder} is in use: {holder} is training there (it holds {lock}); wait "
-            "for it to end, stop it, or choose another --work-dir (nothing was written)",
-        )
+        super().__init__(folder, LOCK_NAME, WORDS["in_use"])
 
 
 def scheduler_key(group: Any, index: int) -> str:
@@ -197,12 +204,15 @@ def holds_run(folder: str | os.PathLike[str]) -> bool:
     return bool(run_files(folder))
 
 
-def check_new_run_folder(folder: str | os.PathLike[str], resume: bool) -> None:
+def check_new_run_folder(
+    folder: str | os.PathLike[str], resume: bool, *, key: str = "--work-dir"
+) -> None:
     """Refuse to start a new run in a work dir that already holds one (nothing is overwritten).
 
     Args:
         folder (str or PathLike): the run's work dir.
         resume (bool): the run continues the one in ``folder`` (``--resume``): always allowed.
+        key (str): the option naming the work dir (the lines name ``--work-dir``, the only one).
 
     Raises:
         ValueError: one line naming the folder, what it holds and the two ways on.
@@ -211,14 +221,7 @@ def check_new_run_folder(folder: str | os.PathLike[str], resume: bool) -> None:
         >>> import tempfile
         >>> check_new_run_folder(tempfile.mkdtemp(), resume=False)  # empty: a new run may start
     """
-    held = run_files(folder)
-    if resume or not held:
-        return
-    shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
-    raise ValueError(
-        f"work dir {os.fspath(folder)} already holds a run ({shown}); pass --resume to continue "
-        "it, or choose another --work-dir (nothing is overwritten)"
-    )
+    check_new_run(folder, resume, run_files, WORDS["holds_run"], key)
 
 
 def _config_dump(folder: Path) -> Path | None:

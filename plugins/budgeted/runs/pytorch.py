@@ -8,7 +8,9 @@
   iterations done, the held-out metrics, no ``lr`` or ``loss``), then one final line
   (``iteration`` = the budget, ``final: true`` and the held-out metrics, e.g. ``val_accuracy``);
 - ``lr_trace.csv``: ``iteration,lr``;
-- ``results.json``: the run's summary, written last: a folder with it is a finished run.
+- ``results.json``: the run's summary, written last: a folder with it is a finished run;
+- while it trains, with ``--validate-every K``, ``validations.jsonl``: each periodic evaluation
+  line as it happens (what ``budgeted-search --method asha``'s pruner reads).
 
 A diverged run (exit status 3) and a killed one write nothing, so a folder without
 ``results.json`` holds no run. The folder is untrusted: the files are read as JSON data only.
@@ -52,6 +54,8 @@ RESULTS_FILE = "results.json"
 """The summary a finished run writes last."""
 METRICS_FILE = "metrics.jsonl"
 """One JSON line per iteration, then the final evaluation's line."""
+LIVE_FILE = "validations.jsonl"
+"""The periodic evaluations, each appended as it happens (read before the run finished)."""
 CURVE_NAMES = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm"}
 """:data:`budgeted.runs.records.CURVE_KEYS` -> the key in ``metrics.jsonl``."""
 _NOT_METRICS = frozenset({"iteration", "final", "lr", "loss"})
@@ -128,12 +132,13 @@ def evaluations(folder: str | os.PathLike[str]) -> list[tuple[int, dict[str, flo
     """Every evaluation of a finished run, in order: ``(iterations done, metrics)`` for each line
     of ``metrics.jsonl`` with numeric metrics, an ``iteration`` that is a whole number >= 0 and
     no ``lr`` or ``loss`` (the periodic ones of ``--validate-every``, then the final one at the
-    end of its budget); ``[]`` before it finished."""
+    end of its budget); before it finished, the periodic ones so far (``validations.jsonl``)."""
     root = Path(folder)
-    if _results(root) is None or not (root / METRICS_FILE).is_file():
+    log = root / (METRICS_FILE if _results(root) is not None else LIVE_FILE)
+    if not log.is_file():
         return []
     found = []
-    for record in read_json_lines(root / METRICS_FILE):
+    for record in read_json_lines(log):
         at = record.get("iteration")
         whole = isinstance(at, int) and not isinstance(at, bool) and at >= 0
         if "lr" in record or "loss" in record or not whole:

@@ -107,11 +107,12 @@ def non_finite_loss(points: list[dict[str, float]]) -> dict[str, float] | None:
 
 # --- sweep cell records (``sweep_cell.json``) ---------------------------------------------------
 
-CELL_STATUSES = ("finished", "undecayed", "diverged", "failed", "interrupted")
+CELL_STATUSES = ("finished", "undecayed", "diverged", "failed", "interrupted", "stopped")
 """What a sweep cell's last try came to (``status`` in ``sweep_cell.json``): ``finished`` (a
 result), ``undecayed`` (a result of a time budget that ended before its LR decayed: shown,
 marked, never the best LR), ``diverged`` (a non-finite loss: a result of "this LR diverges", not
-retrained), ``failed`` (rerun to retry) or ``interrupted`` (rerun to resume)."""
+retrained), ``failed`` (rerun to retry), ``interrupted`` (rerun to resume) or ``stopped``
+(``budgeted-search --method asha`` stopped it early: no result; a sweep trains it again)."""
 
 
 def _number(value: Any) -> bool:

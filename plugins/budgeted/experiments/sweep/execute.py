@@ -55,6 +55,7 @@ __all__ = [
     "check_writable",
     "ended_status",
     "finish_cell",
+    "finish_stopped",
     "save_sweep",
     "skip_text",
     "start_cell",
@@ -204,6 +205,7 @@ class RunningCell:
     process: subprocess.Popen | ForkedProcess | None  # None: a signal came first, none started
     start: float = field(default_factory=time.monotonic)
     head: str = ""  # how the sweep names it in its output: ``[3/20] linear_budget1:``
+    stopped: bool = False  # stopped by the executor's watch (a search's pruner), not to resume
 
     def poll(self) -> int | None:
         """Its exit status once it has ended (-1: never started), else None."""
@@ -267,6 +269,17 @@ def finish_cell(cell: RunningCell, code: int, forwarder: SignalForwarder) -> flo
             "rerun the sweep to resume it"
         )
     return wall
+
+
+def finish_stopped(cell: RunningCell, code: int, forwarder: SignalForwarder) -> None:
+    """Record the end of a try the executor stopped (a search's pruner): status ``stopped``, no
+    result; a sweep run again would run the cell from its start."""
+    cell.log.close()
+    forwarder.release(cell.process)
+    cell.attempt.update(wall_s=round(time.monotonic() - cell.start, 3), exit=code, stopped=True)
+    cell.plan.final, cell.plan.status = None, "stopped"
+    end_record(cell.record, cell.plan, code, "stopped")
+    atomic_write_text(cell.plan.run_dir / CELL_FILE, json.dumps(cell.record, indent=1) + "\n")
 
 
 def try_status(plan: Plan, code: int, interrupted: bool) -> str:

@@ -4,10 +4,12 @@ each recorded as it ends; with N > 1 each run gets ``cores // N`` threads (:func
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ...safety.preemption import signal_name
@@ -18,6 +20,7 @@ from .execute import (
     SignalForwarder,
     ended_status,
     finish_cell,
+    finish_stopped,
     skip_text,
     start_cell,
 )
@@ -62,10 +65,35 @@ def jobs_environment(env: dict[str, str], jobs: int) -> tuple[dict[str, str], st
     return env, f"[sweep] {jobs} runs at a time, {threads}{also}"
 
 
-def _wait_any(running: Sequence[RunningCell]) -> list[tuple[RunningCell, int]]:
+Watch = Callable[[Path], bool]
+"""Asked about each running cell's run folder every :data:`WATCH_S` seconds: True stops the cell
+(``budgeted-search --method asha``: its pruner)."""
+WATCH_S = 0.25
+
+
+def _stop(cell: RunningCell) -> None:
+    """Kill a running cell's process group (its run is given up, never resumed)."""
+    cell.stopped = True
+    if cell.process is not None and cell.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(cell.process.pid, signal.SIGKILL)
+
+
+def _wait_any(
+    running: Sequence[RunningCell], watch: Watch | None = None
+) -> list[tuple[RunningCell, int]]:
     """Wait until one or more of the ``running`` cells end; those, with their exit statuses.
-    Signals are handled (forwarded) meanwhile."""
+    Signals are handled (forwarded) meanwhile; ``watch`` stops the cells it says."""
     while True:
+        if watch is not None:
+            for cell in running:
+                if not cell.stopped and cell.poll() is None and watch(cell.plan.run_dir):
+                    _stop(cell)
+            ended = [(cell, code) for cell in running if (code := cell.poll()) is not None]
+            if ended:
+                return ended
+            time.sleep(WATCH_S)
+            continue
         if len(running) == 1:
             return [(running[0], running[0].wait())]
         ended = [(cell, code) for cell in running if (code := cell.poll()) is not None]
@@ -91,11 +119,12 @@ def _ended_line(cell: RunningCell, wall: float) -> str:
 
 def run_cells(
     out: Path, plans: Sequence[Plan], env: dict[str, str], forwarder: SignalForwarder,
-    keep_going: bool = False, jobs: int = 1,
+    keep_going: bool = False, jobs: int = 1, watch: Watch | None = None,
 ) -> int:  # fmt: skip
     """Run, resume or skip each planned cell in order, up to ``jobs`` at a time; the sweep's exit
     status. A failed run stops the sweep (exit 1), or with ``keep_going`` is reported and the sweep
-    goes on; a run that diverged or ended undecayed is a result (:func:`ended_status`)."""
+    goes on; a run that diverged or ended undecayed is a result (:func:`ended_status`); a run
+    ``watch`` stopped is recorded as stopped (:data:`Watch`)."""
     total = time.monotonic()
     counts = {"run": 0, "resume": 0, "skip": 0}
     failed: list[str] = []
@@ -126,9 +155,13 @@ def run_cells(
             running.append(cell)
         if not running:
             break
-        for cell, code in _wait_any(running):
+        for cell, code in _wait_any(running, watch):
             running.remove(cell)
             name = cell.plan.run_dir.name
+            if cell.stopped:
+                finish_stopped(cell, code, forwarder)
+                print(f"{cell.head} stopped early (pruned)", flush=True)
+                continue
             try:
                 wall = finish_cell(cell, code, forwarder)
             except RuntimeError as err:

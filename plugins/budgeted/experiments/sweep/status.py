@@ -160,6 +160,8 @@ STATES: dict[str, str] = {
     "cancelled": "its Slurm job was cancelled (scancel); the sweep resumes it",
     "failed": "its last try failed (its sweep.log says why); the sweep retries it",
     "missing": "not started yet, or started and left no result; the sweep runs it",
+    "stopped": "stopped early by a search's pruner (budgeted-search --method asha): no result; "
+    "a sweep trains it again",
     "mismatch": "its checkpoint holds another iteration budget than the sweep plans: resuming it "
     "is refused (remove its folder, or resume with the tool's on_resume replan)",
     "unreadable": "the checkpoint it resumes from cannot be loaded (damaged or missing)",
@@ -233,6 +235,8 @@ def _state(record: dict[str, Any], seen: _Seen) -> tuple[str, str]:
         return "cancelled", "(rerun the sweep to resume it)"
     if status == "failed":
         return "failed", "(rerun the sweep to retry it)"
+    if status == "stopped":
+        return "stopped", "(pruned by the search)"
     if status == "interrupted" and not open_try:
         return "interrupted", "(rerun the sweep to resume it)"
     if job is not None and seen.ended in FAILED_JOB:
@@ -244,7 +248,7 @@ def _state(record: dict[str, Any], seen: _Seen) -> tuple[str, str]:
     return "missing", "(not started; rerun the sweep)"
 
 
-RESUMED = ("interrupted", "cancelled", "failed", "missing")
+RESUMED = ("interrupted", "cancelled", "failed", "missing", "stopped")
 """States of a cell the next sweep resumes from its checkpoint, where it holds one."""
 _REPLANS = re.compile(r"on_resume[= ]+(replan|branch)\b", re.IGNORECASE)
 
