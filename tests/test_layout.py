@@ -38,9 +38,6 @@ package above it (``runs.records`` on the third, the rest of ``runs/`` on the fi
 FACE = "budgeted"
 """The package face, above every floor and importable from any: it is every module's parent
 package, run before any of them (``detectron2/solver.py`` reads ``SCHEDULES`` from it)."""
-KNOWN_UPWARD = {("budgeted.runs.mmengine", "budgeted.mmengine.checkpoint")}
-"""Imports that still run up a floor, until issue 54 moves what they fetch down: the MMEngine
-reader loads checkpoints with the globals of the adapter's ``checkpoint.py``."""
 
 
 def modules() -> dict[str, Path]:
@@ -145,7 +142,7 @@ def test_no_import_runs_up_a_layer():
         for imported in imported_modules(name, path, set(mods))
         if runs_up(name, imported)
     }
-    assert upward == KNOWN_UPWARD
+    assert upward == set()
 
 
 @pytest.mark.unit

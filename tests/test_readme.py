@@ -135,6 +135,39 @@ def test_the_readmes_own_config_sweep_plans_linear_and_step_at_its_budgets(
     assert not (tmp_path / "output").exists()
 
 
+def test_the_readmes_search_plans_a_ladder_on_its_own_config(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 53: the README's ``budgeted-search`` line, run as written (``--dry-run`` added) on an
+    own MMSeg config of 4,000 iterations, plans a ladder below its 10 % target within 4 target
+    runs (its default search budget) and writes nothing."""
+    from own_configs import fcn_config
+
+    from budgeted.experiments import search
+
+    block = section(README, "Sweep your own config")
+    (line,) = [ln for ln in block.splitlines() if ln.startswith("budgeted-search --config")]
+    tool, *argv = shlex.split(line, comments=True)
+    config = argv[argv.index("--config") + 1]
+    assert (tool, config, "--search-budget" in argv) == ("budgeted-search", "my_fcn_cityscapes.py",
+                                                         False)  # fmt: skip
+    written = fcn_config(tmp_path, tmp_path / "cityscapes")
+    text = written.read_text().replace("max_iters=40,", "max_iters=4000,")
+    (tmp_path / config).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = search.main([*argv, "--dry-run"])
+    except SystemExit as done:
+        code = done.code
+    printed, err = capsys.readouterr()
+    assert (code, err) == (0, ""), err
+    assert "(400 iterations of 4000), search budget 4x" in printed, printed
+    assert "planned cost 3.88 target runs" in printed, printed
+    assert (
+        "budgeted-train-seg my_fcn_cityscapes.py --work-dir output/search/my_fcn_cityscapes/"
+        in (printed)
+    )
+    assert not (tmp_path / "output").exists()
+
+
 def test_the_readmes_detectron2_snippet_finds_its_config_from_any_folder(
     tmp_path, monkeypatch
 ) -> None:

@@ -42,18 +42,10 @@ SCHEDULES: tuple[str, ...] = schedule_names()
 """The built-in schedule names: linear, cosine, poly, htd, step, exp, constant, wsd, rex, sgdr."""
 
 __all__ = [
-    "BUDGET_FRACTIONS",
-    "SCHEDULES",
-    "BudgetMismatchError",
-    "BudgetSchedule",
-    "__version__",
-    "budget_iters",
-    "lr_multiplier",
-    "on_schedule_registered",
-    "register_schedule",
-    "schedule_info",
-    "schedule_names",
-]
+    "BUDGET_FRACTIONS", "SCHEDULES", "BudgetMismatchError", "BudgetSchedule", "__version__",
+    "budget_iters", "lr_multiplier", "on_schedule_registered", "register_schedule",
+    "schedule_info", "schedule_names"
+]  # fmt: skip
 _TORCH_NAMES = ("BudgetLR", "BudgetTimeLR")
 if importlib.util.find_spec("torch") is not None:  # ``from budgeted import *`` works without it
     __all__ += _TORCH_NAMES

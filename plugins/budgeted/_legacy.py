@@ -61,6 +61,7 @@ MOVED: dict[str, str] = {
     "budgeted.mmengine.toy_mmpretrain": "budgeted.toys.mmpretrain",
     "budgeted.mmengine.toy_mmaction": "budgeted.toys.kinetics",
     "budgeted.mmengine.config_checks": "budgeted.mmengine.preflight",
+    "budgeted.mmengine.base_lrs": "budgeted.mmengine.resume",
 }
 """Old module name -> the module that holds its contents now."""
 

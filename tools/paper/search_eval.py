@@ -98,8 +98,8 @@ def truth(out: Path, set_name: str, schedule: str, target: float, lr: float) -> 
     every = str(round(VALIDATE * FULL[set_name]))
     argv = [str(BIN / "budgeted-sweep"), "--script", str(REPO / "examples" / "digits_budget.py"),
             "--full-iters", str(FULL[set_name]), "--schedules", schedule, "--budgets", str(target),
-            "--lrs", str(lr), "--seeds", "0", "1", "2", "--validate-every", every, "--out",
-            str(folder), "--", "--data", set_name]  # fmt: skip
+            "--lrs", str(lr), "--seeds", "0", "1", "2", "--jobs", "3", "--validate-every", every,
+            "--out", str(folder), "--", "--data", set_name]  # fmt: skip
     if run(argv, folder.parent / "truth.log") != 0:
         raise SystemExit(f"search_eval: the truth runs of {schedule} at {lr} failed: see "
                          f"{folder.parent / 'truth.log'}")  # fmt: skip

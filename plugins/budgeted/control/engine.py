@@ -46,15 +46,9 @@ from ..schedules.registry import Rule
 from ..schedules.state import check_state
 
 __all__ = [
-    "CHUNK",
-    "BaseLRWords",
-    "BudgetEngine",
-    "ResumeWords",
-    "Resumed",
-    "check_loaded",
-    "group_count_error",
-    "write_lrs",
-]
+    "CHUNK", "BaseLRWords", "BudgetEngine", "ResumeWords", "Resumed", "check_loaded",
+    "group_count_error", "write_lrs"
+]  # fmt: skip
 
 CHUNK = 4096
 """How many steps of the table one fill computes (8 bytes each)."""

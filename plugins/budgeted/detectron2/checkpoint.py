@@ -27,9 +27,11 @@ from ..safety import (
     atomic_save,
     atomic_write_text,
     checkpoint_iterations,
+    is_zip_checkpoint,
     load_checkpoint,
     newest_intact_checkpoint,
 )
+from ..safety.loading import pickle_globals
 from .compat import reads_files_with, replace_checkpointer, trainer_hooks
 from .stops import disk_full, is_disk_full
 
@@ -73,38 +75,12 @@ def _is_mmengine_checkpoint(path: str) -> bool:
     if not os.path.isfile(path):
         return MMENGINE_CHECKPOINT_NAME.fullmatch(os.path.basename(path)) is not None
     try:
-        from ..safety import is_zip_checkpoint
-
         if not is_zip_checkpoint(path):
             return False
-        names = _pickle_globals(path)
+        names = pickle_globals(path)
     except Exception:  # unreadable: the load that follows names it
         return False
     return any(name.startswith("mmengine.") for name in names)
-
-
-def _pickle_globals(path: str) -> set[str]:
-    """Every ``module.name`` global the pickle of ``torch.save``'s zip file ``path`` names, read
-    with ``pickletools`` (nothing runs). Not torch's ``get_unsafe_globals_in_checkpoint``: that
-    leaves out what ``torch.serialization.add_safe_globals`` allowed in this process (MMEngine's
-    globals, once an MMEngine checkpoint was resumed here), which is no answer to whose file it is.
-    """
-    import pickletools
-    import zipfile
-
-    with zipfile.ZipFile(path) as archive:
-        name = next(n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "data.pkl")
-        data = archive.read(name)
-    found: set[str] = set()
-    strings: list[str] = []
-    for op, arg, _ in pickletools.genops(data):
-        if op.name == "GLOBAL":  # protocol 2, torch.save's default: "module name"
-            found.add(str(arg).replace(" ", "."))
-        elif isinstance(arg, str) and "UNICODE" in op.name:
-            strings.append(arg)
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            found.add(f"{strings[-2]}.{strings[-1]}")
-    return found
 
 
 def resumed_checkpoint_file(

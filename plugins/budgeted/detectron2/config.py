@@ -17,8 +17,9 @@ import yaml
 from detectron2.config import CfgNode, get_cfg
 
 from ..config_files import find_config
+from ..control.plan import length_agrees, planned_iters
 from ..safety import checkpoint_iterations
-from ..schedules import budget_iters, check_on_resume, schedule_info, schedule_names
+from ..schedules import check_on_resume, schedule_info, schedule_names
 
 __all__ = [
     "MODEL_ZOO_PREFIX", "NATIVE_KEYS", "add_budget_config", "budget_max_iter", "cfg_value",
@@ -126,36 +127,16 @@ def add_budget_config(cfg: CfgNode) -> CfgNode:
 
 def budget_max_iter(cfg: CfgNode) -> float | None:
     """The ``SOLVER.MAX_ITER`` that ``SOLVER.BUDGET`` states, unrounded (None: ``FULL_ITERS``
-    0): ``FRACTION * FULL_ITERS * BUDGET.IMS_PER_BATCH / SOLVER.IMS_PER_BATCH``
-    (``round(FRACTION * FULL_ITERS)`` at the same batch).
-
-    Example:
-        >>> cfg = add_budget_config(get_cfg())
-        >>> cfg.SOLVER.BUDGET.FULL_ITERS, cfg.SOLVER.BUDGET.FRACTION = 90000, 0.1
-        >>> cfg.SOLVER.BUDGET.IMS_PER_BATCH, cfg.SOLVER.IMS_PER_BATCH = 16, 32
-        >>> budget_max_iter(cfg)
-        4500.0
-    """
+    0), at ``SOLVER.BUDGET.IMS_PER_BATCH`` (:func:`~budgeted.control.plan.planned_iters`)."""
     b = cfg.SOLVER.get("BUDGET")
     if b is None or not b.get("FULL_ITERS", 0):
         return None
-    iters = budget_iters(fraction=b.FRACTION, full_iters=b.FULL_ITERS)  # also validates them
-    batch = b.get("IMS_PER_BATCH", 0) or cfg.SOLVER.IMS_PER_BATCH
-    if batch == cfg.SOLVER.IMS_PER_BATCH:
-        return float(iters)
-    return b.FRACTION * b.FULL_ITERS * batch / cfg.SOLVER.IMS_PER_BATCH
+    s = cfg.SOLVER
+    return planned_iters(b.FRACTION, b.FULL_ITERS, b.get("IMS_PER_BATCH", 0), s.IMS_PER_BATCH)
 
 
-def max_iter_agrees(max_iter: int, stated: float | None) -> bool:
-    """Whether ``max_iter`` trains the budget ``stated`` (:func:`budget_max_iter`): equal to it
-    rounded, or one of the two whole numbers around a fractional one (Detectron2's
-    ``REFERENCE_WORLD_SIZE`` scaling rounds once more). ``stated`` None: always.
-
-    Example:
-        >>> max_iter_agrees(9000, 9000.0), max_iter_agrees(9001, 9000.0), max_iter_agrees(7, 6.5)
-        (True, False, True)
-    """
-    return stated is None or max_iter == round(stated) or abs(max_iter - stated) < 1
+max_iter_agrees = length_agrees
+"""Whether a ``SOLVER.MAX_ITER`` trains the budget :func:`budget_max_iter` states."""
 
 
 def stated_max_iter(cfg: CfgNode) -> float | None:

@@ -16,9 +16,6 @@ In a LazyConfig, ``lr_multiplier`` is an fvcore ``ParamScheduler`` that Detectro
 
 from __future__ import annotations
 
-import inspect
-import math
-import numbers
 from typing import Any, ClassVar
 
 import torch
@@ -32,8 +29,10 @@ from fvcore.common.param_scheduler import (
 )
 from omegaconf import DictConfig, OmegaConf
 
-from ..schedules import DEFAULTS, BudgetSchedule, budget_iters, parse_arm, schedule_names
+from ..control.plan import OwnSchedule, step_params
+from ..schedules import DEFAULTS, BudgetSchedule, budget_iters, schedule_names
 from ..schedules.contract import BudgetFieldError
+from ..schedules.registry import is_finite_number
 from .solver import BudgetConfigError, BudgetLRScheduler
 
 __all__ = [
@@ -165,11 +164,6 @@ def _name(node: Any) -> str:
     return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', target)}"
 
 
-def _number(value: Any) -> bool:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return ok and math.isfinite(value)
-
-
 def lazy_warmup(lr_multiplier_cfg: Any, full_iters: int) -> tuple[int, float, str]:
     """The warmup of a LazyConfig's ``lr_multiplier`` node, in iterations of a full schedule of
     ``full_iters``: ``(warmup_iters, warmup_factor, warmup_method)``; a ``WarmupParamScheduler``'s
@@ -191,7 +185,7 @@ def lazy_warmup(lr_multiplier_cfg: Any, full_iters: int) -> tuple[int, float, st
     node = lr_multiplier_cfg
     if _is(node, WarmupParamScheduler):
         length = node.get("warmup_length")
-        if not _number(length) or not 0 <= length < 1:
+        if not is_finite_number(length) or not 0 <= length < 1:
             raise BudgetOptionError(
                 f"lr_multiplier.warmup_length={length!r} is invalid; allowed: a fraction in "
                 "[0, 1) of the full train.max_iter"
@@ -199,21 +193,18 @@ def lazy_warmup(lr_multiplier_cfg: Any, full_iters: int) -> tuple[int, float, st
         iters = round(length * full_iters)
         return iters, _factor(node.get("warmup_factor", 0.001)), node.get("warmup_method", "linear")
     if _is(node, BudgetLRMultiplier):
-        defaults = {
-            k: p.default for k, p in inspect.signature(BudgetLRMultiplier).parameters.items()
-        }
-        iters = node.get("warmup_iters", defaults["warmup_iters"])
-        if not _number(iters) or iters < 0 or iters != int(iters):
+        iters = node.get("warmup_iters", DEFAULTS["warmup"])
+        if not is_finite_number(iters) or iters < 0 or iters != int(iters):
             raise BudgetOptionError(
                 f"lr_multiplier.warmup_iters={iters!r} is invalid; allowed: a whole number >= 0"
             )
-        factor = _factor(node.get("warmup_factor", defaults["warmup_factor"]))
-        return int(iters), factor, node.get("warmup_method", defaults["warmup_method"])
+        factor = _factor(node.get("warmup_factor", DEFAULTS["warmup_factor"]))
+        return int(iters), factor, node.get("warmup_method", DEFAULTS["warmup_method"])
     return 0, 1.0, "linear"
 
 
 def _factor(value: Any) -> float:
-    if not _number(value):
+    if not is_finite_number(value):
         raise BudgetOptionError(
             f"lr_multiplier.warmup_factor={value!r} is invalid; allowed: a number in (0, 1]"
         )
@@ -229,17 +220,17 @@ def _checked_options(
         raise BudgetOptionError(
             f"--schedule {schedule} is unknown; allowed: {', '.join(schedule_names())}"
         )
-    if fraction is not None and not (_number(fraction) and 0 < fraction <= 1):
+    if fraction is not None and not (is_finite_number(fraction) and 0 < fraction <= 1):
         raise BudgetOptionError(
             f"--budget {fraction} is invalid; allowed: a fraction in (0, 1] of --full-iters "
             "(1 trains all of it)"
         )
-    if full_iters is not None and not (_number(full_iters) and full_iters >= 1
+    if full_iters is not None and not (is_finite_number(full_iters) and full_iters >= 1
                                        and full_iters == int(full_iters)):  # fmt: skip
         raise BudgetOptionError(
             f"--full-iters {full_iters} is invalid; allowed: a whole number >= 1 (iterations)"
         )
-    if not (_number(max_iter) and max_iter >= 1 and max_iter == int(max_iter)):
+    if not (is_finite_number(max_iter) and max_iter >= 1 and max_iter == int(max_iter)):
         raise BudgetOptionError(
             f"train.max_iter={max_iter!r} is invalid; allowed: a whole number >= 1"
         )
@@ -315,24 +306,21 @@ def apply_budget(
     warmup, factor, method = lazy_warmup(node, full)
     source = _warmup_source(node, full)
     _check_longer(total, warmup, fraction, full, source)
-    text = schedule
-    try:  # "wsd:decay=sqrt": a schedule with its parameters (parse_arm)
-        schedule, given = parse_arm(text)
+    try:  # "wsd:decay=sqrt": a schedule with its parameters; the config's own step or poly
         own = {"step": lambda: lazy_step(node, old), "poly": lambda: lazy_poly(node)}
-        params = own[schedule]() if schedule in own else {}  # the config's own step or poly
-        params.update(given)
-        BudgetLRMultiplier(schedule, total, warmup, factor, method, **params)
+        plan = OwnSchedule.of(schedule, warmup, factor, method, own)
+        BudgetLRMultiplier(plan.schedule, total, warmup, factor, method, **plan.params)
     except ValueError as err:
-        raise BudgetOptionError(f"--schedule {text}: {err}") from None
+        raise BudgetOptionError(f"--schedule {schedule}: {err}") from None
     cfg.train.max_iter = total
     cfg.lr_multiplier = LazyCall(BudgetLRMultiplier)(
-        schedule=schedule, total_iters=_FOLLOWS, warmup_iters=warmup,
-        warmup_factor=factor, warmup_method=method, **params,
+        schedule=plan.schedule, total_iters=_FOLLOWS, warmup_iters=warmup,
+        warmup_factor=factor, warmup_method=method, **plan.params,
     )  # fmt: skip
     instantiate(cfg.lr_multiplier)  # as the tool will build it
     lines.append(
-        f"--schedule {text}: lr_multiplier {_name(node)} -> BudgetLRMultiplier(schedule="
-        f"{schedule!r}, total_iters=train.max_iter={total}, warmup_iters={warmup}, "
+        f"--schedule {schedule}: lr_multiplier {_name(node)} -> BudgetLRMultiplier(schedule="
+        f"{plan.schedule!r}, total_iters=train.max_iter={total}, warmup_iters={warmup}, "
         f"warmup_factor={factor}, warmup_method={method!r}); the warmup: {source}"
     )
     return lines
@@ -357,12 +345,11 @@ def lazy_step(lr_multiplier_cfg: Any, length: int) -> dict[str, Any]:
     steps = node.get("scheduler") if _is(node, WarmupParamScheduler) else None
     if steps is None or not _is(steps, MultiStepParamScheduler):
         return {}
-    length = steps.get("num_updates") or length
     values = list(steps.get("values") or [])
-    fractions = tuple(m / length for m in sorted(steps.get("milestones") or ()) if 0 < m < length)
-    if not fractions or len(values) < 2 or not values[0]:
+    if len(values) < 2 or not values[0]:
         return {}
-    return {"milestones": fractions, "gamma": values[1] / values[0]}
+    length = steps.get("num_updates") or length
+    return step_params(steps.get("milestones"), length, values[1] / values[0])
 
 
 def lazy_poly(lr_multiplier_cfg: Any) -> dict[str, Any]:

@@ -25,8 +25,9 @@ from detectron2.evaluation import inference_on_dataset, print_csv_format
 from detectron2.utils import comm
 
 from ..config_files import find_config
+from ..control.resume import configured_lrs
 from ..schedules import schedule_names
-from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
+from ..schedules.base_lrs import ConfiguredLRs
 from .checkpoint import SafeCheckpointer
 from .cli import argument_parser, launch_checked
 from .data import register_toy_coco
@@ -335,15 +336,7 @@ def lazy_base_lrs(cfg: Any) -> ConfiguredLRs | None:
         optimizer.params.model = instantiate(copy.deepcopy(cfg.model))
         return instantiate(optimizer)
 
-    built = build_without_weights(build)
-    if built is None:
-        return None
-    value = cfg.optimizer.get("lr")
-    return ConfiguredLRs(
-        [float(group["lr"]) for group in built.param_groups],
-        "optimizer.lr",
-        float(value) if isinstance(value, (int, float)) else None,
-    )
+    return configured_lrs(build, "optimizer.lr", cfg.optimizer.get("lr"))
 
 
 def check_lazy_resume(cfg: Any, checkpoint: Any) -> None:

@@ -25,6 +25,8 @@ from detectron2.utils import comm
 
 from ..config_files import find_config
 from ..control.folder import OutputFolder
+from ..control.resume import ResumeCheck, configured_lrs
+from ..errors import BudgetResumeError
 from ..runs import detectron2 as accessor
 from ..runs.detectron2 import LOCK_NAME, run_config_kept, saved_schedulers, write_evaluation
 from ..safety import (
@@ -34,7 +36,7 @@ from ..safety import (
     load_checkpoint,
 )
 from ..safety.locks import FolderLock
-from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
+from ..schedules.base_lrs import ConfiguredLRs
 from ..schedules.clock import parse_duration
 from .checkpoint import (
     CHECKPOINT_PATTERN,
@@ -47,7 +49,7 @@ from .checkpoint import (
 from .config import load_config, split_overrides
 from .data import check_datasets, check_not_empty, detection_train_set, register_toy_coco
 from .solver import acting_on_trainer_keys, build_lr_scheduler, check_budget
-from .stops import check_finished, check_position, check_resumed_base_lrs
+from .stops import check_finished, check_position
 from .time_budget import time_budget_seconds
 
 __all__ = [
@@ -252,9 +254,10 @@ def check_checkpoint_files(
         check_position(checkpoint, path, what=what, weights_hint=hint)
         planned = base_lrs() if base_lrs is not None else None
         if planned is not None:
-            check_resumed_base_lrs(checkpoint, path, what=what, weights_hint=hint,
-                                   configured=planned.lrs, key=planned.key,
-                                   value=planned.value)  # fmt: skip
+            fix = f"start a new run from its weights: {hint.format(path=path)}"
+            ResumeCheck(path, f"{what} {path!r}", fix).base_lrs(
+                accessor.saved_base_lrs(checkpoint), lambda _: planned, BudgetResumeError
+            )
         if check_resumed is not None:
             check_resumed(checkpoint)
     if args.resume_from and not args.eval_only and isinstance(checkpoint, dict):
@@ -363,11 +366,7 @@ def configured_base_lrs(cfg: CfgNode, world_size: int) -> ConfiguredLRs | None:
         model = META_ARCH_REGISTRY.get(scaled.MODEL.META_ARCHITECTURE)(scaled)
         return DefaultTrainer.build_optimizer(scaled, model)
 
-    optimizer = build_without_weights(build)
-    if optimizer is None:
-        return None
-    lrs = [float(group["lr"]) for group in optimizer.param_groups]
-    return ConfiguredLRs(lrs, "SOLVER.BASE_LR", float(cfg.SOLVER.BASE_LR))
+    return configured_lrs(build, "SOLVER.BASE_LR", float(cfg.SOLVER.BASE_LR))
 
 
 # --- the output folder: budgeted.control.folder, in the words of budgeted.runs.detectron2 ------

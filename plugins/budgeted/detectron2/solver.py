@@ -28,15 +28,10 @@ from detectron2.solver import build_lr_scheduler as d2_build_lr_scheduler
 from detectron2.utils import comm
 from detectron2.utils.registry import Registry
 
-from .. import SCHEDULES
+from ..control.plan import adapter_names, built_in_names, length_agrees
 from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetLR, BudgetTimeLR
-from ..schedules import (
-    BudgetSchedule,
-    ScheduleInfo,
-    on_schedule_registered,
-    schedule_info,
-)
+from ..schedules import BudgetSchedule, schedule_info
 from ..schedules.contract import BudgetFieldError
 from .config import KEYS as BUDGET_DEFAULTS
 from .config import (
@@ -44,7 +39,6 @@ from .config import (
     cfg_value,
     check_budget_keys,
     lookup,
-    max_iter_agrees,
     on_resume,
     param_key,
 )
@@ -136,7 +130,7 @@ def check_max_iter(cfg: CfgNode) -> None:
     except ValueError as err:
         raise BudgetConfigError(f"SOLVER.BUDGET: {err}") from None
     s = cfg.SOLVER
-    if max_iter_agrees(s.MAX_ITER, stated):
+    if length_agrees(s.MAX_ITER, stated):
         return
     b = s.BUDGET
     iters = round(b.FRACTION * b.FULL_ITERS)
@@ -253,19 +247,12 @@ def register_budget_scheduler(name: str, schedule: str, params: ParamReader | No
     LR_SCHEDULER_REGISTRY.register(build)
 
 
-def _on_schedule_registered(info: ScheduleInfo) -> None:
-    name = f"Budget{info.label}"
-    if name in _SCHEDULERS:
-        return
-    try:
-        register_budget_scheduler(name, info.name)
-    except ValueError as err:
-        logger.warning("core schedule %r has no Detectron2 name: %s", info.name, err)
-
-
-on_schedule_registered(_on_schedule_registered)
-
-BUDGET_SCHEDULERS: tuple[str, ...] = tuple(f"Budget{schedule_info(n).label}" for n in SCHEDULES)
+adapter_names(
+    "",
+    lambda info, name: name in _SCHEDULERS or register_budget_scheduler(name, info.name),
+    lambda info, err: logger.warning("core schedule %r has no Detectron2 name: %s", info.name, err),
+)
+BUDGET_SCHEDULERS: tuple[str, ...] = built_in_names()
 """The built-in budget scheduler names (:func:`budget_scheduler_names`: all of them now)."""
 
 

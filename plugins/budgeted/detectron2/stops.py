@@ -5,7 +5,8 @@
 checkpoint), **finished** (0: ``--resume`` of a run with nothing left to do,
 :func:`check_finished`). Each is a :class:`RunStopped`, a ``SystemExit`` carrying the line: the
 training loop lets it through, the tool (with several workers the launcher) prints it once and
-exits with its status. The checks of a resumed checkpoint's position and base LRs are here too.
+exits with its status. The check of a resumed checkpoint's position is here too (its base LRs:
+:meth:`budgeted.control.resume.ResumeCheck.base_lrs`).
 """
 
 from __future__ import annotations
@@ -13,22 +14,20 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import torch
 from detectron2.engine import hooks
 
-from ..errors import BudgetResumeError, Diverged, RunStopped, Undecayed
+from ..errors import Diverged, RunStopped, Undecayed
 from ..runs.detectron2 import final_metrics, saved_schedulers
 from ..safety import newest_intact_checkpoint
-from ..schedules.base_lrs import base_lr_in_use, check_base_lrs
+from ..schedules.base_lrs import base_lr_in_use
 from .compat import trainer_hooks
 
 __all__ = [
     "DiskFull", "Diverged", "Finished", "RunStopped", "StopsInOneLine", "Undecayed", "as_stop",
-    "check_finished", "check_position", "check_resumed_base_lrs", "disk_full", "is_disk_full",
-    "non_finite_kind", "stop_line"
+    "check_finished", "check_position", "disk_full", "is_disk_full", "non_finite_kind", "stop_line"
 ]  # fmt: skip
 
 logger = logging.getLogger("detectron2.budgeted")
@@ -240,48 +239,6 @@ def check_position(checkpoint: Any, path: str, *, what: str, weights_hint: str) 
             "resume from another checkpoint, or start a new run from its weights: "
             f"{weights_hint.format(path=path)}"
         )
-
-
-def _saved_base_lrs(checkpoint: Any) -> Iterator[tuple[str, Any]]:
-    """``(where, base LRs)`` of each record of the base LRs in a (untrusted) checkpoint: the LR
-    scheduler's ``base_lrs``, then each optimizer state's ``initial_lr`` per param group."""
-    scheduler = _scheduler_state(checkpoint)
-    if "base_lrs" in scheduler:
-        yield "the LR scheduler's base_lrs", scheduler["base_lrs"]
-    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
-    inner = trainer.get("_trainer") if isinstance(trainer, dict) else None
-    for where, holder in (("trainer._trainer", inner), ("trainer", trainer), ("", checkpoint)):
-        state = holder.get("optimizer") if isinstance(holder, dict) else None
-        groups = state.get("param_groups") if isinstance(state, dict) else None
-        if isinstance(groups, list) and all(
-            isinstance(g, dict) and "initial_lr" in g for g in groups
-        ):
-            key = f"{where}.optimizer" if where else "optimizer"
-            yield f"the {key} param groups' initial_lr", [g["initial_lr"] for g in groups]
-
-
-def check_resumed_base_lrs(
-    checkpoint: Any,
-    path: str,
-    *,
-    what: str,
-    weights_hint: str,
-    configured: Sequence[float] | None,
-    key: str,
-    value: float | None,
-) -> None:
-    """Refuse (one line, :class:`~budgeted.errors.BudgetResumeError`) to resume a checkpoint
-    whose base LRs are not the ones the config gives each param group
-    (:func:`~budgeted.schedules.base_lrs.check_base_lrs`)."""
-    if configured is None:
-        return
-    fix = f"start a new run from its weights: {weights_hint.format(path=path)}"
-    for where, saved in _saved_base_lrs(checkpoint):
-        try:
-            check_base_lrs(saved, configured, subject=f"{what} {path!r}", saved_key=where,
-                           config_key=key, config_value=value, fix=fix)  # fmt: skip
-        except ValueError as err:
-            raise BudgetResumeError(str(err)) from None
 
 
 def _scheduler_state(checkpoint: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from detectron2.config import CfgNode
 from detectron2.engine import HookBase
 from detectron2.utils import comm
 
+from ..control.plan import check_one_budget
 from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetTimeLR
 from ..safety.ranks import broadcast_from_rank0
@@ -51,12 +52,10 @@ def time_budget_seconds(cfg: CfgNode) -> float:
         seconds = parse_duration(value)
     except ValueError as err:
         raise BudgetConfigError(f"SOLVER.BUDGET.SECONDS: {err}") from None
-    if b.get("FULL_ITERS", 0) and b.get("FRACTION", 1.0) != 1.0:
-        raise BudgetConfigError(
-            f"SOLVER.BUDGET.SECONDS={value!r} with SOLVER.BUDGET.FRACTION={b.FRACTION}: a time "
-            "budget and a fraction of the schedule are two budgets; allowed: one of them "
-            "(FRACTION 1.0 with SECONDS, SOLVER.MAX_ITER then only caps the iterations)"
-        )
+    fraction = b.get("FRACTION", 1.0) if b.get("FULL_ITERS", 0) else None
+    head = f"SOLVER.BUDGET.SECONDS={value!r} with SOLVER.BUDGET.FRACTION={fraction}"
+    hint = "FRACTION 1.0 with SECONDS, SOLVER.MAX_ITER then only caps the iterations"
+    check_one_budget(fraction, head, hint, BudgetConfigError)
     return seconds
 
 

@@ -25,13 +25,9 @@ from .schedule_free import ScheduleFreeHook
 from .subset import subset_indices
 
 __all__ = [
-    "add_arm_options",
-    "apply_optimizer",
-    "apply_schedule_free",
-    "apply_subset",
-    "apply_validate_every",
-    "swap_optimizer",
-]
+    "add_arm_options", "apply_optimizer", "apply_schedule_free", "apply_subset",
+    "apply_validate_every", "swap_optimizer"
+]  # fmt: skip
 
 
 def _share(text: str) -> float:

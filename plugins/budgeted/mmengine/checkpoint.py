@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
-from mmengine.logging.history_buffer import HistoryBuffer
 
-from ..safety import DamagedCheckpointError, UnsafeCheckpointError, load_checkpoint
+from ..runs.mmengine import extra_globals, history_buffer_getattr, load_checkpoint
+from ..safety import DamagedCheckpointError, UnsafeCheckpointError
 
 __all__ = [
     "MMENGINE_CHECKPOINT_GLOBALS",
@@ -34,28 +33,6 @@ __all__ = [
     "load_mmengine_checkpoint",
     "unsafe_globals",
 ]
-
-# HistoryBuffer pickles its statistics methods as getattr(HistoryBuffer, "min"), etc.
-_STATISTICS = ("min", "max", "current", "mean")
-
-
-def history_buffer_getattr(owner: Any, name: str) -> Any:
-    """What ``builtins.getattr`` resolves to in a checkpoint: HistoryBuffer's statistics only.
-
-    Raises:
-        pickle.UnpicklingError: for anything but HistoryBuffer's ``min``, ``max``, ``current``,
-            ``mean``.
-
-    Example:
-        >>> history_buffer_getattr(HistoryBuffer, "mean") is HistoryBuffer.mean
-        True
-    """
-    if owner is HistoryBuffer and name in _STATISTICS:
-        return getattr(HistoryBuffer, name)
-    raise pickle.UnpicklingError(
-        f"refused getattr({owner!r}, {name!r}): checkpoints may only name HistoryBuffer's "
-        f"statistics methods ({', '.join(_STATISTICS)})"
-    )
 
 
 def _numpy_globals() -> list[tuple[Any, str]]:
@@ -75,9 +52,12 @@ def _name(obj: Any) -> str:
     return f"{obj.__module__}.{obj.__qualname__}"
 
 
+MMENGINE_EXTRA_GLOBALS: dict[str, Any] = extra_globals()
+"""What :func:`load_mmengine_checkpoint` allows beyond the shared loader's own set: the reader's
+:data:`~budgeted.runs.mmengine.EXTRA_GLOBALS`, resolved (``"module.name" -> object``)."""
+
 MMENGINE_CHECKPOINT_GLOBALS: tuple[tuple[Any, str], ...] = (
-    (HistoryBuffer, _name(HistoryBuffer)),
-    (history_buffer_getattr, "builtins.getattr"),
+    *((obj, name) for name, obj in MMENGINE_EXTRA_GLOBALS.items()),
     *_numpy_globals(),
 )
 """What an MMEngine checkpoint pickles besides tensors and builtins: (object, pickled name)."""
@@ -92,7 +72,7 @@ def allow_mmengine_checkpoints() -> None:
     Example:
         >>> allow_mmengine_checkpoints()
         >>> import torch
-        >>> (HistoryBuffer, _name(HistoryBuffer)) in torch.serialization.get_safe_globals()
+        >>> MMENGINE_CHECKPOINT_GLOBALS[0] in torch.serialization.get_safe_globals()
         True
     """
     add: Callable[[list[Any]], None] | None = getattr(torch.serialization, "add_safe_globals", None)
@@ -100,46 +80,15 @@ def allow_mmengine_checkpoints() -> None:
         add(list(MMENGINE_CHECKPOINT_GLOBALS))
 
 
-MMENGINE_EXTRA_GLOBALS: dict[str, Any] = {
-    name: obj for obj, name in MMENGINE_CHECKPOINT_GLOBALS if not name.startswith("numpy")
-}
-"""What :func:`load_mmengine_checkpoint` allows beyond the shared loader's own set (tensors,
-builtin containers, numpy arrays and scalars): ``HistoryBuffer`` and the restricted ``getattr``
-(``"module.name" -> object``, as :func:`budgeted.safety.load_checkpoint` takes them)."""
-
-
-def load_mmengine_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> Any:
-    """Load an untrusted MMEngine checkpoint (or ``load_from`` file) without running its code.
-
-    :func:`budgeted.safety.load_checkpoint` with :data:`MMENGINE_EXTRA_GLOBALS`: a torch
-    file under ``weights_only=True``, a plain pickle through the restricted unpickler.
-
-    Raises:
-        UnsafeCheckpointError: one line naming the file and the foreign globals; nothing ran.
-        DamagedCheckpointError: one line naming the file (missing, truncated, not a checkpoint).
-
-    Example:
-        >>> import tempfile, torch
-        >>> path = tempfile.mkdtemp() + "/iter_4.pth"
-        >>> torch.save({"meta": {"iter": 4}, "state_dict": {"w": torch.ones(1)}}, path)
-        >>> load_mmengine_checkpoint(path)["meta"]
-        {'iter': 4}
-    """
-    with keeping_safe_globals():
-        return load_checkpoint(
-            path, map_location=map_location, extra_globals=MMENGINE_EXTRA_GLOBALS
-        )
+load_mmengine_checkpoint = load_checkpoint
+"""Load an untrusted MMEngine checkpoint (or ``load_from`` file) without running its code: the
+reader's :func:`~budgeted.runs.mmengine.load_checkpoint`."""
 
 
 @contextlib.contextmanager
 def keeping_safe_globals() -> Iterator[None]:
-    """Put back torch's process-wide allow-list as it was before the block.
-
-    :func:`budgeted.safety.load_checkpoint` allows its globals for one call with
-    ``torch.serialization.safe_globals``, whose exit *removes* those globals, also when they
-    were allowed before (:func:`allow_mmengine_checkpoints` adds the same ones): without this,
-    loading one file safely would make MMEngine's own resume fail afterwards.
-    """
+    """Put back torch's process-wide allow-list as it was before the block (the shared loader
+    keeps it itself now: torch's ``safe_globals`` removes on exit what was allowed before)."""
     before = torch.serialization.get_safe_globals()
     try:
         yield

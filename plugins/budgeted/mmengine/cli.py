@@ -71,26 +71,12 @@ from .schedulers import BudgetConfigError
 from .time_budget import Undecayed
 
 __all__ = [
-    "add_checkpoint_at",
-    "add_reliability_hooks",
-    "apply_budget_fraction",
-    "apply_own_schedule",
-    "apply_time_budget",
-    "build_budget_schedulers",
-    "check_budget_hooks",
-    "check_budget_schedulers",
-    "check_data_roots",
-    "check_only",
-    "check_resume_budget",
-    "check_scheduler_types",
-    "fill_budget_scheduler_defaults",
-    "full_schedule_iters",
-    "load_config",
-    "lr_warmup",
-    "main",
-    "parse_args",
-    "preflight",
-]
+    "add_checkpoint_at", "add_reliability_hooks", "apply_budget_fraction", "apply_own_schedule",
+    "apply_time_budget", "build_budget_schedulers", "check_budget_hooks",
+    "check_budget_schedulers", "check_data_roots", "check_only", "check_resume_budget",
+    "check_scheduler_types", "fill_budget_scheduler_defaults", "full_schedule_iters",
+    "load_config", "lr_warmup", "main", "parse_args", "preflight"
+]  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):

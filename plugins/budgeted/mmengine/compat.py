@@ -27,16 +27,9 @@ from mmengine.optim.scheduler.param_scheduler import _ParamScheduler
 from mmengine.runner import BaseLoop
 
 __all__ = [
-    "GLOBAL_STEP",
-    "CheckpointSaveHook",
-    "ParamScheduler",
-    "built_train_loop",
-    "end_loop_at",
-    "global_step",
-    "parse_option_value",
-    "set_last_value",
-    "stock_save",
-]
+    "GLOBAL_STEP", "CheckpointSaveHook", "ParamScheduler", "built_train_loop", "end_loop_at",
+    "global_step", "parse_option_value", "set_last_value", "stock_save"
+]  # fmt: skip
 
 ParamScheduler = _ParamScheduler
 """MMEngine 0.10.7's ``mmengine.optim.scheduler.param_scheduler._ParamScheduler``: the base of

@@ -17,28 +17,18 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.registry import PARAM_SCHEDULERS, Registry
 
+from ..control.plan import planned_iters
 from ..safety import checkpoint_iterations
-from ..schedules import budget_iters, parse_duration
+from ..schedules import parse_duration
 from .input_checks import check_time_budget_pair
 from .schedulers import scheduler_types
 
 __all__ = [
-    "PROG",
-    "RENAMED",
-    "add_checkpoint_at",
-    "add_reliability_hooks",
-    "apply_amp",
-    "apply_budget_fraction",
-    "apply_budgets",
-    "apply_time_budget",
-    "check_scheduler_types",
-    "fill_budget_scheduler_defaults",
-    "is_budget_entry",
-    "iteration_based",
-    "scheduler_entries",
-    "scheduler_groups",
-    "scope_registry",
-]
+    "PROG", "RENAMED", "add_checkpoint_at", "add_reliability_hooks", "apply_amp",
+    "apply_budget_fraction", "apply_budgets", "apply_time_budget", "check_scheduler_types",
+    "fill_budget_scheduler_defaults", "is_budget_entry", "iteration_based", "scheduler_entries",
+    "scheduler_groups", "scope_registry"
+]  # fmt: skip
 
 PROG = "train_seg"
 """The tool's name, the start of its one-line messages."""
@@ -114,7 +104,7 @@ def apply_budget_fraction(cfg: Config, fraction: float) -> int:
     full = cfg.get("full_schedule_iters", train_cfg.get("max_iters"))
     if full is None:
         raise ValueError("--budget needs train_cfg.max_iters (an iteration-based config)")
-    iters = budget_iters(fraction=fraction, full_iters=full)
+    iters = int(planned_iters(fraction, full))
     cfg.train_cfg.max_iters = iters
     cfg.train_cfg.val_interval = iters
     cfg.budget_fraction = fraction

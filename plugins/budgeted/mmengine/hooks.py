@@ -49,15 +49,9 @@ from ..schedules.base_lrs import base_lr_in_use
 from .compat import CheckpointSaveHook, built_train_loop, stock_save
 
 __all__ = [
-    "AtomicCheckpointHook",
-    "CheckpointAtHook",
-    "Diverged",
-    "DivergenceHook",
-    "PreemptionHook",
-    "agree_max",
-    "save_checkpoint_atomically",
-    "save_checkpoint_now",
-]
+    "AtomicCheckpointHook", "CheckpointAtHook", "Diverged", "DivergenceHook", "PreemptionHook",
+    "agree_max", "save_checkpoint_atomically", "save_checkpoint_now"
+]  # fmt: skip
 
 _NO_VALIDATION = sys.maxsize
 """``val_begin`` of a loop stopped by a preemption: a validation due now is not started."""

@@ -20,19 +20,14 @@ import torch
 from mmengine.config import Config
 
 from ..control.folder import OutputFolder
+from ..control.plan import check_one_budget
 from ..runs import mmengine as accessor
 from .checkpoint import load_mmengine_checkpoint
 
 __all__ = [
-    "DATA_HINTS",
-    "check_base_chain",
-    "check_data_roots",
-    "check_init_checkpoints",
-    "check_time_budget_pair",
-    "check_weights_fit_model",
-    "check_writable",
-    "output_folder",
-]
+    "DATA_HINTS", "check_base_chain", "check_data_roots", "check_init_checkpoints",
+    "check_time_budget_pair", "check_weights_fit_model", "check_writable", "output_folder"
+]  # fmt: skip
 
 DATA_HINTS = {
     "mmseg": "tools/make_toy_cityscapes.py for the toy set, tools/prepare_cityscapes.py for "
@@ -198,17 +193,12 @@ def check_time_budget_pair(cfg: Config, duration: str) -> None:
     Example:
         >>> check_time_budget_pair(Config(dict(budget_fraction=1.0)), "6h")
     """
-    fraction = cfg.get("budget_fraction")
-    if fraction is None or fraction == 1:
-        return
-    full = cfg.get("full_schedule_iters")
+    fraction, full = cfg.get("budget_fraction"), cfg.get("full_schedule_iters")
     of = f" of full_schedule_iters={full}" if full is not None else ""
-    raise ValueError(
-        f"--budget-time {duration} with a fraction config (budget_fraction={fraction}{of}): a "
-        "time budget and a fraction of the schedule are two budgets; allowed: one of them "
-        "(--budget-time with the full-schedule config, e.g. a _budget100 one, whose "
-        "max_iters then only caps the iterations; or this config without --budget-time)"
-    )
+    head = f"--budget-time {duration} with a fraction config (budget_fraction={fraction}{of})"
+    check_one_budget(fraction, head, "--budget-time with the full-schedule config, e.g. a "
+                     "_budget100 one, whose max_iters then only caps the iterations; or this "
+                     "config without --budget-time")  # fmt: skip
 
 
 # --- files the model loads -----------------------------------------------------------------------

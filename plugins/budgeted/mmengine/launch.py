@@ -18,15 +18,9 @@ import torch.distributed as dist
 from mmengine.config import Config
 
 __all__ = [
-    "LAUNCHERS",
-    "LAUNCHER_ENV",
-    "destroy_process_group",
-    "init_cpu_distributed",
-    "lost_a_rank",
-    "needs_cpu_distributed",
-    "prepare_cpu_distributed",
-    "say_lost_rank",
-]
+    "LAUNCHERS", "LAUNCHER_ENV", "destroy_process_group", "init_cpu_distributed", "lost_a_rank",
+    "needs_cpu_distributed", "prepare_cpu_distributed", "say_lost_rank"
+]  # fmt: skip
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 """``--launcher`` choices, as in MMSegmentation's ``tools/train.py``."""

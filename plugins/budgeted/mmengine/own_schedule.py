@@ -7,7 +7,6 @@ refusal is one line (a ``ValueError``); nothing here writes a file.
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 from typing import Any
 
@@ -15,7 +14,8 @@ from mmengine.config import Config
 from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.momentum_scheduler import MomentumSchedulerMixin
 
-from ..schedules import check_params, schedule_info, whole_number
+from ..control.plan import OwnSchedule, step_params
+from ..schedules import DEFAULTS, check_params, schedule_info, whole_number
 from .config_edits import (
     check_scheduler_types,
     is_budget_entry,
@@ -24,20 +24,12 @@ from .config_edits import (
     scope_registry,
 )
 from .input_checks import check_data_roots
-from .schedulers import BudgetParamScheduler
 
 __all__ = [
-    "LOOPS_FOR_SCHEDULE",
-    "apply_own_schedule",
-    "check_budget_after_warmup",
-    "epoch_based",
-    "full_schedule_iters",
-    "iters_per_epoch",
-    "lr_warmup",
-    "make_iteration_based",
-    "poly_power",
-    "step_milestones",
-]
+    "LOOPS_FOR_SCHEDULE", "apply_own_schedule", "check_budget_after_warmup", "epoch_based",
+    "full_schedule_iters", "iters_per_epoch", "lr_warmup", "make_iteration_based", "poly_power",
+    "step_milestones"
+]  # fmt: skip
 
 LOOPS_FOR_SCHEDULE = ("EpochBasedTrainLoop", "IterBasedTrainLoop", "TimeBudgetTrainLoop")
 """The train loops ``--schedule`` can put under a budget schedule (an epoch loop becomes an
@@ -174,13 +166,10 @@ def lr_warmup(cfg: Config) -> tuple[int, float]:
     """
     entries = _lr_entries(cfg)
     first = entries[0] if entries else {}
-    if is_budget_entry(first):
-        defaults = inspect.signature(BudgetParamScheduler.__init__).parameters
-        return (
-            whole_number(
-                "warmup_iters", first.get("warmup_iters", defaults["warmup_iters"].default), least=0
-            ),
-            float(first.get("warmup_factor", defaults["warmup_factor"].default)),
+    if is_budget_entry(first):  # BudgetParamScheduler's defaults
+        warmup = first.get("warmup_iters", DEFAULTS["warmup"])
+        return whole_number("warmup_iters", warmup, least=0), float(
+            first.get("warmup_factor", DEFAULTS["warmup_factor"])
         )
     if _short(first.get("type")) != "LinearLR" or first.get("begin", 0) != 0:
         return 0, 1.0
@@ -213,8 +202,7 @@ def step_milestones(cfg: Config) -> dict[str, Any]:
     length = train_cfg.get("max_epochs" if entry.get("by_epoch", True) else "max_iters")
     if not length:
         return {}
-    fractions = tuple(m / length for m in sorted(entry.get("milestones") or ()) if 0 < m < length)
-    return {"milestones": fractions, "gamma": float(entry.get("gamma", 0.1))} if fractions else {}
+    return step_params(entry.get("milestones"), length, float(entry.get("gamma", 0.1)))
 
 
 def poly_power(cfg: Config) -> tuple[dict[str, Any], str]:
@@ -305,17 +293,15 @@ def apply_own_schedule(
             f"--schedule cannot put train_cfg.type {_short(kind)!r} under a budget schedule; "
             f"allowed: {', '.join(LOOPS_FOR_SCHEDULE)}"
         )
-    warmup, factor = lr_warmup(cfg)
-    params = {}  # the budget-aware form of the config's own step or poly schedule
-    if schedule in ("step", "poly"):
-        params = step_milestones(cfg) if schedule == "step" else poly_power(cfg)[0]
+    own = {"step": lambda: step_milestones(cfg), "poly": lambda: poly_power(cfg)[0]}
+    plan = OwnSchedule.of(schedule, *lr_warmup(cfg), own=own)  # its own step or poly
     if epoch_based(cfg):
         make_iteration_based(cfg, full_schedule_iters(cfg))
     cfg.param_scheduler = [
-        dict(type=f"Budget{label}LR", warmup_iters=warmup, warmup_factor=factor, by_epoch=False,
-             **params)
+        dict(type=f"Budget{label}LR", warmup_iters=plan.warmup, warmup_factor=plan.factor,
+             by_epoch=False, **plan.params)
     ]  # fmt: skip
-    return warmup
+    return plan.warmup
 
 
 def check_budget_after_warmup(cfg: Config, warmup: int) -> None:

@@ -27,7 +27,6 @@ from ..runs.mmengine import WorkDirLock, check_new_run_folder, saved_schedulers,
 from ..schedules import BudgetMismatchError, check_on_resume
 from .annotation_checks import check_annotation_files
 from .arms import apply_optimizer, apply_schedule_free, apply_subset, apply_validate_every
-from .base_lrs import check_resume_base_lrs
 from .config_edits import (
     PROG,
     RENAMED,
@@ -54,7 +53,7 @@ from .input_checks import (
 )
 from .launch import needs_cpu_distributed, prepare_cpu_distributed
 from .own_schedule import apply_own_schedule, check_budget_after_warmup
-from .resume import check_time_budget_resume, plan_load, state_place
+from .resume import check_resume_base_lrs, check_time_budget_resume, plan_load, state_place
 from .schedule_free import ScheduleFreeHook, check_schedulefree_installed
 from .schedulers import BudgetParamScheduler, check_loop_end
 from .time_budget import TimeBudgetTrainLoop
@@ -308,7 +307,7 @@ def check_resume_budget(cfg: Config, checkpoint: Mapping, path: str) -> None:
     Raises:
         BudgetMismatchError: one line saying what differs and what to do; also for a checkpoint
             whose base LRs are not the ones the config gives each param group
-            (:func:`~budgeted.mmengine.base_lrs.check_resume_base_lrs`).
+            (:func:`~budgeted.mmengine.resume.check_resume_base_lrs`).
     """
     states = saved_schedulers(checkpoint)
     built = {(group, index): sched for group, index, sched in build_budget_schedulers(cfg)}

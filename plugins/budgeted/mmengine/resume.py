@@ -3,41 +3,53 @@ is written.
 
 :func:`plan_load` loads the file the runner will load as untrusted input, checks it (a runner's
 checkpoint, its schedulers' step counts, the config's budget through the one resume route, not
-finished) and pins it (``cfg.load_from``) so that the runner loads exactly it.
+finished) and pins it (``cfg.load_from``) so that the runner loads exactly it. Its base LRs
+(:func:`check_resume_base_lrs`) are the config's as the runner builds them (the model and its
+optimizer wrapper built without weights, ``paramwise_cfg`` and ``auto_scale_lr`` applied), through
+:meth:`budgeted.control.resume.ResumeCheck.base_lrs`; a budget scheduler checks its own
+``base_values`` again when any runner loads it (:func:`~budgeted.control.engine.check_loaded`).
 """
 
 from __future__ import annotations
 
+import copy
 import errno
+import importlib
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from mmengine.config import Config
 from mmengine.runner import find_latest_checkpoint
 
-from ..runs.mmengine import _REMOTE, resume_checkpoint, saved_schedulers, scheduler_place
+from ..control.resume import ResumeCheck
+from ..runs import SavedLRs
+from ..runs.mmengine import (
+    _REMOTE,
+    extra_globals,
+    load_checkpoint,
+    resume_checkpoint,
+    saved_base_lrs,
+    saved_schedulers,
+    scheduler_place,
+    state_place,
+)
 from ..safety import DamagedCheckpointError, check_later_checkpoints_kept, newest_intact_checkpoint
 from ..schedules import BudgetMismatchError, parse_duration
-from .checkpoint import MMENGINE_EXTRA_GLOBALS, keeping_safe_globals, load_mmengine_checkpoint
+from ..schedules.base_lrs import ConfiguredLRs, build_without_weights
 from .compat import GLOBAL_STEP
 from .scheduler_checks import resume_budget
 
 __all__ = [
-    "LoadPlan",
-    "NothingToResume",
-    "check_scheduler_steps",
-    "check_time_budget_resume",
-    "checkpoint_name_pattern",
-    "newest_resumable_checkpoint",
-    "plan_load",
-    "saved_scheduler_states",
-    "state_place",
-]
+    "LR_KEY", "LoadPlan", "NothingToResume", "PlannedLRs", "check_resume_base_lrs",
+    "check_scheduler_steps", "check_time_budget_resume", "checkpoint_name_pattern",
+    "configured_base_lrs", "newest_resumable_checkpoint", "plan_load", "state_place"
+]  # fmt: skip
 
 
 class NothingToResume(Exception):
@@ -96,10 +108,7 @@ def newest_resumable_checkpoint(
     others = [p for p in folder.glob("*.pth") if not pattern.fullmatch(p.name)]
     # a symbolic link to nowhere is no candidate either way (and Path.resolve fails on a loop)
     skip = [p for p in [*exclude, *others] if os.path.exists(p) or not os.path.islink(p)]
-    with keeping_safe_globals():
-        return newest_intact_checkpoint(
-            folder, "*.pth", exclude=skip, extra_globals=MMENGINE_EXTRA_GLOBALS
-        )
+    return newest_intact_checkpoint(folder, "*.pth", exclude=skip, extra_globals=extra_globals())
 
 
 def _offer(folder: Path, cfg: Config, damaged: str | None) -> str:
@@ -263,7 +272,7 @@ def plan_load(
     if not _is_local(path):
         return LoadPlan(path, resume, note)
     try:
-        checkpoint = load_mmengine_checkpoint(path)
+        checkpoint = load_checkpoint(path)
     except DamagedCheckpointError as err:
         said = _link_trouble(path) or str(err)
         if not resume:
@@ -299,7 +308,7 @@ def _check_later_kept(cfg: Config, path: str, checkpoint: Mapping) -> None:
         checkpoint["meta"]["epoch" if _checkpoint_hook(cfg)["by_epoch"] else "iter"],
         [p for p in Path(cfg.work_dir).glob("*.pth") if pattern.fullmatch(p.name)],
         folder_key="--work-dir",
-        extra_globals=MMENGINE_EXTRA_GLOBALS,
+        extra_globals=extra_globals(),
     )
 
 
@@ -324,23 +333,6 @@ def _check_weights(path: str, checkpoint: Any) -> None:
             f"load_from={path} holds no tensors (a plain pickle, not a torch checkpoint): "
             "MMEngine loads weights written by torch.save (.pth)"
         )
-
-
-def saved_scheduler_states(saved: Any) -> dict[tuple[str | None, int], Mapping]:
-    """:func:`budgeted.runs.mmengine.saved_schedulers` of a checkpoint's ``param_schedulers``,
-    by ``(optimizer name or None, position)``.
-
-    Example:
-        >>> saved_scheduler_states([{"last_step": 3}, "not a state"])
-        {(None, 0): {'last_step': 3}}
-    """
-    found = saved_schedulers({"param_schedulers": saved})
-    return {scheduler_place(key): state for key, state in found.items()}
-
-
-def state_place(group: str | None, index: int) -> str:
-    """Where a saved scheduler state is in ``param_schedulers``: ``[0]``, ``['backbone'][1]``."""
-    return f"[{group!r}][{index}]" if group is not None else f"[{index}]"
 
 
 def check_scheduler_steps(path: str, checkpoint: Mapping, cfg: Config) -> None:
@@ -382,12 +374,9 @@ def _time_seconds(cfg: Config) -> float | None:
 
 
 def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None, path: str) -> None:
-    """The pre-flight's resume of one budget scheduler (the one built on a stand-in optimizer):
-    its ``saved`` state in the checkpoint through the one route
-    (:func:`~budgeted.mmengine.scheduler_checks.resume_budget`), the time budget that
-    ``train_cfg`` gives (a ``TimeBudgetTrainLoop``'s ``seconds``) included, before the runner
-    exists; a time budget resumed as an iteration budget is refused, and a time budget already
-    spent is :class:`NothingToResume`.
+    """The pre-flight's resume of one budget scheduler (built on a stand-in optimizer) from its
+    ``saved`` state (:func:`~budgeted.mmengine.scheduler_checks.resume_budget`), with the time
+    budget of a ``TimeBudgetTrainLoop`` in ``train_cfg``, before the runner exists.
 
     Raises:
         BudgetMismatchError, BudgetReplanError: one line.
@@ -411,3 +400,100 @@ def check_time_budget_resume(cfg: Config, scheduler: Any, saved: Mapping | None,
             f"budget of {seconds:g} s (nothing was written); to train it longer, start a new run "
             f"from its weights with load_from={path}"
         )
+
+
+LR_KEY = "optim_wrapper.optimizer.lr"
+"""The config key of the LR of the only optimizer wrapper."""
+
+
+def _scale(cfg: Config) -> float:
+    """The factor MMEngine's ``Runner.scale_lr`` applies to the optimizers' param groups (1.0 unless
+    ``auto_scale_lr.enable``): the real batch (world size x ``train_dataloader.batch_size``)
+    over ``auto_scale_lr.base_batch_size``."""
+    auto = cfg.get("auto_scale_lr") or {}
+    if not auto.get("enable", False) or not auto.get("base_batch_size"):
+        return 1.0
+    batch = (cfg.get("train_dataloader") or {}).get("batch_size", 1)
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    return float(world * batch) / float(auto["base_batch_size"])
+
+
+class PlannedLRs(NamedTuple):
+    """What a config gives one optimizer wrapper: ``schedulers``, the LR of each param group a
+    scheduler of it sees (``OptimWrapper.param_groups``: with ``paramwise_cfg`` one more, the
+    base settings it logs), and ``optimizer``, of each of the optimizer's own groups (what its
+    state holds)."""
+
+    schedulers: ConfiguredLRs
+    optimizer: ConfiguredLRs
+
+
+def configured_base_lrs(cfg: Config) -> dict[str | None, PlannedLRs] | None:
+    """The LR ``cfg`` gives each param group of each optimizer wrapper (``None``: the only one;
+    else the ``OptimWrapperDict``'s names), as the runner builds them: the model and
+    ``optim_wrapper`` built without weights
+    (:func:`~budgeted.schedules.base_lrs.build_without_weights`; its log lines held back),
+    ``auto_scale_lr`` applied; None where they cannot be built here (the runner says why).
+    """
+    from mmengine.optim import build_optim_wrapper
+    from mmengine.registry import DefaultScope
+
+    if cfg.get("model") is None or cfg.get("optim_wrapper") is None:
+        return None
+    scope = cfg.get("default_scope") or "mmengine"
+    try:  # the scope's registry (``mmseg.registry``), imported: its models registered
+        models = importlib.import_module(f"{scope}.registry").MODELS
+    except (ImportError, AttributeError):
+        from mmengine.registry import MODELS as models
+
+    def build() -> Any:
+        spec = copy.deepcopy(cfg.model)
+        if cfg.get("data_preprocessor") is not None:  # as Runner.__init__ fills it in
+            spec.setdefault("data_preprocessor", copy.deepcopy(cfg.data_preprocessor))
+        logging.disable(logging.INFO)  # paramwise_cfg logs a line per parameter
+        try:
+            with DefaultScope.overwrite_default_scope(scope):
+                return build_optim_wrapper(models.build(spec), copy.deepcopy(cfg.optim_wrapper))
+        finally:
+            logging.disable(logging.NOTSET)
+
+    built = build_without_weights(build)
+    if built is None:
+        return None
+    named = getattr(built, "optim_wrappers", None) or {None: built}
+    factor = _scale(cfg)
+    found = {}
+    for name, wrapper in named.items():
+        spec = cfg.optim_wrapper if name is None else cfg.optim_wrapper.get(name, {})
+        value = (spec.get("optimizer") or {}).get("lr")
+        value = float(value) if isinstance(value, (int, float)) else None
+        key = LR_KEY if name is None else f"optim_wrapper.{name}.optimizer.lr"
+        for group in wrapper.optimizer.param_groups:  # as Runner.scale_lr scales them
+            group["lr"] = group["lr"] * factor
+        seen = (wrapper.param_groups, wrapper.optimizer.param_groups)
+        found[name] = PlannedLRs(*(ConfiguredLRs([float(g["lr"]) for g in groups], key, value)
+                                   for groups in seen))  # fmt: skip
+    return found
+
+
+def check_resume_base_lrs(cfg: Config, checkpoint: Mapping, path: str) -> None:
+    """Refuse to resume ``checkpoint`` when its base LRs (each LR scheduler's ``base_values``,
+    the optimizer's ``initial_lr`` per param group) are not what the config gives each group.
+
+    Raises:
+        BudgetMismatchError: one line naming the file, the group, both base LRs and what to do.
+    """
+    configured = configured_base_lrs(cfg)
+    if configured is None:
+        return
+    fix = f"start a new run from its weights with --cfg-options load_from={path} (without --resume)"
+
+    def planned(record: SavedLRs) -> ConfiguredLRs | None:
+        found = configured.get(record.group)
+        if found is None:
+            return None  # another optimizer than the config's: the runner refuses it
+        return found.schedulers if record.where == "base_values" else found.optimizer
+
+    ResumeCheck(path, f"cannot resume from {path}", fix).base_lrs(
+        saved_base_lrs(checkpoint), planned
+    )

@@ -35,13 +35,9 @@ from ..optimizers import SCHEDULE_FREE
 from ..torch_optimizers import recalibrate_bn
 
 __all__ = [
-    "MISSING_SCHEDULEFREE",
-    "SCHEDULE_FREE_TYPES",
-    "ScheduleFreeHook",
-    "check_schedulefree_installed",
-    "schedule_free_optimizers",
-    "schedulefree_available",
-]
+    "MISSING_SCHEDULEFREE", "SCHEDULE_FREE_TYPES", "ScheduleFreeHook",
+    "check_schedulefree_installed", "schedule_free_optimizers", "schedulefree_available"
+]  # fmt: skip
 
 SCHEDULE_FREE_TYPES: tuple[str, ...] = tuple(spec.type for spec in SCHEDULE_FREE.values())
 """The MMEngine ``optimizer.type`` names registered here: SGDScheduleFree, AdamWScheduleFree."""

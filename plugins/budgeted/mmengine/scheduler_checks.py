@@ -26,23 +26,11 @@ from ..schedules.contract import BudgetFieldError, check_fields
 from .compat import GLOBAL_STEP, global_step
 
 __all__ = [
-    "ARGUMENT_NAMES",
-    "REPLAN_NAMES",
-    "RESUME_NAMES",
-    "SCHEDULER_ARGUMENTS",
-    "Resumed",
-    "check_at_first_step",
-    "check_epoch_arguments",
-    "check_epoch_entry_end",
-    "check_loop_end",
-    "check_no_overlap",
-    "check_param_name",
-    "check_resumed",
-    "check_scheduler_arguments",
-    "resume_budget",
-    "resume_fix",
-    "resume_step",
-]
+    "ARGUMENT_NAMES", "REPLAN_NAMES", "RESUME_NAMES", "SCHEDULER_ARGUMENTS", "Resumed",
+    "check_at_first_step", "check_epoch_arguments", "check_epoch_entry_end", "check_loop_end",
+    "check_no_overlap", "check_param_name", "check_resumed", "check_scheduler_arguments",
+    "resume_budget", "resume_fix", "resume_step"
+]  # fmt: skip
 
 SCHEDULER_ARGUMENTS = (
     "begin", "end", "by_epoch", "warmup_iters", "warmup_factor", "warmup_method", "on_resume",
@@ -58,8 +46,18 @@ REPLAN_NAMES = {"total": "train_cfg.max_iters", "warmup": "warmup_iters"}
 """The same, where the policy is to re-plan (the re-plan line names the loop's length)."""
 
 
-def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bool = False) -> None:
-    """Refuse a budget scheduler whose ``end`` is not the train loop's ``max_iters``.
+def check_loop_end(
+    name: str,
+    end: int,
+    max_iters: int | None,
+    *,
+    epoch_loop: bool = False,
+    epochs: tuple[int, int] | None = None,
+    loop_name: str = "the train loop",
+) -> None:
+    """Refuse a budget scheduler whose ``end`` is not the train loop's ``max_iters``
+    (:func:`~budgeted.control.plan.length_agrees`; an epoch-based entry's ``epochs``:
+    :func:`check_epoch_entry_end`, naming ``loop_name``).
 
     A budget that ends before the loop trains on at the last value; one that ends after it is
     cut short and never decays to its end. Either way the run would not train the budget the
@@ -72,6 +70,10 @@ def check_loop_end(name: str, end: int, max_iters: int | None, *, epoch_loop: bo
         >>> check_loop_end("BudgetLinearLR", 8000, 8000)
         >>> check_loop_end("BudgetLinearLR", 8000, None)  # no train loop: nothing to compare
     """
+    if epochs is not None:
+        return check_epoch_entry_end(
+            name, epochs, max_iters, epoch_loop=epoch_loop, loop_name=loop_name
+        )
     if max_iters is None or end == max_iters:
         return
     effect = "be cut short" if end > max_iters else "end before training does"
@@ -332,13 +334,9 @@ def check_at_first_step(scheduler: Any, epochs: tuple[int, int] | None, loaded: 
         return
     if iteration != global_step(scheduler) and not loaded:
         return  # a hub another runner left (one stopped by an error), or a resume without state
-    name, epoch_loop = type(scheduler).__name__, hub.get_info("max_epochs") != 1
-    if epochs is not None:
-        check_epoch_entry_end(
-            name, epochs, max_iters, epoch_loop=epoch_loop, loop_name="the train loop"
-        )
-    else:
-        check_loop_end(name, scheduler.end, max_iters, epoch_loop=epoch_loop)
+    epoch_loop = hub.get_info("max_epochs") != 1
+    check_loop_end(type(scheduler).__name__, scheduler.end, max_iters, epoch_loop=epoch_loop,
+                   epochs=epochs)  # fmt: skip
     check_resumed(scheduler, loaded, iteration)
 
 

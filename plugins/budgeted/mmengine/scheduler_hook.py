@@ -22,11 +22,9 @@ from mmengine.registry import HOOKS
 from .schedulers import BudgetParamScheduler
 
 __all__ = [
-    "BudgetParamSchedulerHook",
-    "bind_budget_schedulers",
-    "budget_schedulers",
-    "check_budget_schedulers_in_runner",
-]
+    "BudgetParamSchedulerHook", "bind_budget_schedulers", "budget_schedulers",
+    "check_budget_schedulers_in_runner"
+]  # fmt: skip
 
 
 def budget_schedulers(schedulers: Any) -> Iterator[BudgetParamScheduler]:

@@ -20,6 +20,7 @@ from mmengine.registry import PARAM_SCHEDULERS
 from mmengine.runner.loops import EpochBasedTrainLoop
 
 from ..control.engine import BaseLRWords, BudgetEngine, ResumeWords, check_loaded
+from ..control.plan import adapter_names
 from ..errors import BudgetConfigError
 from ..schedules import (
     DEFAULTS,
@@ -29,7 +30,6 @@ from ..schedules import (
     TimeBudget,
     TrainingClock,
     check_on_resume,
-    on_schedule_registered,
 )
 from .base_lrs import LR_KEY
 from .compat import GLOBAL_STEP, ParamScheduler, set_last_value
@@ -38,7 +38,6 @@ from .scheduler_checks import (
     RESUME_NAMES,
     check_at_first_step,
     check_epoch_arguments,
-    check_epoch_entry_end,
     check_loop_end,
     check_no_overlap,
     check_param_name,
@@ -50,16 +49,9 @@ from .scheduler_checks import (
 )
 
 __all__ = [
-    "NAMED_SCHEDULERS",
-    "RESUME_NAMES",
-    "BudgetConfigError",
-    "BudgetMismatchError",
-    "BudgetParamScheduler",
-    "BudgetScheduleLR",
-    "check_loop_end",
-    "resume_step",
-    "scheduler_types",
-]
+    "NAMED_SCHEDULERS", "RESUME_NAMES", "BudgetConfigError", "BudgetMismatchError",
+    "BudgetParamScheduler", "BudgetScheduleLR", "check_loop_end", "resume_step", "scheduler_types"
+]  # fmt: skip
 
 
 @PARAM_SCHEDULERS.register_module()
@@ -175,14 +167,9 @@ class BudgetParamScheduler(ParamScheduler):
         self._checked = True
         if budget_on_resume is not None and not self._on_resume_given:
             self.on_resume = self._checked_on_resume(budget_on_resume, "budget_on_resume")
-        max_iters = int(loop.max_iters)
-        epoch_loop = isinstance(loop, EpochBasedTrainLoop)
-        if self._epochs is not None:
-            check_epoch_entry_end(
-                name, self._epochs, max_iters, epoch_loop=epoch_loop, loop_name=type(loop).__name__
-            )
-        else:
-            check_loop_end(name, self.end, max_iters, epoch_loop=epoch_loop)
+        epoch_loop, loop_name = isinstance(loop, EpochBasedTrainLoop), type(loop).__name__
+        check_loop_end(name, self.end, int(loop.max_iters), epoch_loop=epoch_loop,
+                       epochs=self._epochs, loop_name=loop_name)  # fmt: skip
         if isinstance(getattr(loop, "clock", None), TrainingClock):  # a TimeBudgetTrainLoop
             if self.on_resume == "branch":
                 raise BudgetConfigError(
@@ -408,9 +395,9 @@ def _named_scheduler_doc(info: ScheduleInfo) -> str:
     )
 
 
-def _add_named_scheduler(info: ScheduleInfo) -> None:
-    """Create, register and expose ``Budget<Label>LR`` for a core schedule."""
-    name = f"Budget{info.label}LR"
+def _add_named_scheduler(info: ScheduleInfo, name: str | None = None) -> None:
+    """Create, register and expose ``name`` (``Budget<Label>LR``) for a core schedule."""
+    name = name or f"Budget{info.label}LR"
     if name in PARAM_SCHEDULERS.module_dict:
         raise ValueError(
             f"schedule {info.name!r} would be MMEngine's {name}, which is already registered; "
@@ -431,7 +418,7 @@ def _add_named_scheduler(info: ScheduleInfo) -> None:
     NAMED_SCHEDULERS[info.name] = cls
 
 
-on_schedule_registered(_add_named_scheduler)
+adapter_names("LR", _add_named_scheduler)
 
 
 def scheduler_types() -> tuple[str, ...]:

@@ -34,12 +34,9 @@ from .scheduler_hook import (
 )
 
 __all__ = [
-    "TimeBudgetClockHook",
-    "TimeBudgetEndHook",
-    "TimeBudgetTrainLoop",
-    "Undecayed",
-    "broadcast_from_rank0",
-]
+    "TimeBudgetClockHook", "TimeBudgetEndHook", "TimeBudgetTrainLoop", "Undecayed",
+    "broadcast_from_rank0"
+]  # fmt: skip
 
 
 @LOOPS.register_module()

@@ -33,16 +33,51 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import RecordError
 
 __all__ = [
-    "BUDGET_KEYS", "RunFolderReader", "check_new_run", "reader", "readers", "register_reader",
-    "saved_budget"
+    "BUDGET_KEYS", "Position", "RunFolderReader", "SavedLRs", "check_new_run", "reader",
+    "readers", "register_reader", "saved_budget"
 ]  # fmt: skip
 
 Folder = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a saved run stands: ``trained`` iterations, whether the file holds
+    ``weights_only`` (no state to resume), and each step ``counter`` a resumable state keeps, as
+    ``(where, value, expected)``: what the checkpoint holds against what a checkpoint saved after
+    ``trained`` iterations holds (``("last_epoch", 7, 6)``)."""
+
+    trained: int
+    weights_only: bool = False
+    counters: tuple[tuple[str, Any, int], ...] = ()
+
+    def disagreements(self) -> list[tuple[str, Any, int]]:
+        """The counters whose value is not the expected one (the file was edited or assembled)."""
+        return [counter for counter in self.counters if counter[1] != counter[2]]
+
+
+@dataclass(frozen=True)
+class SavedLRs:
+    """One record of the base LRs in a checkpoint: the optimizer ``group`` it belongs to (None:
+    the only one), ``where`` it sits in the refusal's words, and the saved ``values`` (untrusted:
+    checked against the config's, never trusted).
+
+    Example:
+        >>> SavedLRs(None, "the LR scheduler's base_lrs", [0.02]).values
+        [0.02]
+    """
+
+    group: str | None
+    where: str
+    values: Any
+    owner: str = ""
+    """What holds them, where the refusal names it (``param_scheduler[0]``, ``optimizer``)."""
 
 
 @runtime_checkable

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._require import require
-from . import check_new_run
+from . import SavedLRs, check_new_run
 from .records import curve, number, read_json_lines
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "resume_checkpoint",
     "run_config_kept",
     "run_files",
+    "saved_base_lrs",
     "saved_schedulers",
     "train_curve",
     "write_evaluation",
@@ -161,6 +162,33 @@ def saved_schedulers(checkpoint: Any) -> dict[str, dict[str, Any]]:
         return {}
     state = hooks["LRScheduler"]
     return {"LRScheduler": state if isinstance(state, dict) else {}}
+
+
+def saved_base_lrs(checkpoint: Any) -> list[SavedLRs]:
+    """Every record of the base LRs in a loaded (untrusted) checkpoint: the LR scheduler's
+    ``base_lrs``, then each optimizer state's ``initial_lr`` per param group.
+
+    Example:
+        >>> [r.where for r in saved_base_lrs({"trainer": {"hooks": {"LRScheduler": {
+        ...     "base_lrs": [0.02]}}}, "optimizer": {"param_groups": [{"initial_lr": 0.02}]}})]
+        ["the LR scheduler's base_lrs", "the optimizer param groups' initial_lr"]
+    """
+    scheduler = saved_schedulers(checkpoint).get("LRScheduler", {})
+    found = []
+    if "base_lrs" in scheduler:
+        found.append(SavedLRs(None, "the LR scheduler's base_lrs", scheduler["base_lrs"]))
+    trainer = checkpoint.get("trainer") if isinstance(checkpoint, dict) else None
+    inner = trainer.get("_trainer") if isinstance(trainer, dict) else None
+    for where, holder in (("trainer._trainer", inner), ("trainer", trainer), ("", checkpoint)):
+        state = holder.get("optimizer") if isinstance(holder, dict) else None
+        groups = state.get("param_groups") if isinstance(state, dict) else None
+        if isinstance(groups, list) and all(
+            isinstance(g, dict) and "initial_lr" in g for g in groups
+        ):
+            key = f"{where}.optimizer" if where else "optimizer"
+            values = [g["initial_lr"] for g in groups]
+            found.append(SavedLRs(None, f"the {key} param groups' initial_lr", values))
+    return found
 
 
 def _is_eval_key(key: str) -> bool:

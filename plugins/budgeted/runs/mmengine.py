@@ -17,35 +17,24 @@ from __future__ import annotations
 
 import ast
 import os
+import pickle
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..safety.loading import load_checkpoint as safe_load
 from ..safety.locks import FolderBusyError, FolderLock
-from . import check_new_run
+from . import SavedLRs, check_new_run
 from .records import RecordError, curve, number, read_json_lines
 
 __all__ = [
-    "CURVE_NAMES",
-    "LOCK_NAME",
-    "WORDS",
-    "WorkDirBusyError",
-    "WorkDirLock",
-    "check_new_run_folder",
-    "dumped_max_iters",
-    "dumped_train_cfg",
-    "evaluations",
-    "final_metrics",
-    "holds_run",
-    "load_checkpoint",
-    "resume_checkpoint",
-    "run_files",
-    "saved_schedulers",
-    "scheduler_key",
-    "scheduler_place",
-    "train_curve",
-]
+    "CURVE_NAMES", "EXTRA_GLOBALS", "LOCK_NAME", "WORDS", "WorkDirBusyError", "WorkDirLock",
+    "check_new_run_folder", "dumped_max_iters", "dumped_train_cfg", "evaluations", "extra_globals",
+    "final_metrics", "history_buffer_getattr", "holds_run", "load_checkpoint", "resume_checkpoint",
+    "run_files", "saved_base_lrs", "saved_schedulers", "scheduler_key", "scheduler_place",
+    "state_place", "train_curve"
+]  # fmt: skip
 
 LOCK_NAME = ".train_seg.lock"
 """The lock file ``tools/train_seg.py`` holds (``flock``) in its work dir while it trains."""
@@ -122,17 +111,79 @@ def saved_schedulers(checkpoint: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> Any:
-    """A work dir's checkpoint, loaded as untrusted data with the globals MMEngine's checkpoints
-    carry (the message hub's ``HistoryBuffer``, numpy values), which the shared loader refuses:
-    :func:`budgeted.mmengine.checkpoint.load_mmengine_checkpoint` (imports MMEngine and torch).
+def state_place(group: str | None, index: int) -> str:
+    """Where a saved scheduler state is in ``param_schedulers``: ``[0]``, ``['backbone'][1]``."""
+    return f"[{group!r}][{index}]" if group is not None else f"[{index}]"
+
+
+def saved_base_lrs(checkpoint: Any) -> list[SavedLRs]:
+    """Every record of the base LRs in a loaded (untrusted) checkpoint, by optimizer name (None:
+    the only one): each LR scheduler's ``base_values`` (``param_name`` "lr"), then each optimizer
+    state's ``initial_lr`` per param group (``lr`` where no scheduler moved it).
+
+    Example:
+        >>> saved_base_lrs({"optimizer": {"param_groups": [{"lr": 0.1}]}})[0].owner
+        'optimizer'
+    """
+    found = []
+    for key, state in saved_schedulers(checkpoint).items():
+        if state.get("param_name", "lr") == "lr" and "base_values" in state:
+            group, index = scheduler_place(key)
+            owner = f"param_scheduler{state_place(group, index)}"
+            found.append(SavedLRs(group, "base_values", state["base_values"], owner))
+    saved = checkpoint.get("optimizer") if isinstance(checkpoint, Mapping) else None
+    states = {None: saved} if isinstance(saved, Mapping) and "param_groups" in saved else saved
+    for name, state in states.items() if isinstance(states, Mapping) else ():
+        groups = state.get("param_groups") if isinstance(state, Mapping) else None
+        if not isinstance(groups, list) or not all(isinstance(g, Mapping) for g in groups):
+            continue
+        key = "initial_lr" if all("initial_lr" in g for g in groups) else "lr"
+        if key == "lr" and checkpoint.get("param_schedulers"):
+            continue  # a scheduler moved the LR: its base_values are the base
+        name = None if name is None else str(name)
+        label = "optimizer" if name is None else f"optimizer[{name!r}]"
+        found.append(SavedLRs(name, f"param groups' {key}", [g[key] for g in groups], label))
+    return found
+
+
+EXTRA_GLOBALS = ("mmengine.logging.history_buffer.HistoryBuffer", "builtins.getattr")
+"""What MMEngine's checkpoints pickle beyond the shared loader's own set (tensors, builtin
+containers, numpy arrays and scalars), by name: the message hub's ``HistoryBuffer`` and
+``getattr`` of its statistics methods (:func:`history_buffer_getattr`), resolved only when a file
+is loaded."""
+
+_STATISTICS = ("min", "max", "current", "mean")
+
+
+def history_buffer_getattr(owner: Any, name: str) -> Any:
+    """What ``builtins.getattr`` resolves to in a checkpoint: HistoryBuffer's statistics only
+    (anything else: ``pickle.UnpicklingError``)."""
+    from mmengine.logging.history_buffer import HistoryBuffer
+
+    if owner is HistoryBuffer and name in _STATISTICS:
+        return getattr(HistoryBuffer, name)
+    raise pickle.UnpicklingError(
+        f"refused getattr({owner!r}, {name!r}): checkpoints may only name HistoryBuffer's "
+        f"statistics methods ({', '.join(_STATISTICS)})"
+    )
+
+
+def extra_globals() -> dict[str, Any]:
+    """:data:`EXTRA_GLOBALS` resolved (``"module.name" -> object``; imports MMEngine)."""
+    from mmengine.logging.history_buffer import HistoryBuffer
+
+    return {EXTRA_GLOBALS[0]: HistoryBuffer, EXTRA_GLOBALS[1]: history_buffer_getattr}
+
+
+def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> Any:
+    """A work dir's checkpoint (or a ``load_from`` file), loaded as untrusted data:
+    :func:`budgeted.safety.load_checkpoint` with :data:`EXTRA_GLOBALS` (imports MMEngine and
+    torch).
 
     Raises:
-        UnsafeCheckpointError, DamagedCheckpointError: one line naming the file.
+        UnsafeCheckpointError, DamagedCheckpointError: one line naming the file; nothing ran.
     """
-    from ..mmengine.checkpoint import load_mmengine_checkpoint
-
-    return load_mmengine_checkpoint(path)
+    return safe_load(path, map_location=map_location, extra_globals=extra_globals())
 
 
 _REMOTE = re.compile(r"^[\w.+-]*:(//)?")
@@ -207,15 +258,9 @@ def holds_run(folder: str | os.PathLike[str]) -> bool:
 def check_new_run_folder(
     folder: str | os.PathLike[str], resume: bool, *, key: str = "--work-dir"
 ) -> None:
-    """Refuse to start a new run in a work dir that already holds one (nothing is overwritten).
-
-    Args:
-        folder (str or PathLike): the run's work dir.
-        resume (bool): the run continues the one in ``folder`` (``--resume``): always allowed.
-        key (str): the option naming the work dir (the lines name ``--work-dir``, the only one).
-
-    Raises:
-        ValueError: one line naming the folder, what it holds and the two ways on.
+    """Refuse (one ``ValueError`` line naming ``folder``, what it holds and the two ways on) a
+    new run in a work dir that already holds one; a resumed run (``resume``) may go on there.
+    ``key`` names the option (``--work-dir``, the only one).
 
     Example:
         >>> import tempfile

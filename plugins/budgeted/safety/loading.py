@@ -43,7 +43,8 @@ from ..errors import DamagedCheckpointError, UnsafeCheckpointError
 
 __all__ = [
     "NUMPY_GLOBALS", "PICKLE_ALLOWED", "TORCH_ALLOWED", "DamagedCheckpointError",
-    "RestrictedUnpickler", "UnsafeCheckpointError", "is_zip_checkpoint", "load_checkpoint"
+    "RestrictedUnpickler", "UnsafeCheckpointError", "is_zip_checkpoint", "load_checkpoint",
+    "pickle_globals"
 ]  # fmt: skip
 
 
@@ -189,6 +190,33 @@ def is_zip_checkpoint(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` starts like a zip archive (``torch.save``'s format since torch 1.6)."""
     with open(path, "rb") as f:
         return f.read(4) == _ZIP_MAGIC
+
+
+def pickle_globals(path: str | os.PathLike[str]) -> set[str]:
+    """Every ``module.name`` global the pickle of ``torch.save``'s zip file ``path`` names, read
+    with ``pickletools`` (nothing runs). Not torch's ``get_unsafe_globals_in_checkpoint``: that
+    leaves out what ``torch.serialization.add_safe_globals`` allowed in this process, which is no
+    answer to what the file holds (whose checkpoint it is, say).
+
+    Raises:
+        OSError, zipfile.BadZipFile, StopIteration: the file is no readable torch zip file.
+    """
+    import pickletools
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        name = next(n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "data.pkl")
+        data = archive.read(name)
+    found: set[str] = set()
+    strings: list[str] = []
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "GLOBAL":  # protocol 2, torch.save's default: "module name"
+            found.add(str(arg).replace(" ", "."))
+        elif isinstance(arg, str) and "UNICODE" in op.name:
+            strings.append(arg)
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            found.add(f"{strings[-2]}.{strings[-1]}")
+    return found
 
 
 def _damaged(path: str | os.PathLike[str], reason: Any) -> DamagedCheckpointError:

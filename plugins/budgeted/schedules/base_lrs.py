@@ -33,12 +33,8 @@ from typing import Any, NamedTuple, TypeVar
 from ..errors import BudgetMismatchError
 
 __all__ = [
-    "REL_TOL",
-    "ConfiguredLRs",
-    "base_lr_in_use",
-    "build_without_weights",
-    "check_base_lrs",
-]
+    "REL_TOL", "ConfiguredLRs", "base_lr_in_use", "build_without_weights", "check_base_lrs"
+]  # fmt: skip
 
 T = TypeVar("T")
 

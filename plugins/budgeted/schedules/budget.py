@@ -49,17 +49,10 @@ from .registry import (
 )
 
 __all__ = [
-    "RESUME_POLICIES",
-    "TIME_RESUME_POLICIES",
-    "WARMUP_METHODS",
-    "BudgetMismatchError",
-    "BudgetReplanError",
-    "BudgetSchedule",
-    "check_on_resume",
-    "lr_multiplier",
-    "mismatch",
-    "name_keys",
-]
+    "RESUME_POLICIES", "TIME_RESUME_POLICIES", "WARMUP_METHODS", "BudgetMismatchError",
+    "BudgetReplanError", "BudgetSchedule", "check_on_resume", "lr_multiplier", "mismatch",
+    "name_keys"
+]  # fmt: skip
 
 RESUME_POLICIES = ("refuse", "replan", "branch")
 """What a resume does when the checkpoint's budget differs from the configured one

@@ -53,12 +53,8 @@ from .state import ELAPSED, check_state, plain_value
 from .units import whole_number
 
 __all__ = [
-    "DECAYED_PROGRESS",
-    "TimeBudget",
-    "TimeBudgetReached",
-    "TrainingClock",
-    "parse_duration",
-]
+    "DECAYED_PROGRESS", "TimeBudget", "TimeBudgetReached", "TrainingClock", "parse_duration"
+]  # fmt: skip
 
 DECAYED_PROGRESS = 0.9
 """A time-budget run whose last iteration trained at less progress through the decay than this

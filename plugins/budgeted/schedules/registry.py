@@ -31,25 +31,11 @@ from typing import Any
 from ..runs.records import shown
 
 __all__ = [
-    "PARAM_RULES",
-    "Rule",
-    "ScheduleFn",
-    "ScheduleInfo",
-    "StepRule",
-    "arm_text",
-    "check_params",
-    "full_params",
-    "get_schedule",
-    "is_finite_number",
-    "on_schedule_registered",
-    "parse_arm",
-    "plain_number",
-    "register_schedule",
-    "same_params",
-    "schedule_info",
-    "schedule_names",
-    "schedule_params",
-]
+    "PARAM_RULES", "Rule", "ScheduleFn", "ScheduleInfo", "StepRule", "arm_text", "check_params",
+    "full_params", "get_schedule", "is_finite_number", "on_schedule_registered", "parse_arm",
+    "plain_number", "register_schedule", "same_params", "schedule_info", "schedule_names",
+    "schedule_params"
+]  # fmt: skip
 
 ScheduleFn = Callable[..., float]
 """A schedule: ``fn(p, **params) -> multiplier``."""

@@ -28,14 +28,8 @@ from ..errors import BudgetResumeError
 from .registry import Rule, is_finite_number
 
 __all__ = [
-    "ELAPSED",
-    "FACTOR",
-    "STATE_FIX",
-    "STEPS",
-    "base_values",
-    "check_state",
-    "plain_value",
-]
+    "ELAPSED", "FACTOR", "STATE_FIX", "STEPS", "base_values", "check_state", "plain_value"
+]  # fmt: skip
 
 STATE_FIX = "resume from another checkpoint, or start a new run from its weights"
 """What to do about a state that breaks a rule (the checkpoint was edited or damaged)."""

@@ -40,41 +40,13 @@ from .plots import MARKED_PLOT_FORMATS, PLOT_ENDINGS, PLOT_MARK, plot_files, wri
 from .tables import COMPARISONS, CSV_HEADER, best_progress, markdown, write_csv
 
 __all__ = [
-    "CELL_FILE",
-    "COMPARISONS",
-    "CSV_HEADER",
-    "MARKED_PLOT_FORMATS",
-    "METRICS",
-    "PLOT_ENDINGS",
-    "PLOT_MARK",
-    "RUNS_MODULES",
-    "SWEEP_FILE",
-    "Cell",
-    "CellKey",
-    "Final",
-    "Group",
-    "ReportError",
-    "Sweep",
-    "best_progress",
-    "cell_name",
-    "check_outputs",
-    "divergence",
-    "family_label",
-    "family_of",
-    "group_sweeps",
-    "holds_run",
-    "load_sweep",
-    "main",
-    "markdown",
-    "number_text",
-    "plot_files",
-    "read_final",
-    "read_record",
-    "run_status",
-    "runs_module",
-    "write_csv",
-    "written_by_report",
-]
+    "CELL_FILE", "COMPARISONS", "CSV_HEADER", "MARKED_PLOT_FORMATS", "METRICS", "PLOT_ENDINGS",
+    "PLOT_MARK", "RUNS_MODULES", "SWEEP_FILE", "Cell", "CellKey", "Final", "Group",
+    "ReportError", "Sweep", "best_progress", "cell_name", "check_outputs", "divergence",
+    "family_label", "family_of", "group_sweeps", "holds_run", "load_sweep", "main", "markdown",
+    "number_text", "plot_files", "read_final", "read_record", "run_status", "runs_module",
+    "write_csv", "written_by_report"
+]  # fmt: skip
 
 RUNS_MODULES = {
     "detectron2": "budgeted.runs.detectron2",

@@ -78,9 +78,15 @@ def build_parser() -> Any:
         help="a shipped script family: pytorch (with "
         "--task digits or mnist5k); or leave out and give --config / --script",
     )
-    add_own_arguments(parser)
+    add_own_arguments(
+        parser,
+        status="print the search folder OUT's answer so far (its spend, "
+        "trend, choice and runner-up) and run nothing; takes no other argument",
+    )
     add_options(parser, SEARCH_OPTIONS)
-    add_options(parser, [o for o in GRID_ARGUMENTS if o[0] in SHARED])
+    out_help = "search folder (default: output/search/<your file's name, or pytorch_TASK>)"
+    add_options(parser, [(k, {**o, "help": out_help} if k == "--out" else o)
+                         for k, o in GRID_ARGUMENTS if k in SHARED])  # fmt: skip
     add_slurm_arguments(parser)
     parser.set_defaults(toy=False, data=None, lrs=None, seeds=None, lrs_for=None,
                         validate_every=None, evaluate_from=None, keep_going=True)  # fmt: skip
@@ -91,6 +97,8 @@ def _experiment(parser: Any, args: argparse.Namespace) -> None:
     """The family of the experiment: one's own, or a shipped script family as the own script it
     is (so that every budget fraction is a cell of it)."""
     if args.config is not None or args.script is not None:
+        if args.out is None:  # beside, never inside, a sweep of the same file
+            args.out = Path("output/search") / Path(args.config or args.script).stem
         own_experiment(parser, args)
         return
     shipped_family(parser, args, script=True)

@@ -140,9 +140,16 @@ GRID_ARGUMENTS: tuple[Option, ...] = (
 """The sweep's grid and run options (``budgeted-branch`` takes some of them)."""
 
 
-def add_own_arguments(parser: argparse.ArgumentParser, script: bool = True) -> None:
+STATUS_HELP = ("print where each cell of the sweep folder OUT stands (done, running, queued, ...: "
+               "docs/sweeps.md) and run nothing; takes no other argument")  # fmt: skip
+"""The sweep's ``--status``; a tool that prints more passes its own."""
+
+
+def add_own_arguments(
+    parser: argparse.ArgumentParser, script: bool = True, status: str = STATUS_HELP
+) -> None:
     """The options of the user's own experiment (:data:`OWN_ARGUMENTS`) and ``--status``
-    (``script``: whether ``--script`` is offered)."""
+    (``script``: whether ``--script`` is offered; ``status``: its help)."""
     own = parser.add_argument_group(
         "your own experiment", "every cell trains your config or script at its budget and "
         "schedule (docs/sweeps.md, 'Sweep your own config')",
@@ -150,11 +157,7 @@ def add_own_arguments(parser: argparse.ArgumentParser, script: bool = True) -> N
     add_options(own, OWN_ARGUMENTS, skip=() if script else ("--script",))
     if not script:
         parser.set_defaults(script=None)
-    parser.add_argument(
-        "--status", type=Path, metavar="OUT",
-        help="print where each cell of the sweep folder OUT stands (done, running, queued, ...: "
-        "docs/sweeps.md) and run nothing; takes no other argument",
-    )  # fmt: skip
+    parser.add_argument("--status", type=Path, metavar="OUT", help=status)
 
 
 def build_parser() -> _Parser:

@@ -48,20 +48,10 @@ from .records import (
 from .warm import ForkedProcess, fork_cell
 
 __all__ = [
-    "ENDED",
-    "Interrupted",
-    "RunningCell",
-    "SignalForwarder",
-    "check_writable",
-    "ended_status",
-    "finish_cell",
-    "finish_stopped",
-    "save_sweep",
-    "skip_text",
-    "start_cell",
-    "sweep_lock",
-    "try_status",
-]
+    "ENDED", "Interrupted", "RunningCell", "SignalForwarder", "check_writable", "ended_status",
+    "finish_cell", "finish_stopped", "save_sweep", "skip_text", "start_cell", "sweep_lock",
+    "try_status"
+]  # fmt: skip
 
 
 def utc_now() -> str:
