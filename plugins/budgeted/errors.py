@@ -32,6 +32,7 @@ __all__ = [
     "BudgetReplanError",
     "BudgetResumeError",
     "DamagedCheckpointError",
+    "DiskFull",
     "Diverged",
     "FolderBusyError",
     "RecordError",
@@ -115,6 +116,10 @@ class RunStopped(SystemExit):
 
     def __str__(self) -> str:
         return self.message
+
+
+class DiskFull(RunStopped):
+    """No space left on the device of the run folder (exit status 1)."""
 
 
 class Diverged(RunStopped):

@@ -184,7 +184,23 @@ def tables(rows: list[dict[str, Any]]) -> str:
                 else:
                     best.append("-")
             lines += ["| grid best (3 seeds) | " + " | ".join(best) + " |", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + summary(rows, methods))
+
+
+def summary(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:
+    """One row per method over every set, task and target: the mean regret [min, max], how many
+    searches came within one std of the grid's best (its seed spread), the mean spend."""
+    lines = [f"**Every set, task and target ({len(rows) // len(methods)} searches a method)**", "",
+             "| method | regret: mean [min, max] | within the grid best's std | spent |",
+             "| --- | --- | --- | --- |"]  # fmt: skip
+    for method in methods:
+        group = [r for r in rows if r["method"] == method]
+        regrets = [float(r["regret"]) for r in group]
+        within = sum(float(r["regret"]) <= float(r["best_std"]) for r in group)
+        spent = statistics.mean(float(r["spent_runs"]) for r in group)
+        span = f"{statistics.mean(regrets):+.2f} [{min(regrets):+.2f}, {max(regrets):+.2f}]"
+        lines.append(f"| {method} | {span} | {within} of {len(group)} | {spent:.2f}x |")
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ import os
 import re
 from typing import Any
 
+import torch
 from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.engine import HookBase
 from detectron2.utils import comm
@@ -24,7 +25,6 @@ from ..runs.detectron2 import resume_checkpoint
 from ..safety import (
     DamagedCheckpointError,
     UnsafeCheckpointError,
-    atomic_save,
     atomic_write_text,
     checkpoint_iterations,
     is_zip_checkpoint,
@@ -32,6 +32,7 @@ from ..safety import (
     newest_intact_checkpoint,
 )
 from ..safety.loading import pickle_globals
+from ..safety.writing import save_and_point
 from .compat import reads_files_with, replace_checkpointer, trainer_hooks
 from .stops import disk_full, is_disk_full
 
@@ -277,9 +278,14 @@ class SafeCheckpointer(DetectionCheckpointer):
             raise ValueError(f"checkpoint name {name!r} is invalid; allowed: a file name")
         self.logger.info("Saving checkpoint to %s", save_file)
         os.makedirs(self.save_dir, exist_ok=True)
+
+        def write(tmp: str) -> None:  # through a file object: a full disk is an OSError
+            with open(tmp, "wb") as f:
+                torch.save(data, f)
+
+        pointer = os.path.join(self.save_dir, "last_checkpoint")
         try:
-            atomic_save(data, save_file)
-            self.tag_last_checkpoint(basename)
+            save_and_point(write, save_file, pointer, basename)
         except (OSError, RuntimeError) as err:
             if not is_disk_full(err):
                 raise

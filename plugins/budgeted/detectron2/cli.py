@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import logging
 import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,15 +19,15 @@ from detectron2.config import CfgNode
 from detectron2.engine import default_argument_parser
 from detectron2.utils import comm
 
+from ..control.tool import ToolRun, ToolWords
 from ..safety import DamagedCheckpointError, UnsafeCheckpointError
-from ..safety.preemption import Preempted, PreemptionGuard, active_guard
 from ..schedules.clock import TimeBudgetReached
 from .compat import last_eval_results
 from .launcher import launch
 from .preflight import ToolConfig, check_checkpoint_files, claim, preflight, setup, start_worker
 from .preflight import evaluate as evaluate_with
 from .solver import BudgetConfigError
-from .stops import RunStopped, as_stop, stop_line
+from .stops import as_stop
 from .time_budget import undecayed_stop
 from .trainer import BudgetTrainer
 
@@ -36,6 +35,9 @@ __all__ = [
     "argument_parser", "check_checkpoint_files", "evaluate", "launch_checked", "main",
     "parse_args", "preflight", "run", "setup", "train"
 ]  # fmt: skip
+
+REFUSED_IN_TRAINING = (BudgetConfigError, UnsafeCheckpointError, DamagedCheckpointError)
+"""What a worker refuses in one line once training began (one worker: this process)."""
 
 EPILOG = """
 Examples:
@@ -110,46 +112,20 @@ def launch_checked(
     main: Callable[[argparse.Namespace], Any],
 ) -> Any:
     """Run ``preflight(args)`` here, then ``main(args)`` in this process (one worker) or on every
-    worker; a bad config, dataset or budget exits with one line ``prog: <what is wrong>``.
+    worker (:class:`~budgeted.control.tool.ToolRun`); a bad config, dataset or budget exits with
+    one line ``prog: <what is wrong>``.
     """
-    with contextlib.ExitStack() as stack:
-        # from here on SIGTERM / SIGUSR1 only set a flag: a preemption before training stops
-        # the run cleanly (exit status 75), during training after the current iteration
-        guard = active_guard() or stack.enter_context(PreemptionGuard())
-        try:
-            preflight(args)
-            if not guard.requested:
-                _claim_output_dir(args, stack)
-        except RunStopped as stop:  # finished: nothing to do
-            print(stop_line(prog, stop), file=sys.stderr, flush=True)
-            raise
-        except (ValueError, FileNotFoundError) as err:
-            sys.exit(f"{prog}: {err}")
-        if guard.requested:
-            message = (
-                f"{prog}: preempted by {guard.signal_name} before training started: nothing to "
-                "save; run the same command again"
-            )
-            print(message, file=sys.stderr, flush=True)
-            raise Preempted(message, guard.signum)
+
+    def train(_: Any) -> Any:
         if args.num_gpus * args.num_machines == 1:
-            try:
-                return main(args)
-            except (BudgetConfigError, UnsafeCheckpointError, DamagedCheckpointError) as err:
-                sys.exit(f"{prog}: {err}")
-            except RunStopped as stop:  # diverged, undecayed, a full disk: the line, the status
-                print(stop_line(prog, stop), file=sys.stderr, flush=True)
-                raise
-        launch(
-            main,
-            args.num_gpus,
-            num_machines=args.num_machines,
-            machine_rank=args.machine_rank,
-            dist_url=args.dist_url,
-            args=(args,),
-            prog=prog,
-        )
-    return None
+            return main(args)
+        launch(main, args.num_gpus, num_machines=args.num_machines, machine_rank=args.machine_rank,
+               dist_url=args.dist_url, args=(args,), prog=prog)  # fmt: skip
+        return None
+
+    return ToolRun(ToolWords(prog), failed=REFUSED_IN_TRAINING).run(
+        lambda: preflight(args), lambda _, stack: _claim_output_dir(args, stack), train
+    )
 
 
 def _claim_output_dir(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:

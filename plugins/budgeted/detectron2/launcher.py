@@ -27,6 +27,7 @@ from detectron2.engine.launch import DEFAULT_TIMEOUT
 from detectron2.utils import comm
 from torch.multiprocessing.spawn import ProcessException, ProcessRaisedException
 
+from ..control.tool import WorkerExits
 from ..safety.preemption import (
     PREEMPTED_EXIT_CODE,
     Preempted,
@@ -38,11 +39,20 @@ from .compat import set_local_process_group
 
 __all__ = ["FAILURE_GRACE_S", "PREEMPTION_GRACE_S", "launch"]
 
+_TAIL = "; the other workers were stopped; resume from the last checkpoint with --resume"
 PREEMPTED_SIGNAL_FALLBACK = 15  # SIGTERM: what a worker stopped by a preemption got at least
 
 PREEMPTION_GRACE_S = 120.0
 """After one worker stopped for a preemption, how long the others have to stop by themselves
 before they are terminated (they passed the same barrier, so they normally need a moment)."""
+
+EXITS = WorkerExits(
+    killed="worker {worker} of {n} was killed by {signal}" + _TAIL,
+    exited="worker {worker} of {n} exited with status {code}" + _TAIL,
+    status=1,
+)
+RAISED = "worker {worker} of {n} failed (its traceback is above)" + _TAIL
+"""The lines for the worker that failed: killed, exited, raised (its traceback printed)."""
 
 FAILURE_GRACE_S = 10.0
 """After a worker failed, how long the others have to end by themselves (their next collective
@@ -166,20 +176,13 @@ def _after_failure(
     failed = next((i for i, c in enumerate(codes) if c not in clean), err.error_index)
     if codes[err.error_index] not in clean:
         failed = err.error_index
-    code = codes[failed]
-    what = f"exited with status {code}"
-    if code is not None and code < 0:
-        what = f"was killed by {signal_name(-code)}"
-    elif isinstance(err, ProcessRaisedException) and failed == err.error_index:
+    line, status = EXITS.line(codes[failed], worker=failed, n=len(codes))
+    raised = isinstance(err, ProcessRaisedException) and failed == err.error_index
+    if raised and not (codes[failed] or 0) < 0:
         print(err.msg, file=sys.stderr, end="", flush=True)  # the worker's own traceback
-        what = "failed (its traceback is above)"
-    print(
-        f"{prog}: worker {failed} of {len(codes)} {what}; the other workers were stopped; "
-        "resume from the last checkpoint with --resume",
-        file=sys.stderr,
-        flush=True,
-    )
-    raise SystemExit(1)
+        line = RAISED.format(worker=failed, n=len(codes))
+    print(f"{prog}: {line}", file=sys.stderr, flush=True)
+    raise SystemExit(status)
 
 
 def _preempted(prog: str, guard: PreemptionGuard, codes: list[int | None]) -> None:

@@ -272,7 +272,7 @@ class LazyConfigTool(ToolConfig):
     output_key = "train.output_dir"
     weights_key = "train.init_checkpoint"
 
-    def load(self, args: argparse.Namespace) -> tuple[Any, list[str]]:
+    def read(self, args: argparse.Namespace) -> tuple[Any, list[str]]:
         return _load(args)
 
     def output_dir(self, cfg: Any) -> str:

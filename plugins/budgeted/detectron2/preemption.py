@@ -22,6 +22,7 @@ from detectron2.engine import HookBase, hooks
 from detectron2.utils import comm
 from detectron2.utils.events import CommonMetricPrinter
 
+from ..control.stops import preempted_after
 from ..safety.preemption import Preempted, PreemptionGuard, PreemptionPolicy, signal_name
 from .compat import forget_last_write, trainer_hooks, writers_of
 
@@ -61,19 +62,20 @@ class PreemptionHook(HookBase):
 
     def after_step(self) -> None:
         it, total = self.trainer.iter, self.trainer.max_iter
-        signum = self._policy.stop_after(it + 1, total) if self._policy is not None else 0
-        if not signum:
-            return
-        name = f"model_{it:07d}"
+        stop = preempted_after(self._policy, it + 1, total, self._save, comm.synchronize)
+        if stop is not None:
+            self._raise(
+                f"{self.prog}: preempted by {signal_name(stop[0])} at iteration {it + 1}/{total}: "
+                f"checkpoint {stop[1]}; {self.resume_hint}",
+                stop[0],
+            )
+
+    def _save(self, trained: int) -> str:
+        """``model_{iteration:07d}.pth`` of the last iteration trained, by the main worker."""
+        name = f"model_{trained - 1:07d}"
         if comm.is_main_process():
-            self.checkpointer.save(name, iteration=it)
-        comm.synchronize()  # the checkpoint is complete before any worker stops
-        path = os.path.join(self.checkpointer.save_dir, f"{name}.pth")
-        self._raise(
-            f"{self.prog}: preempted by {signal_name(signum)} at iteration {it + 1}/{total}: "
-            f"checkpoint {path}; {self.resume_hint}",
-            signum,
-        )
+            self.checkpointer.save(name, iteration=trained - 1)
+        return os.path.join(self.checkpointer.save_dir, f"{name}.pth")
 
     def after_train(self) -> None:
         cost = self._policy.end() if self._policy is not None else None

@@ -25,6 +25,8 @@ from detectron2.utils import comm
 
 from ..config_files import find_config
 from ..control.folder import OutputFolder
+from ..control.preflight import Tool
+from ..control.preflight import preflight as run_checks
 from ..control.resume import ResumeCheck, configured_lrs
 from ..errors import BudgetResumeError
 from ..runs import detectron2 as accessor
@@ -62,20 +64,56 @@ __all__ = [
 logger = logging.getLogger("detectron2")
 
 
-class ToolConfig:
+class ToolConfig(Tool):
     """How ``tools/train_net.py`` reads its (yaml) config: all that :func:`preflight`,
     :func:`start_worker` and :func:`evaluate` ask of a tool's config; ``trainer`` builds and tests
-    the model (``--eval-only``)."""
+    the model (``--eval-only``). Its checks, in :attr:`ORDER`: the workers and datasets, the
+    output folder writable, then when training the budget, no other run there, none in use and a
+    non-empty training set; the file to load and, resumed, not finished."""
 
+    ORDER = ("inputs", "writable", "budget", "new_run", "in_use", "train_set", "file")
     output_key = "OUTPUT_DIR"
     weights_key = "MODEL.WEIGHTS"
 
     def __init__(self, trainer: type = DefaultTrainer) -> None:
         self.trainer = trainer
 
-    def load(self, args: argparse.Namespace) -> tuple[Any, list[str]]:
+    def read(self, args: argparse.Namespace) -> tuple[Any, list[str]]:
         """The config of ``args``, and lines for the log of what the options changed."""
         return setup(args), []
+
+    def load(self, args: argparse.Namespace) -> Any:
+        return self.read(args)[0]
+
+    def folder(self, cfg: Any) -> OutputFolder:
+        return output_folder(self.output_dir(cfg), self.output_key)
+
+    def inputs(self, cfg: Any, args: argparse.Namespace) -> None:
+        check_workers(args)
+        train_sets = self.datasets(cfg, train=True) if self.training(args) else []
+        check_datasets(train_sets + self.datasets(cfg, train=False))
+
+    def budget(self, cfg: Any, args: argparse.Namespace) -> None:
+        if self.training(args):
+            self.check_budget(cfg, check_workers(args))
+
+    def train_set(self, cfg: Any, args: argparse.Namespace) -> None:
+        if self.training(args):
+            check_not_empty(self.datasets(cfg, train=True), lambda: self.load_train_set(cfg))
+
+    def file(self, cfg: Any, args: argparse.Namespace) -> None:
+        world_size, folder = check_workers(args), self.output_dir(cfg)
+        checkpoint = check_checkpoint_files(
+            args,
+            folder,
+            self.weights(cfg),
+            weights_key=self.weights_key,
+            check_resumed=lambda checkpoint: self.check_resume(cfg, world_size, checkpoint),
+            base_lrs=lambda: self.base_lrs(cfg, world_size),
+        )
+        if args.resume and not args.resume_from and self.training(args):
+            check_finished(checkpoint, folder=folder, **self.finished(cfg, world_size))
+        args.output_dir, args.output_key = folder, self.output_key
 
     def output_dir(self, cfg: Any) -> str:
         return cfg.OUTPUT_DIR
@@ -121,41 +159,16 @@ class ToolConfig:
 
 def preflight(args: argparse.Namespace, tool: ToolConfig | None = None) -> Any:
     """All checks of a run of ``tool`` (default: ``tools/train_net.py``'s yaml), in the launching
-    process (see the module); raises one-line ``ValueError``s. Nothing is written before these
-    pass. Returns the config, as :meth:`ToolConfig.load` gives it."""
-    tool = tool or ToolConfig()
-    cfg = tool.load(args)[0]
-    world_size = check_workers(args)
-    training = not args.eval_only
-    folder, key = tool.output_dir(cfg), tool.output_key
-    train_sets = tool.datasets(cfg, train=True) if training else []
-    check_datasets(train_sets + tool.datasets(cfg, train=False))
-    output = output_folder(folder, key)
-    output.check_writable()
-    if training:
-        tool.check_budget(cfg, world_size)
-        output.check_new_run(args.resume or bool(args.resume_from))
-        output.check_not_in_use()
-        check_not_empty(train_sets, lambda: tool.load_train_set(cfg))
-    checkpoint = check_checkpoint_files(
-        args,
-        folder,
-        tool.weights(cfg),
-        weights_key=tool.weights_key,
-        check_resumed=lambda checkpoint: tool.check_resume(cfg, world_size, checkpoint),
-        base_lrs=lambda: tool.base_lrs(cfg, world_size),
-    )
-    if args.resume and not args.resume_from and training:
-        check_finished(checkpoint, folder=folder, **tool.finished(cfg, world_size))
-    args.output_dir, args.output_key = folder, key
-    return cfg
+    process (:func:`budgeted.control.preflight.preflight`, in :attr:`ToolConfig.ORDER`); raises
+    one-line ``ValueError``s. Nothing is written before these pass. Returns the config."""
+    return run_checks(tool or ToolConfig(), args)
 
 
 def start_worker(args: argparse.Namespace, tool: ToolConfig) -> Any:
     """One worker's start: the config of ``args``, Detectron2's ``default_setup`` (logs, the
     config kept, an ``--eval-only`` keeping a training run's config), the temporaries
     :func:`claim` removed and the options' lines logged. Returns the config."""
-    cfg, lines = tool.load(args)
+    cfg, lines = tool.read(args)
     folder = tool.output_dir(cfg)
     with run_config_kept(folder, args.eval_only and comm.is_main_process()):
         default_setup(cfg, args)

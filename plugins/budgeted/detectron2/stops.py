@@ -11,18 +11,16 @@ exits with its status. The check of a resumed checkpoint's position is here too 
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 from typing import Any, ClassVar
 
 import torch
 from detectron2.engine import hooks
 
-from ..errors import Diverged, RunStopped, Undecayed
+from ..control import stops
+from ..control.stops import is_disk_full
+from ..errors import DiskFull, Diverged, RunStopped, Undecayed
 from ..runs.detectron2 import final_metrics, saved_schedulers
-from ..safety import newest_intact_checkpoint
-from ..schedules.base_lrs import base_lr_in_use
 from .compat import trainer_hooks
 
 __all__ = [
@@ -33,10 +31,6 @@ __all__ = [
 logger = logging.getLogger("detectron2.budgeted")
 
 CHECKPOINTS = "model_*.pth"
-
-
-class DiskFull(RunStopped):
-    """No space left on the device of the run folder (exit status 1)."""
 
 
 class Finished(RunStopped):
@@ -53,30 +47,20 @@ RESULT_HOOKS = (hooks.PeriodicCheckpointer, hooks.EvalHook)
 
 
 def non_finite_kind(err: BaseException, model: torch.nn.Module) -> str:
-    """``"nan"`` or ``"inf"``: what a diverged run's weights (else its logged losses) hold.
+    """``"nan"`` or ``"inf"``: what a diverged run's weights (else its logged losses) hold
+    (:func:`budgeted.control.stops.non_finite_kind`).
 
     Example:
         >>> non_finite_kind(FloatingPointError("loss_dict = {'loss_cls': inf}"),
         ...                 torch.nn.Linear(1, 1))
         'inf'
     """
-    for param in model.parameters():
-        if torch.isnan(param).any():
-            return "nan"
-        if torch.isinf(param).any():
-            return "inf"
-    losses = str(err).split("loss_dict", 1)[-1].lower()
-    return "inf" if "inf" in losses and "nan" not in losses else "nan"
+    return stops.non_finite_kind(model.parameters(), str(err))
 
 
 def base_lr(optimizer: torch.optim.Optimizer, scheduler: Any = None) -> float:
-    """The base LR in use: the LR scheduler's ``base_lrs`` (what it multiplies: a resumed
-    checkpoint's), else the param groups' ``initial_lr``; the largest, or the first that is not
-    finite (:func:`~budgeted.schedules.base_lrs.base_lr_in_use`)."""
-    values = getattr(scheduler, "base_lrs", None)
-    if not isinstance(values, (list, tuple)) or not values:
-        values = [g.get("initial_lr", g["lr"]) for g in optimizer.param_groups]
-    found = base_lr_in_use(values)
+    """The base LR in use (:func:`budgeted.control.stops.base_lr_of`), else the first group's."""
+    found = stops.base_lr_of(getattr(scheduler, "base_lrs", None), optimizer.param_groups)
     return float(optimizer.param_groups[0]["lr"]) if found is None else found
 
 
@@ -115,11 +99,12 @@ class StopsInOneLine:
         try:
             super().run_step()  # type: ignore[misc]
         except FloatingPointError as err:
-            self.stopped = Diverged(
-                f"diverged: the loss is {non_finite_kind(err, self.model)} at iteration "  # type: ignore[attr-defined]
-                f"{self.iter + 1} (base LR {base_lr(self.optimizer, _scheduler_of(self)):g}); "  # type: ignore[attr-defined]
+            self.stopped = stops.diverged(
+                non_finite_kind(err, self.model),  # type: ignore[attr-defined]
+                self.iter + 1,  # type: ignore[attr-defined]
+                base_lr(self.optimizer, _scheduler_of(self)),  # type: ignore[attr-defined]
                 "the weights are not a result: no final checkpoint or evaluation was made; "
-                f"{self.DIVERGED_ADVICE}"
+                f"{self.DIVERGED_ADVICE}",
             )
             logger.error(self.stopped.message)
             raise self.stopped from None
@@ -144,51 +129,10 @@ class StopsInOneLine:
 # --- a full disk ----------------------------------------------------------------------------
 
 
-def is_disk_full(err: BaseException) -> bool:
-    """Whether ``err`` (or an exception it was raised from) is "no space left on device":
-    ``OSError`` ENOSPC, or torch's ``RuntimeError`` from a write that hit it.
-
-    Example:
-        >>> is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
-        True
-    """
-    seen: BaseException | None = err
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if "No space left on device" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def mount_point(path: str) -> str:
-    """The mount point of the file system ``path`` (or its nearest existing folder) is on."""
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        path = os.path.dirname(path)
-    device = os.stat(path).st_dev
-    while path != os.path.dirname(path) and os.stat(os.path.dirname(path)).st_dev == device:
-        path = os.path.dirname(path)
-    return path
-
-
 def disk_full(path: str, folder: str, *, resume: str = "--resume") -> DiskFull:
     """The one line for a write of ``path`` that found no space left, with the newest intact
-    checkpoint of run ``folder`` named
-    (:func:`budgeted.safety.newest_intact_checkpoint`).
-    """
-    intact = newest_intact_checkpoint(folder, CHECKPOINTS, exclude=[path])
-    last = (
-        f"the last intact checkpoint is {os.fspath(intact)!r}"
-        if intact is not None
-        else f"there is no intact checkpoint in {folder!r} yet"
-    )
-    device = mount_point(path)
-    return DiskFull(
-        f"no space left on {device} while writing {path}; {last}: free space on {device} (or set "
-        f"another output folder), then resume with {resume}"
-    )
+    checkpoint of run ``folder`` named (:func:`budgeted.control.stops.disk_full`)."""
+    return stops.disk_full(path, folder, CHECKPOINTS, resume=resume)
 
 
 def stop_line(prog: str, stop: RunStopped) -> str:
@@ -197,14 +141,8 @@ def stop_line(prog: str, stop: RunStopped) -> str:
 
 
 def as_stop(err: BaseException, folder: str | None) -> RunStopped | None:
-    """``err`` as a one-line stop: itself if it is one, a :func:`disk_full` for an error of a full
-    disk (the file from the error, else ``folder``); None otherwise."""
-    if isinstance(err, RunStopped):
-        return err
-    if folder and is_disk_full(err):
-        filename = getattr(err, "filename", None)
-        return disk_full(os.fspath(filename) if filename else folder, folder)
-    return None
+    """``err`` as a one-line stop (:func:`budgeted.control.stops.as_stop`), else None."""
+    return stops.as_stop(err, folder, CHECKPOINTS)
 
 
 def check_position(checkpoint: Any, path: str, *, what: str, weights_hint: str) -> None:

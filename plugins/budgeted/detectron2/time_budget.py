@@ -20,6 +20,7 @@ from detectron2.engine import HookBase
 from detectron2.utils import comm
 
 from ..control.plan import check_one_budget
+from ..control.stops import Deadline
 from ..errors import BudgetConfigError, BudgetResumeError
 from ..pytorch import BudgetTimeLR
 from ..safety.ranks import broadcast_from_rank0
@@ -143,21 +144,28 @@ class TimeBudgetHook(HookBase):
                 finally:
                     trainer.iter = trained
             comm.synchronize()
-        seconds = sched.clock.elapsed
-        message = (
-            f"{self.prog}: time budget of {sched.budget.seconds:g} s reached after {trained} "
-            f"iterations ({seconds:.1f} s of training, last LR multiplier "
-            f"{sched.last_trained_factor:.4g}); final evaluation follows"
+        message = f"{self.prog}: " + Deadline(sched.budget.seconds, sched.clock).reached_line(
+            trained,
+            sched.clock.elapsed,
+            f", last LR multiplier {sched.last_trained_factor:.4g}",
+            "final evaluation follows",
         )
-        if sched.clock.syncs:
-            message += (
-                f"; clock shared {sched.clock.syncs} times, "
-                f"{1e6 * sched.clock.sync_seconds / sched.clock.syncs:.0f} us each"
-            )
         if comm.is_main_process():
             logger.info(message)
             print(message, file=sys.stderr, flush=True)
         raise TimeBudgetReached(message)
+
+
+UNDECAYED_WORDS = {
+    "capped": "SOLVER.MAX_ITER={max_iter} ended training before the deadline ({elapsed:.1f} of "
+    "{seconds:g} s trained): raise SOLVER.MAX_ITER, which only caps a time budget",
+    "warmup": "the deadline came inside the warmup: shorten SOLVER.WARMUP_ITERS ({warmup_iters}) "
+    "or raise the budget",
+    "few": "the deadline came after {trained} iterations of {average:.3g} s on average, too few "
+    "for the schedule to decay: raise the budget or shorten the iterations",
+    "tail": "the model was saved and evaluated as usual",
+}
+"""The causes of an end before the schedule decayed (:meth:`Deadline.undecayed`)."""
 
 
 def undecayed_stop(scheduler: Any, max_iter: int) -> Undecayed | None:
@@ -166,27 +174,15 @@ def undecayed_stop(scheduler: Any, max_iter: int) -> Undecayed | None:
     if not isinstance(scheduler, BudgetTimeLR) or scheduler.last_trained_elapsed is None:
         return None
     last = scheduler.last_epoch - 1  # the last iteration trained
-    budget, elapsed = scheduler.budget, scheduler.clock.elapsed
+    budget = scheduler.budget
     shortfall = budget.shortfall(last, scheduler.last_trained_elapsed) if last >= 0 else None
-    if shortfall is None:
-        return None
-    if not scheduler.done():
-        cause = (
-            f"SOLVER.MAX_ITER={max_iter} ended training before the deadline ({elapsed:.1f} of "
-            f"{budget.seconds:g} s trained): raise SOLVER.MAX_ITER, which only caps a time budget"
-        )
-    elif last < budget.warmup_iters:
-        cause = (
-            f"the deadline came inside the warmup: shorten SOLVER.WARMUP_ITERS "
-            f"({budget.warmup_iters}) or raise the budget"
-        )
-    else:
-        cause = (
-            f"the deadline came after {last + 1} iterations of {elapsed / (last + 1):.3g} s on "
-            "average, too few for the schedule to decay: raise the budget or shorten the "
-            "iterations"
-        )
-    return Undecayed(
-        f"time budget of {budget.seconds:g} s ended before the schedule decayed: {shortfall}; "
-        f"{cause}; the model was saved and evaluated as usual"
+    line = Deadline(budget.seconds, scheduler.clock).undecayed(
+        shortfall,
+        last + 1,
+        UNDECAYED_WORDS,
+        capped=not scheduler.done(),
+        warmup=last < budget.warmup_iters,
+        max_iter=max_iter,
+        warmup_iters=budget.warmup_iters,
     )
+    return None if line is None else Undecayed(line)

@@ -21,7 +21,6 @@ import contextlib
 import importlib
 import math
 import os
-import sys
 import warnings
 from collections.abc import Sequence
 from typing import NoReturn
@@ -30,7 +29,7 @@ import torch.distributed as dist
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
-from ..control.folder import OutputFolder
+from ..control.tool import ToolRun, ToolWords
 from ..safety.preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionGuard
 from ..safety.ranks import agree_max
 from ..schedules import BudgetMismatchError, schedule_names
@@ -260,12 +259,41 @@ def _init_distributed(launcher: str, cfg: Config) -> None:
         init_dist(launcher, **dict((cfg.get("env_cfg") or {}).get("dist_cfg") or {}))
 
 
-def _claim_work_dir(work_dir: OutputFolder) -> str | None:
-    """Rank 0 locks the work dir and removes what killed checkpoint writes left there (the line
-    saying so); every rank refuses together if it could not."""
+def _claim_work_dir(cfg: Config, stack: contextlib.ExitStack) -> str | None:
+    """The process group started; rank 0 locks the work dir (released by ``stack``) and removes
+    what killed checkpoint writes left there (the line saying so, logged by the runner); every
+    rank refuses together if it could not."""
+    _init_distributed(cfg.launcher, cfg)
+    work_dir = output_folder(cfg.work_dir)
     if not (dist.is_available() and dist.is_initialized()):
-        return work_dir.removed_line(work_dir.claim())
-    return work_dir.removed_line(work_dir.claim(here=dist.get_rank() == 0, agree=agree_max))
+        removed = work_dir.claim()
+    else:
+        removed = work_dir.claim(here=dist.get_rank() == 0, agree=agree_max)
+    stack.callback(work_dir.release)
+    return work_dir.removed_line(removed)
+
+
+WORDS = ToolWords(
+    PROG,
+    refusal_status=2,
+    error_prefix="error: ",
+    preempted_early="preempted by {signal} before training started: nothing written; exit status "
+    f"{PREEMPTED_EXIT_CODE}, run the same command again",
+    stops_said=True,
+)
+"""How ``train_seg`` says what ended its run (:class:`~budgeted.control.tool.ToolRun`)."""
+
+
+def _tool_run(guard: PreemptionGuard | None = None) -> ToolRun:
+    def lost(err: RuntimeError) -> int | None:
+        if not lost_a_rank(err):
+            return None
+        say_lost_rank(PROG, _global_rank(), err)
+        return 1
+
+    return ToolRun(WORDS, guard, claim_first=False, refused=(ValueError, FileNotFoundError),
+                   finished=(NothingToResume,), failed=(BudgetMismatchError, BudgetConfigError),
+                   stops=(Preempted, Diverged, Undecayed), lost=lost)  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -284,8 +312,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:  # --help, or a usage error already printed in one line
         return stop.code if isinstance(stop.code, int) else 2
     allow_mmengine_checkpoints()
+    removed: list[str | None] = []  # the claim's line, logged by the runner
     with PreemptionGuard() as guard:
-        return _train(args, guard)
+        try:
+            return _tool_run(guard).run(
+                lambda: _checked(args, guard),
+                lambda cfg, stack: removed.append(_claim_work_dir(cfg, stack)),
+                lambda cfg: _train(cfg, removed[0]),
+                stop_early=lambda cfg: _has_preemption_hook(cfg) and args.launcher == "none",
+            )
+        finally:
+            destroy_process_group()
 
 
 def _has_preemption_hook(cfg: Config) -> bool:
@@ -293,16 +330,15 @@ def _has_preemption_hook(cfg: Config) -> bool:
     return any(isinstance(h, dict) and h.get("type") == "PreemptionHook" for h in hooks)
 
 
-def _checked(args: argparse.Namespace) -> Config | int:
-    """:func:`preflight`, with a refusal printed in one line: the config, or the exit status."""
-    try:
-        return preflight(args)
-    except NothingToResume as done:
-        print(f"{PROG}: {done}", file=sys.stderr)
-        return 0
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+def _checked(args: argparse.Namespace, guard: PreemptionGuard) -> Config:
+    """:func:`preflight`; without a :class:`PreemptionHook` nothing would act on a signal's
+    flag: signals as before (one that came meanwhile acts now)."""
+    cfg = preflight(args)
+    if not _has_preemption_hook(cfg):
+        guard.__exit__(None, None, None)
+        if guard.requested:
+            os.kill(os.getpid(), guard.signum)
+    return cfg
 
 
 def check_only(argv: Sequence[str]) -> int | None:
@@ -319,71 +355,15 @@ def check_only(argv: Sequence[str]) -> int | None:
     except SystemExit as stop:  # --help, or a usage error already printed in one line
         return stop.code if isinstance(stop.code, int) else 2
     allow_mmengine_checkpoints()
-    checked = _checked(args)
-    return checked if isinstance(checked, int) else None
+    return _tool_run().checked(lambda: preflight(args))[1]
 
 
-def _signalled_early(cfg: Config, guard: PreemptionGuard, launcher: str) -> int | None:
-    """A preemption signal that came during the checks: the exit status (nothing written)."""
-    if not _has_preemption_hook(cfg):  # nothing would act on the flag: signals as before
-        guard.__exit__(None, None, None)
-        if guard.requested:
-            os.kill(os.getpid(), guard.signum)
-    elif guard.requested and launcher == "none":  # several ranks: the hook agrees
-        print(
-            f"{PROG}: preempted by {guard.signal_name} before training started: nothing "
-            f"written; exit status {PREEMPTED_EXIT_CODE}, run the same command again",
-            file=sys.stderr,
-        )
-        return PREEMPTED_EXIT_CODE
-    return None
-
-
-def _train(args: argparse.Namespace, guard: PreemptionGuard) -> int:
-    work_dir = None
-    try:
-        cfg = _checked(args)
-        if isinstance(cfg, int):
-            return cfg
-        early = _signalled_early(cfg, guard, args.launcher)
-        if early is not None:
-            return early
-        try:
-            _init_distributed(args.launcher, cfg)
-            work_dir = output_folder(cfg.work_dir)
-            cleaned = _claim_work_dir(work_dir)
-        except ValueError as err:
-            print(f"{PROG}: error: {err}", file=sys.stderr)
-            return 2
-        runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else _build_custom(cfg)
-        if cleaned is not None:
-            runner.logger.warning(cleaned)
-        runner.train()
-    except (Preempted, Diverged, Undecayed) as stop:  # the hook printed its one line
-        _meet_before_leaving()  # every rank stops here (the stop was agreed)
-        return int(stop.code)
-    except (BudgetMismatchError, BudgetConfigError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    except RuntimeError as err:
-        if not lost_a_rank(err):
-            raise
-        say_lost_rank(PROG, _global_rank(), err)
-        return 1
-    finally:
-        if work_dir is not None:
-            work_dir.release()
-        destroy_process_group()
+def _train(cfg: Config, removed: str | None) -> int:
+    runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else _build_custom(cfg)
+    if removed is not None:
+        runner.logger.warning(removed)
+    runner.train()
     return 0
-
-
-def _meet_before_leaving() -> None:
-    """With several ranks, wait for all of them before the process group goes: a rank that
-    tore its group down while a peer still used the connection aborted at exit
-    (``terminate called without an active exception``, SIGABRT) now and then."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        with contextlib.suppress(RuntimeError):
-            dist.barrier()
 
 
 def _build_custom(cfg: Config) -> Runner:

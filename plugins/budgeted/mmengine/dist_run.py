@@ -18,13 +18,20 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..control.tool import WorkerExits
 from ..safety.preemption import DIVERGED_EXIT_CODE, PREEMPTED_EXIT_CODE, UNDECAYED_EXIT_CODE
 
 __all__ = ["main"]
 
 PROG = "dist_train.sh"
-SAID_BY_THE_RANKS = (2, DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE, PREEMPTED_EXIT_CODE)
-"""Exit statuses whose one line a rank printed itself: passed through, nothing added."""
+EXITS = WorkerExits(
+    killed="rank {rank} (pid {pid}) was killed by {signal}; torchrun stopped the others",
+    exited="rank {rank} (pid {pid}) failed with exit status {code} (its output above says why); "
+    "torchrun stopped the others",
+    said=(2, DIVERGED_EXIT_CODE, UNDECAYED_EXIT_CODE, PREEMPTED_EXIT_CODE),
+)
+"""The line for the rank that failed first and the launcher's exit status; the statuses whose
+one line a rank printed itself pass through, nothing added."""
 
 
 def root_cause(failures: Mapping[int, Any]) -> tuple[int, Any]:
@@ -51,27 +58,6 @@ def root_cause(failures: Mapping[int, Any]) -> tuple[int, Any]:
     return min(failures.items(), key=order)
 
 
-def failure_line(rank: int, pid: int, exitcode: int, signal_name: str) -> tuple[str | None, int]:
-    """The line for the rank that failed first and the launcher's exit status.
-
-    Example:
-        >>> failure_line(1, 4242, -9, "SIGKILL")
-        ('rank 1 (pid 4242) was killed by SIGKILL; torchrun stopped the others', 1)
-        >>> failure_line(0, 4242, 75, "<N/A>")
-        (None, 75)
-    """
-    if exitcode in SAID_BY_THE_RANKS:
-        return None, exitcode
-    if exitcode < 0:
-        line = f"rank {rank} (pid {pid}) was killed by {signal_name}; torchrun stopped the others"
-        return line, 1
-    return (
-        f"rank {rank} (pid {pid}) failed with exit status {exitcode} (its output above says "
-        "why); torchrun stopped the others",
-        exitcode if 0 < exitcode < 256 else 1,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Check, then run torchrun; the exit status (see the module)."""
     from torch.distributed import run as torchrun
@@ -94,7 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         torchrun.run(args)
     except ChildFailedError as err:
         rank, failure = root_cause(err.failures)
-        line, status = failure_line(rank, failure.pid, failure.exitcode, failure.signal_name())
+        line, status = EXITS.line(
+            failure.exitcode, rank=rank, pid=failure.pid, signal=failure.signal_name()
+        )
         if line is not None:
             print(f"{PROG}: {line}", file=sys.stderr, flush=True)
         return status

@@ -18,24 +18,23 @@ In a config (``tools/train_seg.py`` adds them itself)::
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import math
 import os
 import os.path as osp
-import secrets
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-import torch
 from mmengine.dist import barrier, get_world_size, is_main_process
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.registry import HOOKS
 from mmengine.runner.loops import IterBasedTrainLoop
 
+from ..control.stops import NON_FINITE, base_lr_of, diverged, loss_code, preempted_after
 from ..errors import Diverged
-from ..safety import atomic_write_text, checkpoint_iterations
+from ..safety import checkpoint_iterations
 from ..safety.preemption import (
     DIVERGED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
@@ -44,8 +43,7 @@ from ..safety.preemption import (
     signal_name,
 )
 from ..safety.ranks import agree_max
-from ..safety.writing import replace_durably
-from ..schedules.base_lrs import base_lr_in_use
+from ..safety.writing import save_and_point
 from .compat import CheckpointSaveHook, built_train_loop, stock_save
 
 __all__ = [
@@ -93,12 +91,11 @@ def save_checkpoint_atomically(
     filename = tmpl.format(step)
     hook.last_ckpt = hook.file_backend.join_path(hook.out_dir, filename)
     runner.message_hub.update_info("last_ckpt", hook.last_ckpt)
-    tmp_name = f".{filename}.tmp-{secrets.token_hex(4)}"
-    tmp = osp.join(hook.out_dir, tmp_name)
-    try:
+
+    def write(tmp: str) -> None:
         runner.save_checkpoint(  # @master_only: writes on rank 0 only
             hook.out_dir,
-            tmp_name,
+            osp.basename(tmp),
             hook.file_client_args,
             save_optimizer=hook.save_optimizer,
             save_param_scheduler=hook.save_param_scheduler,
@@ -107,18 +104,13 @@ def save_checkpoint_atomically(
             backend_args=hook.backend_args,
             **hook.args,
         )
-        if is_main_process():
-            replace_durably(tmp, hook.last_ckpt)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if is_main_process():
-        atomic_write_text(osp.join(runner.work_dir, "last_checkpoint"), hook.last_ckpt)
-        if retired is not None and retired != step:
-            old = hook.file_backend.join_path(hook.out_dir, tmpl.format(retired))
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(old)
+
+    pointer = osp.join(runner.work_dir, "last_checkpoint")
+    save_and_point(write, hook.last_ckpt, pointer, hook.last_ckpt, main=is_main_process())
+    if is_main_process() and retired is not None and retired != step:
+        old = hook.file_backend.join_path(hook.out_dir, tmpl.format(retired))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old)
     return str(hook.last_ckpt)
 
 
@@ -246,11 +238,11 @@ class PreemptionHook(Hook):
             return
         loop = runner.train_loop
         done = runner.iter + 1  # iterations trained (runner.iter counts up after the hooks)
-        signum = self._policy.stop_after(done, loop.max_iters)
-        if not signum:
+        save = functools.partial(self._save, runner)
+        stop = preempted_after(self._policy, done, loop.max_iters, save, barrier)
+        if stop is None:
             return
-        path = self._save(runner, done)
-        barrier()  # no rank leaves (and no launcher kills rank 0) before the file is in place
+        signum, path = stop
         self._stop = (signum, done, path)
         loop.stop_training = True
         loop.val_begin = _NO_VALIDATION
@@ -281,33 +273,6 @@ class PreemptionHook(Hook):
         return save_checkpoint_now(runner, step, "PreemptionHook")
 
 
-_NON_FINITE = {0: None, 1: "inf", 2: "nan"}
-"""The agreed code of a loss (the max over the ranks: nan wins over inf) -> its name."""
-
-
-def _loss_code(outputs: Any) -> int:
-    """2 for a NaN loss, 1 for an infinite one, 0 for finite (or no loss in ``outputs``).
-
-    ``outputs`` is what the model's ``train_step`` returned: MMEngine's ``parse_losses`` puts
-    the total under ``loss``; without it, every entry whose name holds ``loss`` is read.
-    """
-    if not isinstance(outputs, Mapping):
-        return 0
-    keys = ["loss"] if "loss" in outputs else [k for k in outputs if "loss" in str(k)]
-    code = 0
-    for key in keys:
-        value = outputs[key]
-        try:
-            number = float(value.detach().float().sum()) if torch.is_tensor(value) else float(value)
-        except (TypeError, ValueError):
-            continue
-        if math.isnan(number):
-            return 2
-        if math.isinf(number):
-            code = 1
-    return code
-
-
 def _base_lr(runner: Any) -> float | None:
     """The base LR in use: the runner's LR schedulers' ``base_values`` (what they multiply: a
     resumed checkpoint's, not the config's), else the param groups' ``initial_lr`` (``lr``
@@ -323,14 +288,11 @@ def _base_lr(runner: Any) -> float | None:
         if getattr(scheduler, "param_name", None) == "lr"
         for value in getattr(scheduler, "base_values", [])
     ]
-    if not values:
-        wrapper = runner.optim_wrapper
-        wrappers = getattr(wrapper, "optim_wrappers", None) or {"": wrapper}
-        for each in wrappers.values():
-            groups = getattr(getattr(each, "optimizer", None), "param_groups", None) or []
-            values = [g.get("initial_lr", g.get("lr")) for g in groups]
-            break
-    return base_lr_in_use(values)
+    wrapper = runner.optim_wrapper
+    first = next(iter((getattr(wrapper, "optim_wrappers", None) or {"": wrapper}).values()))
+    return base_lr_of(
+        values, getattr(getattr(first, "optimizer", None), "param_groups", None) or []
+    )
 
 
 @HOOKS.register_module()
@@ -352,16 +314,16 @@ class DivergenceHook(Hook):
     def after_train_iter(
         self, runner: Any, batch_idx: int, data_batch: Any = None, outputs: Any = None
     ) -> None:
-        what = _NON_FINITE.get(agree_max(_loss_code(outputs)))
+        what = NON_FINITE.get(agree_max(loss_code(outputs)))
         if what is None:
             return
-        lr = _base_lr(runner)
-        text = (
-            f"diverged: the loss is {what} at iteration {runner.iter + 1} (base LR "
-            f"{'unknown' if lr is None else format(lr, 'g')}); lower the base LR "
-            "(optim_wrapper.optimizer.lr) or clip the gradients (optim_wrapper.clip_grad="
-            "dict(max_norm=...)); stopped before any checkpoint or validation of it, the run is "
-            f"not a result (exit status {DIVERGED_EXIT_CODE})"
+        stop = diverged(
+            what,
+            runner.iter + 1,
+            _base_lr(runner),
+            "lower the base LR (optim_wrapper.optimizer.lr) or clip the gradients (optim_wrapper."
+            "clip_grad=dict(max_norm=...)); stopped before any checkpoint or validation of it, the "
+            f"run is not a result (exit status {DIVERGED_EXIT_CODE})",
         )
-        _say(self.prog, runner, text)
-        raise Diverged(text)
+        _say(self.prog, runner, stop.message)
+        raise stop

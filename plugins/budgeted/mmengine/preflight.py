@@ -23,7 +23,10 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 from ..config_files import find_config
-from ..runs.mmengine import WorkDirLock, check_new_run_folder, saved_schedulers, scheduler_key
+from ..control.folder import OutputFolder
+from ..control.preflight import Tool
+from ..control.preflight import preflight as run_checks
+from ..runs.mmengine import saved_schedulers, scheduler_key
 from ..schedules import BudgetMismatchError, check_on_resume
 from .annotation_checks import check_annotation_files
 from .arms import apply_optimizer, apply_schedule_free, apply_subset, apply_validate_every
@@ -50,6 +53,7 @@ from .input_checks import (
     check_time_budget_pair,
     check_weights_fit_model,
     check_writable,
+    output_folder,
 )
 from .launch import needs_cpu_distributed, prepare_cpu_distributed
 from .own_schedule import apply_own_schedule, check_budget_after_warmup
@@ -147,28 +151,43 @@ def preflight(args: argparse.Namespace) -> Config:
         return _checked_config(args)
 
 
+class TrainSeg(Tool):
+    """``tools/train_seg.py`` to the one pre-flight (:func:`budgeted.control.preflight.preflight`):
+    the config with the command line's edits; the budget schedulers, hooks, data and annotations;
+    the work dir writable, not in use (one process: several ranks agree on the lock once their
+    group is up), no other run there; the model's files; the file to load."""
+
+    ORDER = ("inputs", "writable", "in_use", "new_run", "model_files", "file")
+
+    def load(self, args: argparse.Namespace) -> Config:
+        return _edited_config(args)
+
+    def folder(self, cfg: Config) -> OutputFolder:
+        return output_folder(cfg.work_dir)
+
+    def inputs(self, cfg: Config, args: argparse.Namespace) -> None:
+        for check in (check_scheduler_types, check_budget_schedulers, check_budget_hooks):
+            check(cfg)
+        for check in (check_schedulefree_installed, check_data_roots, check_annotation_files):
+            check(cfg)
+
+    def in_use(self, cfg: Config, args: argparse.Namespace) -> None:
+        if args.launcher == "none":
+            super().in_use(cfg, args)
+
+    def model_files(self, cfg: Config, args: argparse.Namespace) -> None:
+        check_init_checkpoints(cfg)
+
+    def file(self, cfg: Config, args: argparse.Namespace) -> None:
+        plan = plan_load(cfg, args.resume_from, check_budget=check_resume_budget,
+                         check_weights=check_weights_fit_model)  # fmt: skip
+        if plan.note is not None:
+            print(f"{PROG}: {plan.note}", file=sys.stderr)
+
+
 def _checked_config(args: argparse.Namespace) -> Config:
-    """:func:`preflight`'s checks and edits, in order."""
-    cfg = _edited_config(args)
-    check_scheduler_types(cfg)
-    check_budget_schedulers(cfg)
-    check_budget_hooks(cfg)
-    check_schedulefree_installed(cfg)
-    check_data_roots(cfg)
-    check_annotation_files(cfg)
-    check_writable(cfg.work_dir)
-    if args.launcher == "none":  # several ranks agree on the lock once their group is up
-        WorkDirLock(cfg.work_dir).check()
-    check_new_run_folder(cfg.work_dir, cfg.resume)
-    check_init_checkpoints(cfg)
-    plan = plan_load(
-        cfg,
-        args.resume_from,
-        check_budget=check_resume_budget,
-        check_weights=check_weights_fit_model,
-    )
-    if plan.note is not None:
-        print(f"{PROG}: {plan.note}", file=sys.stderr)
+    """:func:`preflight`'s checks (:class:`TrainSeg`), then the edits that follow them."""
+    cfg = run_checks(TrainSeg(), args)
     add_reliability_hooks(cfg)
     add_checkpoint_at(cfg)
     apply_subset(cfg, getattr(args, "subset", None))  # after the data checks, which it wraps

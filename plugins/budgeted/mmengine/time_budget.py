@@ -23,6 +23,7 @@ from mmengine.logging import print_log
 from mmengine.registry import HOOKS, LOOPS
 from mmengine.runner.loops import IterBasedTrainLoop
 
+from ..control.stops import Deadline
 from ..errors import UNDECAYED_EXIT_CODE, Undecayed
 from ..safety.ranks import broadcast_from_rank0
 from ..schedules.clock import TimeBudget, TrainingClock, parse_duration
@@ -118,15 +119,9 @@ class TimeBudgetClockHook(Hook):
             return
         loop.stopped_at = trained
         end_loop_at(loop, trained)  # the last iteration: last checkpoint, final validation
-        line = (
-            f"time budget of {loop.seconds:g} s reached after {trained} iterations "
-            f"({elapsed:.1f} s of training); last checkpoint and final validation follow"
+        line = Deadline(loop.seconds, loop.clock).reached_line(
+            trained, elapsed, "", "last checkpoint and final validation follow"
         )
-        if loop.clock.syncs:
-            line += (
-                f"; clock shared {loop.clock.syncs} times, "
-                f"{1e6 * loop.clock.sync_seconds / loop.clock.syncs:.0f} us each"
-            )
         if is_main_process():
             print_log(line, logger="current")
 
@@ -135,6 +130,19 @@ def _time_budgets(runner: Any) -> list[tuple[int, TimeBudget]]:
     """``(begin, TimeBudget)`` of each budget scheduler the runner trains over the clock."""
     schedulers = budget_schedulers(getattr(runner, "param_schedulers", None))
     return [(int(s.begin), s.time_budget) for s in schedulers if s.time_budget is not None]
+
+
+UNDECAYED_WORDS = {
+    "capped": "train_cfg.max_iters={trained} was reached after {elapsed:.1f} s of training; raise "
+    "the iteration cap (full_schedule_iters, train_cfg.max_iters) or give a shorter time budget",
+    "warmup": "the deadline came after {iterations}, inside the warmup; give a longer time "
+    "budget or fewer warmup_iters",
+    "few": "the deadline came after {iterations} of {average:.3g} s on average, too few for the "
+    "decay; give a longer time budget (or faster iterations)",
+    "tail": "the checkpoint and validation of iteration {trained} are written (exit status "
+    f"{UNDECAYED_EXIT_CODE})",
+}
+"""The causes of an end before the schedule decayed (:meth:`Deadline.undecayed`)."""
 
 
 def undecayed_line(loop: TimeBudgetTrainLoop, runner: Any) -> str | None:
@@ -154,30 +162,12 @@ def undecayed_line(loop: TimeBudgetTrainLoop, runner: Any) -> str | None:
         if iteration >= begin
     ]
     shortfall = next((s for s in shortfalls if s is not None), None)
-    if shortfall is None:
-        return None
-    trained, elapsed = iteration + 1, loop.clock.elapsed
-    iterations = f"{trained} iteration{'' if trained == 1 else 's'}"
-    if loop.stopped_at is None:  # the iteration cap came first
-        cause = (
-            f"train_cfg.max_iters={trained} was reached after {elapsed:.1f} s of training; "
-            "raise the iteration cap (full_schedule_iters, train_cfg.max_iters) or give a "
-            "shorter time budget"
-        )
-    elif "warmup" in shortfall:
-        cause = (
-            f"the deadline came after {iterations}, inside the warmup; give a longer "
-            "time budget or fewer warmup_iters"
-        )
-    else:
-        cause = (
-            f"the deadline came after {iterations} of {elapsed / trained:.3g} s on average, "
-            "too few for the decay; give a longer time budget (or faster iterations)"
-        )
-    return (
-        f"time budget of {loop.seconds:g} s ended before the schedule decayed: {shortfall}; "
-        f"{cause}; the checkpoint and validation of iteration {trained} are written (exit "
-        f"status {UNDECAYED_EXIT_CODE})"
+    return Deadline(loop.seconds, loop.clock).undecayed(
+        shortfall,
+        iteration + 1,
+        UNDECAYED_WORDS,
+        capped=loop.stopped_at is None,  # the iteration cap came first
+        warmup=shortfall is not None and "warmup" in shortfall,
     )
 
 

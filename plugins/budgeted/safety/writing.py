@@ -21,14 +21,14 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 from .loading import load_checkpoint
 
 __all__ = [
     "atomic_save", "atomic_write", "atomic_write_text", "remove_stale_temporaries",
-    "replace_durably", "save_weights_subset"
+    "replace_durably", "save_and_point", "save_weights_subset"
 ]  # fmt: skip
 
 
@@ -146,6 +146,43 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> None:
 
     with atomic_write(path, "wb") as f:
         torch.save(obj, f)
+
+
+def save_and_point(
+    write: Callable[[str], Any],
+    path: str | os.PathLike[str],
+    pointer: str | os.PathLike[str],
+    text: str,
+    *,
+    main: bool = True,
+) -> None:
+    """A checkpoint written atomically, then named by its ``pointer`` file (``last_checkpoint``).
+
+    ``write(tmp)`` writes the file under the temporary name :func:`atomic_write` uses, beside
+    ``path``; where ``main`` (the process that writes files: rank 0) it is fsynced and renamed
+    to ``path``, and ``pointer`` atomically holds ``text``. On an exception the temporary file
+    is removed and ``path`` and ``pointer`` are left as they were.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> save_and_point(lambda tmp: pathlib.Path(tmp).write_bytes(b"w"), run / "m_1.pth",
+        ...                run / "last_checkpoint", "m_1.pth")
+        >>> sorted(p.name for p in run.iterdir()), (run / "last_checkpoint").read_text()
+        (['last_checkpoint', 'm_1.pth'], 'm_1.pth')
+    """
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    tmp = os.path.join(folder, f".{name}.tmp-{secrets.token_hex(4)}")
+    try:
+        write(tmp)
+        if main:
+            replace_durably(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if main:
+        atomic_write_text(pointer, text)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
