@@ -36,6 +36,7 @@ SCRIPTS = {
     "budgeted-report": "budgeted.entry_points:report",
     "budgeted-branch": "budgeted.entry_points:branch",
     "budgeted-rank": "budgeted.entry_points:rank",
+    "budgeted-search": "budgeted.entry_points:search",
 }
 CONFIG_FOLDERS = (
     "detectron2",
@@ -289,9 +290,18 @@ def test_fresh_venv_console_scripts(venv, tmp_path):
         path = bin_dir / script
         assert path.is_file() and os.access(path, os.X_OK), script
         assert path.read_text().splitlines()[0] == f"#!{bin_dir / 'python'}"
-    for script in ("budgeted-sweep", "budgeted-report", "budgeted-branch", "budgeted-rank"):
+    for script in ("budgeted-sweep", "budgeted-report", "budgeted-branch", "budgeted-rank",
+                   "budgeted-search"):  # fmt: skip
         help_run = run([str(bin_dir / script), "--help"], cwd=tmp_path)
         assert help_run.stdout.startswith(f"usage: {script} ")
+    (tmp_path / "mine.py").write_text("print('trains')\n")  # a search needs Optuna: its extra
+    search = run([str(bin_dir / "budgeted-search"), "--script", "mine.py", "--full-iters", "1000",
+                  "--budget", "0.1", "--lr-range", "0.01", "1", "--out", "found"], cwd=tmp_path,
+                 check=False)  # fmt: skip
+    assert (search.returncode, search.stderr) == (2, "search: error: budgeted.experiments.search "
+        "needs 'optuna', which is not installed; install it with pip install "
+        '"budgeted-training[search]"\n')  # fmt: skip
+    assert not (tmp_path / "found").exists()
     dry = run([str(bin_dir / "budgeted-sweep"), "mmseg", "--toy", "--budgets", "0.05",
                "--data", str(tmp_path / "data"), "--out", str(tmp_path / "sweep"), "--dry-run"],
               cwd=tmp_path)  # fmt: skip

@@ -60,3 +60,29 @@ def test_a_search_on_slurm_resumes_after_sigterm_and_shares_its_study(slurm_clus
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     answer = json.loads((out / "search_answer.json").read_text())
     assert answer["choice"] is not None and answer["spent_runs"] <= 4
+
+
+def test_a_search_of_an_own_mmengine_config_runs_its_cells_as_slurm_jobs(slurm_cluster, tmp_path):
+    """Issue 53: the user's own MMEngine config (LeNet-5 on the digits, 88 iterations, written
+    here) searched with ``--executor slurm`` and a journal study on the shared file system: every
+    cell is a finished Slurm job of ``budgeted-train-seg``, every cell a complete trial."""
+    from own_configs import digits_config
+
+    from budgeted.toys.digits import write_digits
+
+    config = digits_config(tmp_path, write_digits(tmp_path / "digits"))
+    out, journal = tmp_path / "search", tmp_path / "shared" / "study.journal"
+    journal.parent.mkdir()
+    done = tool("budgeted-search", "--config", config, "--budget", "1", "--lr-range", "0.03",
+                "0.3", "--schedules", "linear", "--storage", journal, "--executor", "slurm",
+                "--out", out, cwd=tmp_path, env=job_env(slurm_cluster))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/sweep_cell.json")}
+    assert records and all(r["status"] == "finished" for r in records.values()), records
+    assert all(r["slurm"]["job_id"] for r in records.values()), records
+    study = optuna.load_study(study_name=STUDY_NAME, storage=open_storage(str(journal), False))
+    trials = study.get_trials()
+    assert {t.user_attrs["cell"] for t in trials} == set(records)
+    assert {round(t.params["budget"] * 88) for t in trials} == {22, 88}
+    answer = json.loads((out / "search_answer.json").read_text())
+    assert answer["target_iters"] == 88 and "budgeted-train-seg" in answer["choice"]["command"]
