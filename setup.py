@@ -134,6 +134,10 @@ setup(
         "schedulefree": ["schedulefree>=1.4"],
         # budgeted-search: Optuna's samplers, pruners and storages (docs/search.md)
         "search": ["optuna>=4.0"],
+        # budgeted.lightning (docs/lightning.md): the callback, and LightningCLI's yaml configs
+        "lightning": ["lightning>=2.2", "jsonargparse[signatures]>=4.27"],
+        # budgeted.transformers (docs/transformers.md): the Hugging Face Trainer callback
+        "transformers": ["transformers>=4.40", "accelerate>=1.1"],
     },
     entry_points={
         "console_scripts": [

