@@ -15,7 +15,10 @@ import budgeted
 
 pytestmark = pytest.mark.unit
 
-ADAPTERS = ("budgeted.detectron2", "budgeted.mmengine", "budgeted.toys.mmpretrain")
+ADAPTERS = (
+    "budgeted.detectron2", "budgeted.mmengine", "budgeted.lightning", "budgeted.transformers",
+    "budgeted.toys.mmpretrain",
+)  # fmt: skip
 """Modules whose examples need their framework: they run in the adapters' own test files."""
 MODULES = sorted(
     info.name

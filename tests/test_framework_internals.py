@@ -28,8 +28,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "plugins" / "budgeted"
 FRAMEWORKS = (
-    "detectron2", "fvcore", "iopath", "mmaction", "mmcv", "mmdet", "mmengine", "mmpretrain",
-    "mmseg", "omegaconf", "optuna", "schedulefree", "submitit", "torch",
+    "detectron2", "fvcore", "iopath", "lightning", "mmaction", "mmcv", "mmdet", "mmengine",
+    "mmpretrain", "mmseg", "omegaconf", "optuna", "schedulefree", "submitit", "torch",
+    "transformers",
 )  # fmt: skip
 ACCESSORS = {"getattr", "hasattr", "setattr", "delattr"}
 EXTENSION_POINTS = {

@@ -26,7 +26,7 @@ FLOORS = (
     "schedules/",
     "runs/",
     "control/",
-    "pytorch torch_optimizers",
+    "pytorch torch_optimizers trainer_budget",
     "detectron2/ mmengine/ lightning/ transformers/",
     "experiments/",
     "entry_points",
@@ -162,7 +162,10 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("adapter", ["budgeted.detectron2", "budgeted.mmengine"])
+@pytest.mark.parametrize(
+    "adapter",
+    ["budgeted.detectron2", "budgeted.mmengine", "budgeted.lightning", "budgeted.transformers"],
+)
 def test_an_adapter_loads_no_toy_sweep_report_plot_or_launcher(adapter):
     code = (
         f"import json, sys, {adapter}\n"

@@ -53,7 +53,9 @@ CONFIG_FOLDERS = (
 )  # fmt: skip
 """Folders of configs/ that must arrive, with their layout, in the installed package."""
 ADAPTERS = (("budgeted.detectron2", "detectron2", ("detectron2",)),
-            ("budgeted.mmengine", "mmseg", ("mmengine", "mmcv", "mmseg")))  # fmt: skip
+            ("budgeted.mmengine", "mmseg", ("mmengine", "mmcv", "mmseg")),
+            ("budgeted.lightning", "lightning", ("lightning",)),
+            ("budgeted.transformers", "transformers", ("transformers",)))  # fmt: skip
 """(adapter, extra, framework modules one of which the one-line ImportError names)."""
 
 

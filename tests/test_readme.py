@@ -176,7 +176,7 @@ def test_the_readmes_detectron2_snippet_finds_its_config_from_any_folder(
     its bare name (the package's config lookup), from any folder: here an empty one (the snippet
     itself trains in tests/test_snippets.py)."""
     block = (
-        section(README, "Use it in your own Detectron2, MMEngine or PyTorch code")
+        section(README, "Use it in your own Detectron2, MMEngine, Lightning, HF or PyTorch code")
         .split("```python\n", 1)[1]
         .split("```")[0]
     )

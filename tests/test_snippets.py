@@ -123,7 +123,9 @@ def test_snippet_runs(doc: Path, line: int, code: str, workspace: dict[str, Path
         "TMPDIR": str(workspace["tmpdir"]),
     }
     env.pop("BUDGETED_CONFIGS", None)
-    snippet = workspace["tmp"] / f"{name}.py"
+    # not beside datasets/ (sys.path[0]): transformers would import that folder as its library
+    snippet = workspace["tmp"] / "scripts" / f"{name}.py"
+    snippet.parent.mkdir(exist_ok=True)
     snippet.write_text(code)
     if code.startswith(CONFIG_MARK):
         work_dir = workspace["tmp"] / f"work_{name}"
