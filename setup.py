@@ -137,7 +137,7 @@ setup(
         # budgeted.lightning (docs/lightning.md): the callback, and LightningCLI's yaml configs
         "lightning": ["lightning>=2.2", "jsonargparse[signatures]>=4.27"],
         # budgeted.transformers (docs/transformers.md): the Hugging Face Trainer callback
-        "transformers": ["transformers>=4.55", "accelerate>=1.1"],
+        "transformers": ["transformers>=4.51", "accelerate>=1.1"],
     },
     entry_points={
         "console_scripts": [

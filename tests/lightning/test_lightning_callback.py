@@ -32,6 +32,10 @@ sys.path.insert(0, str(ROOT / "examples"))  # the example imports digits_budget 
 _spec = importlib.util.spec_from_file_location("lightning_digits", ROOT / "examples" / SCRIPT)
 example = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(example)
+# what the example imported beside it is not a module the next test file in this worker sees
+# (tests/examples/test_digits_budget.py loads its own copy of digits_budget and doctests it)
+sys.modules.pop("digits_budget", None)
+sys.path.remove(str(ROOT / "examples"))
 
 
 def trainer(*callbacks, **kwargs) -> L.Trainer:

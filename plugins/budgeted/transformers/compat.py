@@ -1,12 +1,12 @@
 """The Hugging Face ``Trainer`` internals :mod:`budgeted.transformers` relies on (transformers
-4.55.4 and 5.25.0; ``tests/hf_transformers/test_hf_compat.py`` checks each).
+4.51.3 and 5.25.0; ``tests/hf_transformers/test_hf_compat.py`` checks each).
 
 - the callbacks a trainer holds: ``trainer.callback_handler.callbacks`` (no public getter);
 - ``trainer._created_lr_scheduler``: set by ``Trainer.create_scheduler`` when it built the
   scheduler, so that a second ``train()`` call builds it anew (with that call's step count);
 - the checkpoint folder ``<output_dir>/checkpoint-<global_step>`` (``PREFIX_CHECKPOINT_DIR``);
 - ``transformers.trainer.datasets``: the module ``transformers.trainer`` imported as the
-  ``datasets`` library, which 4.55.4 and 5.25.0 import from any folder named ``datasets`` on
+  ``datasets`` library, which 4.51.3 and 5.25.0 import from any folder named ``datasets`` on
   ``sys.path`` (``is_datasets_available`` checks only that ``find_spec`` finds it), and its
   ``Trainer`` then fails with an ``AttributeError``.
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-TESTED_VERSIONS = ("4.55.4", "5.25.0")
-"""4.55.4: the pinned one (requirements/constraints.txt); 5.25.0: when this module was written."""
+TESTED_VERSIONS = ("4.51.3", "5.25.0")
+"""4.51.3: the pinned one (requirements/constraints.txt); 5.25.0: when this module was written."""
 
 
 def callbacks_of(trainer: Any) -> list[Any]:
